@@ -1,0 +1,52 @@
+# The two commands a newcomer needs: `make demo` and `make test`. Each installs the Debian
+# packages it needs when they are missing, builds, and runs.
+SHELL := /bin/bash
+BUILD ?= build
+SAN_BUILD ?= build-san
+JOBS ?= $(shell nproc)
+
+# Build and test dependencies (Debian package names).
+DEB_PACKAGES := cmake ninja-build g++ pkg-config libpcre2-dev nlohmann-json3-dev libcli11-dev \
+  libhwy-dev libgtest-dev libgmock-dev libbenchmark-dev
+# Sanitizer and fuzz builds use clang 19 (clang 14's concepts level hides libstdc++'s std::expected).
+SAN_PACKAGES := clang-19 libclang-rt-19-dev
+# Test oracles only, never runtime dependencies.
+ORACLE_PACKAGES := sentencepiece python3-sentencepiece
+
+.PHONY: all deps san-deps build demo test test-release test-sanitize fuzz clean
+
+all: build
+
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES) $(ORACLE_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+san-deps:
+	@missing=$$(for p in $(SAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	./demo.sh $(BUILD)/kite
+
+test: test-release test-sanitize
+
+test-release: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The whole suite again under AddressSanitizer + UBSan, then each fuzz target for a bounded time.
+test-sanitize: deps san-deps
+	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DKITE_SANITIZE=ON -DKITE_FUZZ=ON >/dev/null
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
+	./tests/fuzz/run_fuzzers.sh $(SAN_BUILD) $${FUZZ_SECONDS:-30}
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

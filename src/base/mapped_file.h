@@ -1,0 +1,38 @@
+// A read-only memory-mapped file. Weights are never copied: tensors are views into this map.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "base/status.h"
+
+namespace kite {
+
+class MappedFile {
+ public:
+  // Maps the whole file read-only. An empty file maps to an empty span.
+  static Result<MappedFile> Open(const std::string& path);
+
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+// Reads a whole (small) file into a string: configs, tokenizer.json, templates.
+Result<std::string> ReadTextFile(const std::string& path);
+
+}  // namespace kite

@@ -1,0 +1,16 @@
+// Each subcommand lives in its own file and registers itself on the CLI11 app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "base/status.h"
+
+namespace kite::cli {
+
+// Exit codes: 0 ok, 1 runtime error from Kite, 2 bad command line (CLI11's own).
+int ExitCodeFor(const Error& error);
+// Prints "kite: <message>" to stderr and returns the exit code.
+int ReportError(const Error& error);
+
+
+}  // namespace kite::cli

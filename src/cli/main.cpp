@@ -1,0 +1,24 @@
+// `kite`: one binary, one file per subcommand.
+#include <cstdio>
+
+#include "cli/command.h"
+
+namespace kite::cli {
+
+int ExitCodeFor(const Error& error) { return error.code == ErrorCode::kInternal ? 70 : 1; }
+
+int ReportError(const Error& error) {
+  std::fprintf(stderr, "kite: %s\n", error.message.c_str());
+  return ExitCodeFor(error);
+}
+
+}  // namespace kite::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"Kite: LLM inference for NPUs and CPUs"};
+  app.set_version_flag("--version", "kite 0.1.0");
+  app.require_subcommand(1);
+  int exit_code = 0;
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}

@@ -1,0 +1,23 @@
+// Non-owning tensor views. Shapes are written outermost first, as PyTorch does:
+// a [rows, cols] matrix has cols contiguous elements per row. (GGUF's ne[] is the reverse.)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensor/dtype.h"
+
+namespace kite {
+
+struct TensorView {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;  // outermost first
+  const void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+std::string ShapeString(const std::vector<int64_t>& shape);  // "[2048, 64]"
+
+}  // namespace kite
