@@ -1,0 +1,23 @@
+// Reference quantizers: F32 to the stored types that Dequantize reads, for round-trip tests and
+// for writing GGUF files that llama.cpp can run.
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "tensor/dtype.h"
+
+namespace kite {
+
+// Quantizes n elements (a whole number of blocks) of src into BytesFor(dtype, n) bytes at dst
+// (no alignment needed), for the types Dequantize accepts.
+//  - F16, BF16: round to nearest even (NaN stays NaN, F16 overflow gives inf).
+//  - Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_K: the same bytes as ggml's quantize_row_*_ref.
+//  - Q2_K … Q6_K: a round-to-nearest quantizer with min/max scales (simpler than ggml's
+//    search, so its bytes differ, but the blocks are valid and decode within half a step).
+// Errors: Unsupported for other types; InvalidInput when n is negative or not a multiple of the
+// block size, or (quantized types) when an element is NaN or infinite, or too large for the
+// type's F16 scales (|x| > 65504).
+Status Quantize(DType dtype, const float* src, void* dst, int64_t n);
+
+}  // namespace kite
