@@ -1,0 +1,279 @@
+#include "format/hf_config.h"
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "base/mapped_file.h"
+#include "format/json_util.h"
+
+namespace kite {
+
+namespace {
+
+using nlohmann::json;
+
+// Sizes above this are nonsense for a config and would overflow products taken later.
+constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
+
+// How each architecture spells the parts that differ between them.
+enum class BiasRule {
+  kLlamaKeys,  // "attention_bias" (q, k, v, o) and "mlp_bias" keys, both default false
+  kQkvOnly,    // Qwen2: q, k, v biases always, no o or MLP bias
+  kNone,       // Mistral
+};
+enum class WindowRule {
+  kNone,         // no sliding window
+  kKey,          // "sliding_window": an int or null
+  kWhenEnabled,  // "sliding_window" only counts when "use_sliding_window" is true
+};
+struct ArchitectureRules {
+  std::string_view name;
+  BiasRule bias;
+  WindowRule window;
+};
+
+constexpr std::array kArchitectures = {
+    ArchitectureRules{"LlamaForCausalLM", BiasRule::kLlamaKeys, WindowRule::kNone},
+    ArchitectureRules{"MistralForCausalLM", BiasRule::kNone, WindowRule::kKey},
+    ArchitectureRules{"Qwen2ForCausalLM", BiasRule::kQkvOnly, WindowRule::kWhenEnabled},
+};
+
+// Typed access to the fields of one JSON object; messages name the file and the field, with
+// `prefix` for nested objects ("rope_scaling."). A field set to null reads as absent.
+class Fields {
+ public:
+  Fields(const json& object, const std::string& path, std::string prefix = "")
+      : object_(object), path_(path), prefix_(std::move(prefix)) {}
+
+  const json* Get(std::string_view key) const {
+    auto it = object_.find(key);
+    return it == object_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  std::unexpected<Error> Missing(std::string_view key) const {
+    return InvalidInput(path_ + ": missing required field '" + Name(key) + "'");
+  }
+  std::unexpected<Error> WrongType(std::string_view key, std::string_view expected,
+                                   const json& value) const {
+    return InvalidInput(path_ + ": field '" + Name(key) + "': expected " + std::string(expected) +
+                        ", got " + std::string(JsonKind(value)));
+  }
+  std::unexpected<Error> BadValue(std::string_view key, const std::string& problem) const {
+    return InvalidInput(path_ + ": field '" + Name(key) + "' " + problem);
+  }
+
+  Result<std::optional<int64_t>> OptionalInt(std::string_view key) const {
+    const json* value = Get(key);
+    if (!value) return std::nullopt;
+    std::optional<int64_t> number = JsonInt(*value);
+    if (!number) return WrongType(key, "an integer", *value);
+    return number;
+  }
+
+  // An integer in [1, kMaxSize]; `fallback` when absent, or an error when there is none.
+  Result<int64_t> Size(std::string_view key, std::optional<int64_t> fallback = {}) const {
+    std::optional<int64_t> value = KITE_TRY(OptionalInt(key));
+    if (!value) {
+      if (!fallback) return Missing(key);
+      return *fallback;
+    }
+    if (*value < 1 || *value > kMaxSize) {
+      return BadValue(key, "is " + std::to_string(*value) + ", expected an integer from 1 to " +
+                               std::to_string(kMaxSize));
+    }
+    return *value;
+  }
+
+  // A finite number > 0 (integers accepted); `fallback` when absent, or an error.
+  Result<double> Positive(std::string_view key, std::optional<double> fallback = {}) const {
+    const json* value = Get(key);
+    if (!value) {
+      if (!fallback) return Missing(key);
+      return *fallback;
+    }
+    if (!value->is_number()) return WrongType(key, "a number", *value);
+    const double number = value->get<double>();
+    if (!(number > 0) || !std::isfinite(static_cast<float>(number))) {
+      return BadValue(key, "is " + value->dump() + ", expected a positive number");
+    }
+    return number;
+  }
+
+  Result<bool> Bool(std::string_view key, bool fallback) const {
+    const json* value = Get(key);
+    if (!value) return fallback;
+    if (!value->is_boolean()) return WrongType(key, "a boolean", *value);
+    return value->get<bool>();
+  }
+
+  Result<std::optional<std::string>> String(std::string_view key) const {
+    const json* value = Get(key);
+    if (!value) return std::nullopt;
+    if (!value->is_string()) return WrongType(key, "a string", *value);
+    return value->get<std::string>();
+  }
+
+  // A token id or a list of them; empty when absent.
+  Result<std::vector<int64_t>> TokenIds(std::string_view key) const {
+    const json* value = Get(key);
+    std::vector<int64_t> ids;
+    if (!value) return ids;
+    if (!value->is_array()) {
+      std::optional<int64_t> id = JsonInt(*value);
+      if (!id || *id < 0) return WrongType(key, "a non-negative integer or a list of them", *value);
+      ids.push_back(*id);
+      return ids;
+    }
+    for (const json& item : *value) {
+      std::optional<int64_t> id = JsonInt(item);
+      if (!id || *id < 0) {
+        return BadValue(key, "holds " + std::string(JsonKind(item)) + " " + item.dump() +
+                                 ", expected non-negative integers");
+      }
+      ids.push_back(*id);
+    }
+    return ids;
+  }
+
+ private:
+  std::string Name(std::string_view key) const { return prefix_ + std::string(key); }
+
+  const json& object_;
+  const std::string& path_;
+  std::string prefix_;
+};
+
+Result<const ArchitectureRules*> ReadArchitecture(const Fields& fields, const std::string& path,
+                                                  std::string* architecture) {
+  const json* list = fields.Get("architectures");
+  if (!list) return fields.Missing("architectures");
+  if (!list->is_array() || list->empty() || !(*list)[0].is_string()) {
+    return fields.WrongType("architectures", "a non-empty list of strings", *list);
+  }
+  *architecture = (*list)[0].get<std::string>();
+  std::string supported;
+  for (const ArchitectureRules& rules : kArchitectures) {
+    if (rules.name == *architecture) return &rules;
+    supported += (supported.empty() ? "" : ", ") + std::string(rules.name);
+  }
+  return Unsupported(path + ": architecture '" + *architecture +
+                     "' is not supported (supported: " + supported + ")");
+}
+
+Result<RopeScaling> ReadRopeScaling(const Fields& config, const std::string& path) {
+  RopeScaling scaling;
+  const json* value = config.Get("rope_scaling");
+  if (!value) return scaling;
+  if (!value->is_object()) return config.WrongType("rope_scaling", "an object or null", *value);
+  const Fields fields(*value, path, "rope_scaling.");
+  // transformers reads "rope_type" and falls back to the older "type".
+  std::optional<std::string> type = KITE_TRY(fields.String("rope_type"));
+  if (!type) type = KITE_TRY(fields.String("type"));
+  if (!type) return fields.Missing("rope_type");
+  if (*type == "default") return scaling;
+  if (*type != "linear" && *type != "llama3") {
+    return Unsupported(path + ": rope_scaling type '" + *type +
+                       "' is not supported (supported: none, linear, llama3)");
+  }
+  scaling.type = *type;
+  scaling.factor = static_cast<float>(KITE_TRY(fields.Positive("factor")));
+  if (scaling.type == "llama3") {
+    scaling.low_freq_factor = static_cast<float>(KITE_TRY(fields.Positive("low_freq_factor")));
+    scaling.high_freq_factor = static_cast<float>(KITE_TRY(fields.Positive("high_freq_factor")));
+    scaling.original_max_position_embeddings =
+        KITE_TRY(fields.Size("original_max_position_embeddings"));
+    // The blend between the two frequency bands divides by their difference.
+    if (!(scaling.low_freq_factor < scaling.high_freq_factor)) {
+      return fields.BadValue("low_freq_factor", "(" + std::to_string(scaling.low_freq_factor) +
+                                                    ") must be below high_freq_factor (" +
+                                                    std::to_string(scaling.high_freq_factor) + ")");
+    }
+  }
+  return scaling;
+}
+
+}  // namespace
+
+Result<HfConfig> ParseHfConfig(std::string_view json_text, const std::string& path) {
+  const json root = KITE_TRY(ParseJson(json_text, path));
+  if (!root.is_object()) {
+    return InvalidInput(path + ": expected a JSON object, got " + std::string(JsonKind(root)));
+  }
+  const Fields fields(root, path);
+  HfConfig config;
+  const ArchitectureRules& rules = *KITE_TRY(ReadArchitecture(fields, path, &config.architecture));
+
+  config.vocab_size = KITE_TRY(fields.Size("vocab_size"));
+  config.hidden_size = KITE_TRY(fields.Size("hidden_size"));
+  config.intermediate_size = KITE_TRY(fields.Size("intermediate_size"));
+  config.num_hidden_layers = KITE_TRY(fields.Size("num_hidden_layers"));
+  config.num_attention_heads = KITE_TRY(fields.Size("num_attention_heads"));
+  config.num_key_value_heads =
+      KITE_TRY(fields.Size("num_key_value_heads", config.num_attention_heads));
+  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+    return fields.BadValue("num_key_value_heads", "(" + std::to_string(config.num_key_value_heads) +
+                                                      ") does not divide num_attention_heads (" +
+                                                      std::to_string(config.num_attention_heads) +
+                                                      ")");
+  }
+  if (fields.Get("head_dim")) {
+    config.head_dim = KITE_TRY(fields.Size("head_dim"));
+  } else if (config.hidden_size % config.num_attention_heads != 0) {
+    return fields.BadValue("num_attention_heads", "(" + std::to_string(config.num_attention_heads) +
+                                                      ") does not divide hidden_size (" +
+                                                      std::to_string(config.hidden_size) +
+                                                      ") and head_dim is absent");
+  } else {
+    config.head_dim = config.hidden_size / config.num_attention_heads;
+  }
+  config.max_position_embeddings = KITE_TRY(fields.Size("max_position_embeddings"));
+  config.rms_norm_eps = KITE_TRY(fields.Positive("rms_norm_eps"));
+  config.rope_theta = KITE_TRY(fields.Positive("rope_theta", 10000.0));
+  config.rope_scaling = KITE_TRY(ReadRopeScaling(fields, path));
+  config.tie_word_embeddings = KITE_TRY(fields.Bool("tie_word_embeddings", false));
+
+  switch (rules.bias) {
+    case BiasRule::kLlamaKeys:
+      config.attention_bias = KITE_TRY(fields.Bool("attention_bias", false));
+      config.attention_out_bias = config.attention_bias;
+      config.mlp_bias = KITE_TRY(fields.Bool("mlp_bias", false));
+      break;
+    case BiasRule::kQkvOnly:
+      config.attention_bias = true;
+      break;
+    case BiasRule::kNone:
+      break;
+  }
+  if (std::optional<std::string> act = KITE_TRY(fields.String("hidden_act"))) {
+    config.hidden_act = *act;
+  }
+
+  if (rules.window == WindowRule::kWhenEnabled &&
+      KITE_TRY(fields.Bool("use_sliding_window", false))) {
+    return Unsupported(path + ": use_sliding_window true is not supported for " +
+                       config.architecture);
+  }
+  if (rules.window == WindowRule::kKey && fields.Get("sliding_window")) {
+    config.sliding_window = KITE_TRY(fields.Size("sliding_window"));
+  }
+
+  config.bos_token_ids = KITE_TRY(fields.TokenIds("bos_token_id"));
+  config.eos_token_ids = KITE_TRY(fields.TokenIds("eos_token_id"));
+  std::optional<std::string> dtype = KITE_TRY(fields.String("torch_dtype"));
+  if (!dtype) dtype = KITE_TRY(fields.String("dtype"));
+  config.torch_dtype = dtype.value_or("");
+  return config;
+}
+
+Result<HfConfig> LoadHfConfig(const std::string& folder_or_file) {
+  std::error_code error;
+  const std::string path = std::filesystem::is_directory(folder_or_file, error)
+                               ? (std::filesystem::path(folder_or_file) / "config.json").string()
+                               : folder_or_file;
+  const std::string text = KITE_TRY(ReadTextFile(path));
+  return ParseHfConfig(text, path);
+}
+
+}  // namespace kite

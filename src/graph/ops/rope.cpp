@@ -1,0 +1,49 @@
+#include <cmath>
+
+#include "graph/op_rules.h"
+
+namespace kite {
+
+namespace {
+
+Status CheckAttrs(const RopeAttrs& a, int64_t head_dim) {
+  if (a.rotary_dim <= 0 || a.rotary_dim % 2 != 0 || a.rotary_dim > head_dim) {
+    return InvalidInput("rotary_dim " + std::to_string(a.rotary_dim) + " must be even and in 2.." +
+                        std::to_string(head_dim) + " (head dim)");
+  }
+  if (!(a.theta > 0.0f) || !std::isfinite(a.theta)) {
+    return InvalidInput("theta " + std::to_string(a.theta) + " must be finite and > 0");
+  }
+  if (a.scaling != RopeScaling::kNone && (!(a.factor > 0.0f) || !std::isfinite(a.factor))) {
+    return InvalidInput("scaling factor " + std::to_string(a.factor) + " must be finite and > 0");
+  }
+  if (a.scaling == RopeScaling::kLlama3 &&
+      (!(a.low_freq_factor > 0.0f) || !(a.high_freq_factor > a.low_freq_factor) ||
+       !std::isfinite(a.high_freq_factor) || a.original_max_position <= 0)) {
+    return InvalidInput("llama3 scaling needs 0 < low_freq_factor (" +
+                        std::to_string(a.low_freq_factor) + ") < high_freq_factor (" +
+                        std::to_string(a.high_freq_factor) + ") and original_max_position (" +
+                        std::to_string(a.original_max_position) + ") > 0");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<OutputSpec> InferOutput(const RopeAttrs& attrs, RuleInputs in) {
+  KITE_RETURN_IF_ERROR(rules::ExpectInputs(in, 2, "x, positions"));
+  const Value& x = *in[0];
+  const Value& positions = *in[1];
+  KITE_RETURN_IF_ERROR(rules::ExpectDType("x", x, DType::kF32));
+  KITE_RETURN_IF_ERROR(rules::ExpectRank("x [T, heads, head_dim]", x, 3));
+  KITE_RETURN_IF_ERROR(rules::ExpectDType("positions", positions, DType::kI32));
+  if (positions.shape.size() != 1 || positions.shape[0] != x.shape[0]) {
+    return InvalidInput(rules::Describe("x", x) + " and " +
+                        rules::Describe("positions", positions) + ": expected positions [" +
+                        std::to_string(x.shape[0]) + "]");
+  }
+  KITE_RETURN_IF_ERROR(CheckAttrs(attrs, x.shape[2]));
+  return OutputSpec::Of(DType::kF32, x.shape);
+}
+
+}  // namespace kite
