@@ -12,5 +12,10 @@ int ExitCodeFor(const Error& error);
 // Prints "kite: <message>" to stderr and returns the exit code.
 int ReportError(const Error& error);
 
+// Each Add*Command adds a subcommand whose callback sets *exit_code.
+void AddTokenizeCommand(CLI::App& app, int* exit_code);
+void AddDetokenizeCommand(CLI::App& app, int* exit_code);
+void AddInspectCommand(CLI::App& app, int* exit_code);
+
 
 }  // namespace kite::cli

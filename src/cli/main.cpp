@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "kite 0.1.0");
   app.require_subcommand(1);
   int exit_code = 0;
+  kite::cli::AddTokenizeCommand(app, &exit_code);
+  kite::cli::AddDetokenizeCommand(app, &exit_code);
+  kite::cli::AddInspectCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,259 @@
+// tokenizer.json (Hugging Face tokenizers) and tokenizer_config.json.
+#include <algorithm>
+#include <limits>
+
+#include "format/json_util.h"
+#include "tokenizer/hf_json.h"
+#include "tokenizer/hf_stages.h"
+#include "tokenizer/loaders.h"
+
+namespace kite::tok {
+
+using nlohmann::json;
+
+namespace {
+
+// Ids past this are refused before anything is allocated from them.
+constexpr int64_t kMaxVocabSize = 1 << 24;
+
+struct AddedToken {
+  SpecialToken token;
+  bool special = false;
+};
+
+// model.vocab and added_tokens -> the vocabulary (ids may leave gaps, which stay empty).
+Status BuildVocab(const json& vocab_json, const std::vector<AddedToken>& added,
+                  const JsonFields& fields, Vocab* vocab) {
+  int64_t max_id = -1;
+  for (const auto& [text, id_json] : vocab_json.items()) {
+    const std::optional<int64_t> id = JsonInt(id_json);
+    const std::string path = "model.vocab[\"" + text + "\"]";
+    if (!id) return fields.Wrong(path, "a token id", id_json);
+    if (*id < 0 || *id >= kMaxVocabSize) {
+      return fields.Bad(path, "token id " + std::to_string(*id) + " is out of range [0, " +
+                                  std::to_string(kMaxVocabSize) + ")");
+    }
+    max_id = std::max(max_id, *id);
+  }
+  for (const AddedToken& token : added) max_id = std::max<int64_t>(max_id, token.token.id);
+  const int64_t entries = static_cast<int64_t>(vocab_json.size() + added.size());
+  if (max_id >= 4 * entries + 1024) {
+    return fields.Bad("model.vocab", "token id " + std::to_string(max_id) + " leaves most of the " +
+                                         "id range empty (" + std::to_string(entries) +
+                                         " tokens)");
+  }
+  std::vector<std::string> texts(max_id + 1);
+  std::vector<bool> used(max_id + 1, false);
+  for (const auto& [text, id_json] : vocab_json.items()) {
+    const int64_t id = *JsonInt(id_json);
+    if (used[id]) {
+      return fields.Bad("model.vocab", "token id " + std::to_string(id) + " is given to both \"" +
+                                           texts[id] + "\" and \"" + text + "\"");
+    }
+    used[id] = true;
+    texts[id] = text;
+  }
+  std::vector<TokenType> types(max_id + 1, TokenType::kUnused);
+  for (int64_t id = 0; id <= max_id; ++id) {
+    if (used[id]) types[id] = TokenType::kNormal;
+  }
+  for (const AddedToken& token : added) {
+    texts[token.token.id] = token.token.text;
+    types[token.token.id] = token.special ? TokenType::kControl : TokenType::kUserDefined;
+  }
+  for (int64_t id = 0; id <= max_id; ++id) vocab->Add(std::move(texts[id]), 0.0f, types[id]);
+  vocab->Finalize();
+  return Ok();
+}
+
+Result<std::vector<AddedToken>> ParseAddedTokens(const json& root, const JsonFields& fields) {
+  std::vector<AddedToken> added;
+  const json* list = JsonFields::Member(root, "added_tokens");
+  if (list == nullptr) return added;
+  if (!list->is_array()) return fields.Wrong("added_tokens", "an array", *list);
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& item = (*list)[i];
+    const std::string path = IndexPath("added_tokens", i);
+    if (!item.is_object()) return fields.Wrong(path, "an object", item);
+    AddedToken token;
+    const int64_t id = KITE_TRY(fields.Int(item, "id", path));
+    if (id < 0 || id >= kMaxVocabSize) return fields.Bad(JoinPath(path, "id"), "out of range");
+    token.token.id = static_cast<int32_t>(id);
+    token.token.text = KITE_TRY(fields.String(item, "content", path));
+    if (token.token.text.empty()) return fields.Bad(JoinPath(path, "content"), "empty");
+    token.token.lstrip = KITE_TRY(fields.BoolOr(item, "lstrip", path, false));
+    token.token.rstrip = KITE_TRY(fields.BoolOr(item, "rstrip", path, false));
+    token.token.single_word = KITE_TRY(fields.BoolOr(item, "single_word", path, false));
+    token.special = KITE_TRY(fields.BoolOr(item, "special", path, false));
+    added.push_back(std::move(token));
+  }
+  return added;
+}
+
+Status ParseMerges(const json& model, const Vocab& vocab, const JsonFields& fields,
+                   RankedBpe* bpe) {
+  const json* merges = KITE_TRY(fields.Array(model, "merges", "model"));
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const json& merge = (*merges)[i];
+    const std::string path = IndexPath("model.merges", i);
+    std::string_view left, right;
+    if (merge.is_string()) {  // "left right"
+      const std::string& text = merge.get_ref<const std::string&>();
+      const size_t space = text.find(' ', 1);
+      if (space == std::string::npos) return fields.Bad(path, "\"" + text + "\" has no space");
+      left = std::string_view(text).substr(0, space);
+      right = std::string_view(text).substr(space + 1);
+    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
+               merge[1].is_string()) {  // ["left", "right"]
+      left = merge[0].get_ref<const std::string&>();
+      right = merge[1].get_ref<const std::string&>();
+    } else {
+      return fields.Wrong(path, "\"left right\" or [\"left\", \"right\"]", merge);
+    }
+    KITE_RETURN_IF_ERROR(bpe->AddMerge(vocab, left, right, "field '" + path + "'"));
+  }
+  return Ok();
+}
+
+// "<s>" or {"content": "<s>", ...} in tokenizer_config.json.
+Result<std::string> TokenSetting(const json& root, std::string_view key, const JsonFields& fields) {
+  const json* value = JsonFields::Member(root, key);
+  if (value == nullptr) return std::string();
+  if (value->is_string()) return value->get<std::string>();
+  if (value->is_object()) return fields.String(*value, "content", std::string(key));
+  return fields.Wrong(key, "a string or an object with \"content\"", *value);
+}
+
+int32_t FindToken(const Vocab& vocab, const std::string& text) {
+  return text.empty() ? -1 : vocab.Find(text);
+}
+
+}  // namespace
+
+Result<HfTokenizerConfig> ParseHfTokenizerConfig(std::string_view text, const std::string& name) {
+  const json root = KITE_TRY(ParseJson(text, name));
+  const JsonFields fields(name);
+  if (!root.is_object()) return fields.Wrong("(top level)", "an object", root);
+  HfTokenizerConfig config;
+  for (const auto& [key, target] : {std::pair{"add_bos_token", &config.add_bos_token},
+                                    std::pair{"add_eos_token", &config.add_eos_token}}) {
+    if (JsonFields::Member(root, key) != nullptr) *target = KITE_TRY(fields.BoolOr(root, key, "", false));
+  }
+  config.bos_token = KITE_TRY(TokenSetting(root, "bos_token", fields));
+  config.eos_token = KITE_TRY(TokenSetting(root, "eos_token", fields));
+  config.unk_token = KITE_TRY(TokenSetting(root, "unk_token", fields));
+  config.tokenizer_class = KITE_TRY(fields.StringOr(root, "tokenizer_class", "", ""));
+  // A template is a string, or a list of {"name", "template"} of which "default" is the one.
+  if (const json* chat = JsonFields::Member(root, "chat_template")) {
+    if (chat->is_string()) {
+      config.chat_template = chat->get<std::string>();
+    } else if (chat->is_array()) {
+      for (size_t i = 0; i < chat->size(); ++i) {
+        const std::string path = IndexPath("chat_template", i);
+        const std::string entry_name = KITE_TRY(fields.String((*chat)[i], "name", path));
+        if (entry_name == "default") {
+          config.chat_template = KITE_TRY(fields.String((*chat)[i], "template", path));
+        }
+      }
+    } else {
+      return fields.Wrong("chat_template", "a string or a list of named templates", *chat);
+    }
+  }
+  return config;
+}
+
+bool ConfigOverridesPostProcessor(const HfTokenizerConfig& config) {
+  const std::string_view cls = config.tokenizer_class;
+  const bool llama_family = cls.starts_with("LlamaTokenizer") ||
+                            cls.starts_with("CodeLlamaTokenizer") ||
+                            cls.starts_with("GemmaTokenizer");
+  return llama_family && (config.add_bos_token || config.add_eos_token);
+}
+
+Result<std::unique_ptr<Pipeline>> LoadHfTokenizerJson(std::string_view text,
+                                                      const HfTokenizerConfig* config,
+                                                      const std::string& name) {
+  const json root = KITE_TRY(ParseJson(text, name));
+  const JsonFields fields(name);
+  if (!root.is_object()) return fields.Wrong("(top level)", "an object", root);
+  const json* model = KITE_TRY(fields.Object(root, "model", ""));
+  const std::string type = KITE_TRY(fields.StringOr(*model, "type", "model", "BPE"));
+  if (type != "BPE") {
+    return fields.NotSupported("model.type", "model \"" + type + "\" (supported: BPE)");
+  }
+  for (const char* affix : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (!KITE_TRY(fields.StringOr(*model, affix, "model", "")).empty()) {
+      return fields.NotSupported(JoinPath("model", affix), "a non-empty subword affix");
+    }
+  }
+
+  auto pipeline = std::make_unique<Pipeline>();
+  pipeline->name = name;
+  const std::vector<AddedToken> added = KITE_TRY(ParseAddedTokens(root, fields));
+  const json* vocab_json = KITE_TRY(fields.Object(*model, "vocab", "model"));
+  KITE_RETURN_IF_ERROR(BuildVocab(*vocab_json, added, fields, &pipeline->vocab));
+  const Vocab& vocab = pipeline->vocab;
+  for (const AddedToken& token : added) pipeline->specials.Add(token.token);
+
+  if (const json* normalizer = JsonFields::Member(root, "normalizer")) {
+    KITE_RETURN_IF_ERROR(ParseNormalizer(*normalizer, "normalizer", fields, &pipeline->normalizer));
+  }
+  PreTokenizerInfo pre_info;
+  if (const json* pre = JsonFields::Member(root, "pre_tokenizer")) {
+    KITE_RETURN_IF_ERROR(
+        ParsePreTokenizer(*pre, "pre_tokenizer", fields, &pipeline->pre_tokenizer, &pre_info));
+  }
+  pipeline->pre_tokenizer_name = pre_info.name;
+  pipeline->kind = pre_info.byte_level ? "byte-level-bpe" : "sentencepiece-bpe";
+
+  RankedBpeOptions options;
+  options.byte_level = pre_info.byte_level;
+  options.ignore_merges = KITE_TRY(fields.BoolOr(*model, "ignore_merges", "model", false));
+  options.byte_fallback = KITE_TRY(fields.BoolOr(*model, "byte_fallback", "model", false));
+  options.fuse_unk = KITE_TRY(fields.BoolOr(*model, "fuse_unk", "model", false));
+  const std::string unk = KITE_TRY(fields.StringOr(*model, "unk_token", "model", ""));
+  if (!unk.empty()) {
+    options.unk_id = vocab.Find(unk);
+    if (options.unk_id < 0) {
+      return fields.Bad("model.unk_token", "\"" + unk + "\" is not in the vocabulary");
+    }
+  }
+  RankedBpe bpe = KITE_TRY(RankedBpe::Create(vocab, options, name));
+  KITE_RETURN_IF_ERROR(ParseMerges(*model, vocab, fields, &bpe));
+  pipeline->model = std::move(bpe);
+  pipeline->split_at_word_starts = !options.byte_level && CanSplitAtWordStarts(vocab);
+  pipeline->unk_id = options.unk_id;
+
+  if (const json* post = JsonFields::Member(root, "post_processor")) {
+    KITE_RETURN_IF_ERROR(ParsePostProcessor(*post, "post_processor", fields, vocab,
+                                            &pipeline->prefix_ids, &pipeline->suffix_ids));
+  }
+  if (const json* decoder = JsonFields::Member(root, "decoder")) {
+    KITE_RETURN_IF_ERROR(ParseDecoder(*decoder, "decoder", fields, &pipeline->decoder));
+  }
+
+  if (config != nullptr) {
+    pipeline->bos_id = FindToken(vocab, config->bos_token);
+    const int32_t eos = FindToken(vocab, config->eos_token);
+    if (eos >= 0) pipeline->eos_ids.push_back(eos);
+    if (pipeline->unk_id < 0) pipeline->unk_id = FindToken(vocab, config->unk_token);
+    pipeline->chat_template = config->chat_template;
+    if (ConfigOverridesPostProcessor(*config)) {
+      pipeline->prefix_ids.clear();
+      pipeline->suffix_ids.clear();
+      if (config->add_bos_token.value_or(false) && pipeline->bos_id >= 0) {
+        pipeline->prefix_ids.push_back(pipeline->bos_id);
+      }
+      if (config->add_eos_token.value_or(false) && eos >= 0) pipeline->suffix_ids.push_back(eos);
+    }
+  }
+  if (pipeline->bos_id < 0 && !pipeline->prefix_ids.empty()) {
+    pipeline->bos_id = pipeline->prefix_ids.front();
+  }
+  if (pipeline->eos_ids.empty() && !pipeline->suffix_ids.empty()) {
+    pipeline->eos_ids.push_back(pipeline->suffix_ids.back());
+  }
+  return pipeline;
+}
+
+}  // namespace kite::tok

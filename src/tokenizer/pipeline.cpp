@@ -1,0 +1,133 @@
+#include "tokenizer/pipeline.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "tokenizer/utf8_repair.h"
+
+namespace kite::tok {
+
+namespace {
+
+// Text this long repeats enough words for the piece cache to pay off.
+constexpr size_t kCacheMinBytes = 1024;
+
+Status CheckUtf8(std::string_view text, const std::string& name) {
+  for (size_t pos = 0; pos < text.size();) {
+    if (pos + 8 <= text.size()) {  // skip ASCII eight bytes at a time
+      uint64_t word;
+      std::memcpy(&word, text.data() + pos, 8);
+      if ((word & 0x8080808080808080ULL) == 0) {
+        pos += 8;
+        continue;
+      }
+    }
+    size_t prefix;
+    const size_t n = ValidSequenceLength(text, pos, &prefix);
+    if (n == 0) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "0x%02X", static_cast<uint8_t>(text[pos]));
+      return InvalidInput(name + ": input text is not valid UTF-8 at byte " +
+                          std::to_string(pos) + " (" + hex + ")");
+    }
+    pos += n;
+  }
+  return Ok();
+}
+
+}  // namespace
+
+void Pipeline::EncodePiece(std::string_view piece, EncodeScratch* scratch,
+                           std::vector<int32_t>* out) const {
+  // The cache is small and hot; the vocabulary table is large and cold, so the cache goes first.
+  if (scratch->use_cache && scratch->cache.Find(piece, out)) {
+    scratch->spm.prev_unk = false;  // cached pieces hold no <unk>
+    return;
+  }
+  const size_t start = out->size();
+  if (const auto* bpe = std::get_if<RankedBpe>(&model)) {
+    bpe->Encode(vocab, piece, &scratch->bpe, out);
+  } else {
+    std::get<SpmBpe>(model).Encode(vocab, piece, &scratch->spm, out);
+  }
+  // A piece's <unk> may merge with the one before it, so its ids depend on its neighbours.
+  if (scratch->use_cache && std::find(out->begin() + start, out->end(), unk_id) == out->end()) {
+    scratch->cache.Insert(piece, out->data() + start, out->size() - start);
+  }
+}
+
+Status Pipeline::Encode(std::string_view text, bool add_special, std::vector<int32_t>* out) const {
+  KITE_RETURN_IF_ERROR(CheckUtf8(text, name));
+  EncodeScratch scratch;
+  scratch.use_cache = text.size() >= kCacheMinBytes;
+  if (add_special) out->insert(out->end(), prefix_ids.begin(), prefix_ids.end());
+  if (specials.empty()) {
+    if (!text.empty()) scratch.segments.push_back({text, -1, 0});
+  } else {
+    specials.Split(text, &scratch.segments);
+  }
+  for (const Segment& segment : scratch.segments) {
+    if (segment.id >= 0) {
+      out->push_back(segment.id);
+      continue;
+    }
+    const std::string_view normalized = normalizer.Apply(segment.text, &scratch.normalized);
+    if (pre_tokenizer.empty()) {
+      scratch.pre.pieces.assign(1, normalized);
+    } else {
+      KITE_RETURN_IF_ERROR(pre_tokenizer.Split(normalized, segment.offset == 0, &scratch.pre));
+    }
+    scratch.spm.prev_unk = false;
+    for (const std::string_view piece : scratch.pre.pieces) {
+      if (!split_at_word_starts) {
+        EncodePiece(piece, &scratch, out);
+        continue;
+      }
+      size_t start = 0;
+      for (size_t hit = piece.find(kSpaceMarker, 1); hit != std::string_view::npos;
+           hit = piece.find(kSpaceMarker, hit + 1)) {
+        if (hit >= start + kSpaceMarker.size() &&
+            piece.substr(hit - kSpaceMarker.size(), kSpaceMarker.size()) != kSpaceMarker) {
+          EncodePiece(piece.substr(start, hit - start), &scratch, out);
+          start = hit;
+        }
+      }
+      EncodePiece(piece.substr(start), &scratch, out);
+    }
+  }
+  if (add_special) out->insert(out->end(), suffix_ids.begin(), suffix_ids.end());
+  return Ok();
+}
+
+bool CanSplitAtWordStarts(const Vocab& vocab) {
+  const int32_t marker = vocab.Find(kSpaceMarker);
+  if (marker < 0 || vocab.Type(marker) != TokenType::kNormal) return false;
+  for (int32_t id = 0; id < vocab.size(); ++id) {
+    const TokenType type = vocab.Type(id);
+    if (type == TokenType::kControl || type == TokenType::kUnknown || type == TokenType::kByte) {
+      continue;
+    }
+    const std::string_view text = vocab.Text(id);
+    for (size_t hit = text.find(kSpaceMarker, 1); hit != std::string_view::npos;
+         hit = text.find(kSpaceMarker, hit + 1)) {
+      if (hit < kSpaceMarker.size() ||
+          text.substr(hit - kSpaceMarker.size(), kSpaceMarker.size()) != kSpaceMarker) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+int32_t CountSpecialTokens(const Vocab& vocab) {
+  int32_t count = 0;
+  for (int32_t id = 0; id < vocab.size(); ++id) {
+    const TokenType type = vocab.Type(id);
+    count += type == TokenType::kControl || type == TokenType::kUserDefined ||
+             type == TokenType::kUnknown;
+  }
+  return count;
+}
+
+}  // namespace kite::tok

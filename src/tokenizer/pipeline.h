@@ -1,0 +1,69 @@
+// Everything a loaded tokenizer is: the stages text passes through, as the loaders assemble them.
+//   text -> special-token split -> per raw segment: normalize -> pre-tokenize -> BPE
+//        -> prefix/suffix ids (BOS/EOS) when add_special
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "base/status.h"
+#include "tokenizer/decoder.h"
+#include "tokenizer/normalizer.h"
+#include "tokenizer/piece_cache.h"
+#include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/ranked_bpe.h"
+#include "tokenizer/special_tokens.h"
+#include "tokenizer/spm_bpe.h"
+#include "tokenizer/vocab.h"
+
+namespace kite::tok {
+
+// Scratch space for one Encode call, reused across its segments and pieces.
+struct EncodeScratch {
+  std::vector<Segment> segments;
+  std::string normalized;
+  PreTokenizerScratch pre;
+  SpmScratch spm;
+  BpeScratch bpe;
+  PieceCache cache;
+  bool use_cache = false;  // worth it for long text only
+};
+
+struct Pipeline {
+  std::string name;  // the file it came from, for messages
+  Vocab vocab;
+  SpecialTokenSplitter specials;
+  Normalizer normalizer;
+  PreTokenizer pre_tokenizer;
+  std::variant<SpmBpe, RankedBpe> model;
+  std::vector<int32_t> prefix_ids;  // added before the text when add_special
+  std::vector<int32_t> suffix_ids;  // added after it
+  Decoder decoder;
+  // Pieces may be cut before each word-initial U+2581 and encoded chunk by chunk (see
+  // CanSplitAtWordStarts): same ids, but short chunks instead of one long piece.
+  bool split_at_word_starts = false;
+
+  // What `kite inspect` shows and the runtime asks for.
+  std::string kind;           // "sentencepiece-bpe" or "byte-level-bpe"
+  std::string pre_tokenizer_name;  // "llama3", "gpt2", "qwen2", "custom regex", "" for none
+  int32_t bos_id = -1;
+  int32_t unk_id = -1;
+  std::vector<int32_t> eos_ids;
+  std::string chat_template;
+
+  Status Encode(std::string_view text, bool add_special, std::vector<int32_t>* out) const;
+  void EncodePiece(std::string_view piece, EncodeScratch* scratch,
+                   std::vector<int32_t>* out) const;
+};
+
+// True when no token BPE can produce holds a U+2581 after another character (so no merge
+// crosses the start of a word) and U+2581 itself is a token.
+bool CanSplitAtWordStarts(const Vocab& vocab);
+
+// Number of tokens of type control, user-defined or unknown.
+int32_t CountSpecialTokens(const Vocab& vocab);
+
+}  // namespace kite::tok
