@@ -3,14 +3,14 @@
 // each) and testdata/gguf-vocab (llama.cpp's vocabulary files with Hugging Face's ids).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "format/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -152,9 +152,8 @@ TEST_P(GgufVocabTest, MatchesHuggingFaceIds) {
     if (*ids == expected[i]) {
       ++passed;
     } else {
-      ADD_FAILURE() << GetParam() << " case " << i << " " << nlohmann::json(cases[i])
-                    << "\n  want " << nlohmann::json(expected[i]) << "\n  got  "
-                    << nlohmann::json(*ids);
+      ADD_FAILURE() << GetParam() << " case " << i << " " << nlohmann::json(cases[i]) << "\n  want "
+                    << nlohmann::json(expected[i]) << "\n  got  " << nlohmann::json(*ids);
     }
   }
   std::printf("%s: %d/%zu cases\n", GetParam().c_str(), passed, cases.size());

@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 
@@ -44,8 +43,8 @@ class JsonFields {
                       bool fallback) const;
   Result<std::string> StringOr(const nlohmann::json& parent, std::string_view key,
                                std::string_view path, std::string fallback) const;
-  Result<int64_t> IntOr(const nlohmann::json& parent, std::string_view key,
-                        std::string_view path, int64_t fallback) const;
+  Result<int64_t> IntOr(const nlohmann::json& parent, std::string_view key, std::string_view path,
+                        int64_t fallback) const;
 
  private:
   std::string file_;

@@ -62,9 +62,10 @@ Status ParseNormalizer(const json& value, const std::string& path, const JsonFie
   if (!value.is_object()) return fields.Wrong(path, "an object", value);
   const std::string type = KITE_TRY(fields.String(value, "type", path));
   if (type == "Sequence") {
-    return ForEach(value, "normalizers", path, fields, [&](const json& item, const std::string& p) -> Status {
-      return ParseNormalizer(item, p, fields, normalizer);
-    });
+    return ForEach(value, "normalizers", path, fields,
+                   [&](const json& item, const std::string& p) -> Status {
+                     return ParseNormalizer(item, p, fields, normalizer);
+                   });
   }
   if (type == "Prepend") {
     normalizer->AddPrepend(KITE_TRY(fields.String(value, "prepend", path)));
@@ -73,13 +74,15 @@ Status ParseNormalizer(const json& value, const std::string& path, const JsonFie
   if (type == "Replace") {
     const Pattern pattern = KITE_TRY(ParsePattern(value, path, fields));
     if (pattern.is_regex) {
-      return fields.NotSupported(JoinPath(path, "pattern"), "Replace with a Regex pattern");
+      return fields.NotSupported(JoinPath(path, "pattern"),
+                                 "Replace with a Regex pattern is not supported");
     }
     normalizer->AddReplace(pattern.text, KITE_TRY(fields.String(value, "content", path)));
     return Ok();
   }
-  return fields.NotSupported(JoinPath(path, "type"),
-                             "normalizer \"" + type + "\" (supported: Sequence, Prepend, Replace)");
+  return fields.NotSupported(
+      JoinPath(path, "type"),
+      "normalizer \"" + type + "\" is not supported (supported: Sequence, Prepend, Replace)");
 }
 
 Status ParsePreTokenizer(const json& value, const std::string& path, const JsonFields& fields,
@@ -107,11 +110,12 @@ Status ParsePreTokenizer(const json& value, const std::string& path, const JsonF
     const Pattern pattern = KITE_TRY(ParsePattern(value, path, fields));
     const std::string behavior = KITE_TRY(fields.String(value, "behavior", path));
     if (behavior != "Isolated") {
-      return fields.NotSupported(JoinPath(path, "behavior"),
-                                 "Split behavior \"" + behavior + "\" (supported: Isolated)");
+      return fields.NotSupported(
+          JoinPath(path, "behavior"),
+          "Split behavior \"" + behavior + "\" is not supported (supported: Isolated)");
     }
     if (KITE_TRY(fields.BoolOr(value, "invert", path, false))) {
-      return fields.NotSupported(JoinPath(path, "invert"), "an inverted Split");
+      return fields.NotSupported(JoinPath(path, "invert"), "an inverted Split is not supported");
     }
     const std::string regex = pattern.is_regex ? pattern.text : QuoteRegex(pattern.text);
     pre_tokenizer->AddSplit(KITE_TRY(Regex::Compile(regex, fields.file())));
@@ -133,7 +137,8 @@ Status ParsePreTokenizer(const json& value, const std::string& path, const JsonF
   }
   return fields.NotSupported(
       JoinPath(path, "type"),
-      "pre-tokenizer \"" + type + "\" (supported: Sequence, ByteLevel, Split, Metaspace, Digits)");
+      "pre-tokenizer \"" + type +
+          "\" is not supported (supported: Sequence, ByteLevel, Split, Metaspace, Digits)");
 }
 
 Status ParsePostProcessor(const json& value, const std::string& path, const JsonFields& fields,
@@ -143,9 +148,10 @@ Status ParsePostProcessor(const json& value, const std::string& path, const Json
   const std::string type = KITE_TRY(fields.String(value, "type", path));
   if (type == "ByteLevel") return Ok();  // offsets only
   if (type == "Sequence") {
-    return ForEach(value, "processors", path, fields, [&](const json& item, const std::string& p) -> Status {
-      return ParsePostProcessor(item, p, fields, vocab, prefix, suffix);
-    });
+    return ForEach(value, "processors", path, fields,
+                   [&](const json& item, const std::string& p) -> Status {
+                     return ParsePostProcessor(item, p, fields, vocab, prefix, suffix);
+                   });
   }
   if (type == "BertProcessing" || type == "RobertaProcessing") {
     // "cls": ["<s>", 0], "sep": ["</s>", 2]
@@ -162,35 +168,38 @@ Status ParsePostProcessor(const json& value, const std::string& path, const Json
     return Ok();
   }
   if (type != "TemplateProcessing") {
-    return fields.NotSupported(JoinPath(path, "type"),
-                               "post-processor \"" + type +
-                                   "\" (supported: TemplateProcessing, Sequence, ByteLevel, "
-                                   "BertProcessing, RobertaProcessing)");
+    return fields.NotSupported(
+        JoinPath(path, "type"),
+        "post-processor \"" + type +
+            "\" is not supported (supported: TemplateProcessing, Sequence, ByteLevel, "
+            "BertProcessing, RobertaProcessing)");
   }
   const json* specials = KITE_TRY(fields.Object(value, "special_tokens", path));
   bool seen_sequence = false;
-  return ForEach(value, "single", path, fields, [&](const json& item, const std::string& p) -> Status {
-    if (const json* sequence = JsonFields::Member(item, "Sequence")) {
-      const std::string id = KITE_TRY(fields.String(*sequence, "id", JoinPath(p, "Sequence")));
-      if (id != "A") return fields.Bad(JoinPath(p, "Sequence.id"), "expected \"A\"");
-      seen_sequence = true;
-      return Ok();
-    }
-    const json* special = KITE_TRY(fields.Object(item, "SpecialToken", p));
-    const std::string key = KITE_TRY(fields.String(*special, "id", JoinPath(p, "SpecialToken")));
-    const std::string entry_path = JoinPath(JoinPath(path, "special_tokens"), key);
-    const json* entry = JsonFields::Member(*specials, key);
-    if (entry == nullptr) return fields.Bad(entry_path, "missing (named by " + p + ")");
-    const json* ids = KITE_TRY(fields.Array(*entry, "ids", entry_path));
-    for (size_t i = 0; i < ids->size(); ++i) {
-      const std::optional<int64_t> id = JsonInt((*ids)[i]);
-      const std::string id_path = IndexPath(JoinPath(entry_path, "ids"), i);
-      if (!id) return fields.Wrong(id_path, "a token id", (*ids)[i]);
-      if (*id < 0 || *id >= vocab.size()) return fields.Bad(id_path, "token id out of range");
-      (seen_sequence ? suffix : prefix)->push_back(static_cast<int32_t>(*id));
-    }
-    return Ok();
-  });
+  return ForEach(
+      value, "single", path, fields, [&](const json& item, const std::string& p) -> Status {
+        if (const json* sequence = JsonFields::Member(item, "Sequence")) {
+          const std::string id = KITE_TRY(fields.String(*sequence, "id", JoinPath(p, "Sequence")));
+          if (id != "A") return fields.Bad(JoinPath(p, "Sequence.id"), "expected \"A\"");
+          seen_sequence = true;
+          return Ok();
+        }
+        const json* special = KITE_TRY(fields.Object(item, "SpecialToken", p));
+        const std::string key =
+            KITE_TRY(fields.String(*special, "id", JoinPath(p, "SpecialToken")));
+        const std::string entry_path = JoinPath(JoinPath(path, "special_tokens"), key);
+        const json* entry = JsonFields::Member(*specials, key);
+        if (entry == nullptr) return fields.Bad(entry_path, "missing (named by " + p + ")");
+        const json* ids = KITE_TRY(fields.Array(*entry, "ids", entry_path));
+        for (size_t i = 0; i < ids->size(); ++i) {
+          const std::optional<int64_t> id = JsonInt((*ids)[i]);
+          const std::string id_path = IndexPath(JoinPath(entry_path, "ids"), i);
+          if (!id) return fields.Wrong(id_path, "a token id", (*ids)[i]);
+          if (*id < 0 || *id >= vocab.size()) return fields.Bad(id_path, "token id out of range");
+          (seen_sequence ? suffix : prefix)->push_back(static_cast<int32_t>(*id));
+        }
+        return Ok();
+      });
 }
 
 Status ParseDecoder(const json& value, const std::string& path, const JsonFields& fields,
@@ -198,14 +207,16 @@ Status ParseDecoder(const json& value, const std::string& path, const JsonFields
   if (!value.is_object()) return fields.Wrong(path, "an object", value);
   const std::string type = KITE_TRY(fields.String(value, "type", path));
   if (type == "Sequence") {
-    return ForEach(value, "decoders", path, fields, [&](const json& item, const std::string& p) -> Status {
-      return ParseDecoder(item, p, fields, decoder);
-    });
+    return ForEach(value, "decoders", path, fields,
+                   [&](const json& item, const std::string& p) -> Status {
+                     return ParseDecoder(item, p, fields, decoder);
+                   });
   }
   if (type == "Replace") {
     const Pattern pattern = KITE_TRY(ParsePattern(value, path, fields));
     if (pattern.is_regex) {
-      return fields.NotSupported(JoinPath(path, "pattern"), "Replace with a Regex pattern");
+      return fields.NotSupported(JoinPath(path, "pattern"),
+                                 "Replace with a Regex pattern is not supported");
     }
     decoder->AddReplace(pattern.text, KITE_TRY(fields.String(value, "content", path)));
     return Ok();
@@ -238,10 +249,11 @@ Status ParseDecoder(const json& value, const std::string& path, const JsonFields
     decoder->AddMetaspace(std::move(replacement), scheme != "never");
     return Ok();
   }
-  return fields.NotSupported(JoinPath(path, "type"),
-                             "decoder \"" + type +
-                                 "\" (supported: Sequence, Replace, ByteFallback, Fuse, Strip, "
-                                 "ByteLevel, Metaspace)");
+  return fields.NotSupported(
+      JoinPath(path, "type"),
+      "decoder \"" + type +
+          "\" is not supported (supported: Sequence, Replace, ByteFallback, Fuse, Strip, "
+          "ByteLevel, Metaspace)");
 }
 
 }  // namespace kite::tok

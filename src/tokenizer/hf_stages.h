@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "base/status.h"
 #include "tokenizer/decoder.h"
@@ -38,7 +37,7 @@ Status ParsePostProcessor(const nlohmann::json& value, const std::string& path,
                           std::vector<int32_t>* prefix, std::vector<int32_t>* suffix);
 
 // Sequence, Replace, ByteFallback, Fuse, Strip, ByteLevel, Metaspace.
-Status ParseDecoder(const nlohmann::json& value, const std::string& path,
-                    const JsonFields& fields, Decoder* decoder);
+Status ParseDecoder(const nlohmann::json& value, const std::string& path, const JsonFields& fields,
+                    Decoder* decoder);
 
 }  // namespace kite::tok

@@ -137,7 +137,8 @@ size_t MatchLlama3Like(std::string_view text, size_t pos, size_t max_digits) {
   }
   // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
   size_t start = pos;
-  if (text[pos] == ' ' && pos + 1 < text.size() && At(text, pos + 1) == Cls::kOther) start = pos + 1;
+  if (text[pos] == ' ' && pos + 1 < text.size() && At(text, pos + 1) == Cls::kOther)
+    start = pos + 1;
   if (At(text, start) == Cls::kOther) {
     size_t end = RunEnd(text, start, Cls::kOther);
     if (end == 0) return 0;

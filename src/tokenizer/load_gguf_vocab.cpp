@@ -28,7 +28,8 @@ constexpr KnownPre kKnownPres[] = {
 
 std::string KnownPreNames() {
   std::string names;
-  for (const KnownPre& pre : kKnownPres) names += (names.empty() ? "" : ", ") + std::string(pre.name);
+  for (const KnownPre& pre : kKnownPres)
+    names += (names.empty() ? "" : ", ") + std::string(pre.name);
   return names;
 }
 
@@ -81,8 +82,10 @@ Status LoadVocab(const GgufFile& gguf, Vocab* vocab) {
   if (const GgufValue* type_value = gguf.Find("tokenizer.ggml.token_type")) {
     const GgufValue::Array* array = type_value->AsArray();
     if (array == nullptr || array->items.size() != tokens.size()) {
-      return InvalidInput(gguf.name() + ": tokenizer.ggml.token_type must be an array with one "
-                          "entry per token (" + std::to_string(tokens.size()) + ")");
+      return InvalidInput(gguf.name() +
+                          ": tokenizer.ggml.token_type must be an array with one "
+                          "entry per token (" +
+                          std::to_string(tokens.size()) + ")");
     }
     for (size_t i = 0; i < tokens.size(); ++i) {
       const std::optional<int64_t> type = array->items[i].AsInt();
@@ -129,11 +132,15 @@ Result<std::unique_ptr<Pipeline>> LoadGgufVocab(const GgufFile& gguf) {
 
   const bool spm = model == "llama";
   // llama.cpp's defaults for SentencePiece vocabularies: <unk> 0, <s> 1, </s> 2.
-  pipeline->bos_id = KITE_TRY(OptionalId(gguf, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, vocab.size()));
-  const int32_t eos = KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, vocab.size()));
-  pipeline->unk_id = KITE_TRY(OptionalId(gguf, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, vocab.size()));
-  for (int32_t id : {eos, KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eot_token_id", -1, vocab.size())),
-                     KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eom_token_id", -1, vocab.size()))}) {
+  pipeline->bos_id =
+      KITE_TRY(OptionalId(gguf, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, vocab.size()));
+  const int32_t eos =
+      KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, vocab.size()));
+  pipeline->unk_id =
+      KITE_TRY(OptionalId(gguf, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, vocab.size()));
+  for (int32_t id :
+       {eos, KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eot_token_id", -1, vocab.size())),
+        KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eom_token_id", -1, vocab.size()))}) {
     if (id >= 0 && std::find(pipeline->eos_ids.begin(), pipeline->eos_ids.end(), id) ==
                        pipeline->eos_ids.end()) {
       pipeline->eos_ids.push_back(id);
@@ -146,7 +153,8 @@ Result<std::unique_ptr<Pipeline>> LoadGgufVocab(const GgufFile& gguf) {
   bool add_bos_default = spm;
   if (spm) {
     pipeline->kind = "sentencepiece-bpe";
-    const bool add_space_prefix = KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_space_prefix", true));
+    const bool add_space_prefix =
+        KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_space_prefix", true));
     // llama.cpp puts a space before each raw fragment that starts the text or follows a special
     // token, then writes spaces as U+2581.
     if (add_space_prefix) pipeline->normalizer.AddPrepend(" ");
@@ -179,19 +187,20 @@ Result<std::unique_ptr<Pipeline>> LoadGgufVocab(const GgufFile& gguf) {
     const auto merges = KITE_TRY(ArrayOf(gguf, "tokenizer.ggml.merges", GgufType::kString, 0));
     for (size_t i = 0; i < merges.size(); ++i) {
       const std::string_view merge = *merges[i]->AsString();
-      const std::string where = "tokenizer.ggml.merges[" + std::to_string(i) + "]";
       const size_t space = merge.find(' ', 1);
       if (space == std::string_view::npos) {
-        return InvalidInput(name + ": " + where + " '" + std::string(merge) + "' has no space");
+        return InvalidInput(name + ": tokenizer.ggml.merges[" + std::to_string(i) + "] '" +
+                            std::string(merge) + "' has no space");
       }
-      KITE_RETURN_IF_ERROR(
-          bpe.AddMerge(vocab, merge.substr(0, space), merge.substr(space + 1), where));
+      KITE_RETURN_IF_ERROR(bpe.AddMerge(vocab, merge.substr(0, space), merge.substr(space + 1),
+                                        "tokenizer.ggml.merges", i));
     }
     pipeline->model = std::move(bpe);
     pipeline->decoder.AddByteLevel();
   }
 
-  const bool add_bos = KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_bos_token", add_bos_default));
+  const bool add_bos =
+      KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_bos_token", add_bos_default));
   const bool add_eos = KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_eos_token", false));
   if (add_bos && pipeline->bos_id >= 0) pipeline->prefix_ids.push_back(pipeline->bos_id);
   if (add_eos && eos >= 0) pipeline->suffix_ids.push_back(eos);

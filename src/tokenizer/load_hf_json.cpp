@@ -16,16 +16,68 @@ namespace {
 // Ids past this are refused before anything is allocated from them.
 constexpr int64_t kMaxVocabSize = 1 << 24;
 
+// model.vocab and model.merges hold most of a tokenizer.json (hundreds of thousands of
+// entries). They are taken out while parsing instead of going into the JSON tree, whose objects
+// are std::maps: that halves the load time of a large vocabulary.
+struct ModelTables {
+  std::vector<std::pair<std::string, json>> vocab;  // in file order
+  std::vector<json> merges;
+};
+
+Result<json> ParseTokenizerJson(std::string_view text, const std::string& name,
+                                ModelTables* tables) {
+  std::vector<std::string> keys(4);  // keys[d]: the key last seen at depth d
+  std::vector<char> kinds(4);        // kinds[d]: 'o' or 'a', the container at depth d
+  const json::parser_callback_t take_tables = [&](int depth, json::parse_event_t event,
+                                                  json& parsed) {
+    const auto d = static_cast<size_t>(depth);
+    if (d + 2 > keys.size()) {
+      keys.resize(d + 2);
+      kinds.resize(d + 2);
+    }
+    switch (event) {
+      case json::parse_event_t::key:
+        keys[d] = parsed.get_ref<const std::string&>();
+        return true;
+      case json::parse_event_t::object_start:
+        kinds[d + 1] = 'o';
+        return true;
+      case json::parse_event_t::array_start:
+        kinds[d + 1] = 'a';
+        return true;
+      default:  // a value, or the end of a container: an element complete at depth d
+        break;
+    }
+    if (d != 3 || kinds[1] != 'o' || keys[1] != "model" || kinds[2] != 'o') return true;
+    if (keys[2] == "vocab" && kinds[3] == 'o') {
+      tables->vocab.emplace_back(keys[3], std::move(parsed));
+      return false;
+    }
+    if (keys[2] == "merges" && kinds[3] == 'a') {
+      tables->merges.push_back(std::move(parsed));
+      return false;
+    }
+    return true;
+  };
+  json root = json::parse(text.begin(), text.end(), take_tables, /*allow_exceptions=*/false);
+  if (root.is_discarded()) {
+    // Parse again to describe the error (line, column) the way the format layer does.
+    KITE_RETURN_IF_ERROR(ParseJson(text, name));
+    return InvalidInput(name + ": malformed JSON");
+  }
+  return root;
+}
+
 struct AddedToken {
   SpecialToken token;
   bool special = false;
 };
 
 // model.vocab and added_tokens -> the vocabulary (ids may leave gaps, which stay empty).
-Status BuildVocab(const json& vocab_json, const std::vector<AddedToken>& added,
-                  const JsonFields& fields, Vocab* vocab) {
+Status BuildVocab(const std::vector<std::pair<std::string, json>>& entries,
+                  const std::vector<AddedToken>& added, const JsonFields& fields, Vocab* vocab) {
   int64_t max_id = -1;
-  for (const auto& [text, id_json] : vocab_json.items()) {
+  for (const auto& [text, id_json] : entries) {
     const std::optional<int64_t> id = JsonInt(id_json);
     const std::string path = "model.vocab[\"" + text + "\"]";
     if (!id) return fields.Wrong(path, "a token id", id_json);
@@ -36,15 +88,14 @@ Status BuildVocab(const json& vocab_json, const std::vector<AddedToken>& added,
     max_id = std::max(max_id, *id);
   }
   for (const AddedToken& token : added) max_id = std::max<int64_t>(max_id, token.token.id);
-  const int64_t entries = static_cast<int64_t>(vocab_json.size() + added.size());
-  if (max_id >= 4 * entries + 1024) {
+  const auto count = static_cast<int64_t>(entries.size() + added.size());
+  if (max_id >= 4 * count + 1024) {
     return fields.Bad("model.vocab", "token id " + std::to_string(max_id) + " leaves most of the " +
-                                         "id range empty (" + std::to_string(entries) +
-                                         " tokens)");
+                                         "id range empty (" + std::to_string(count) + " tokens)");
   }
   std::vector<std::string> texts(max_id + 1);
   std::vector<bool> used(max_id + 1, false);
-  for (const auto& [text, id_json] : vocab_json.items()) {
+  for (const auto& [text, id_json] : entries) {
     const int64_t id = *JsonInt(id_json);
     if (used[id]) {
       return fields.Bad("model.vocab", "token id " + std::to_string(id) + " is given to both \"" +
@@ -90,17 +141,17 @@ Result<std::vector<AddedToken>> ParseAddedTokens(const json& root, const JsonFie
   return added;
 }
 
-Status ParseMerges(const json& model, const Vocab& vocab, const JsonFields& fields,
+Status ParseMerges(const std::vector<json>& merges, const Vocab& vocab, const JsonFields& fields,
                    RankedBpe* bpe) {
-  const json* merges = KITE_TRY(fields.Array(model, "merges", "model"));
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const json& merge = (*merges)[i];
-    const std::string path = IndexPath("model.merges", i);
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const json& merge = merges[i];
     std::string_view left, right;
     if (merge.is_string()) {  // "left right"
       const std::string& text = merge.get_ref<const std::string&>();
       const size_t space = text.find(' ', 1);
-      if (space == std::string::npos) return fields.Bad(path, "\"" + text + "\" has no space");
+      if (space == std::string::npos) {
+        return fields.Bad(IndexPath("model.merges", i), "\"" + text + "\" has no space");
+      }
       left = std::string_view(text).substr(0, space);
       right = std::string_view(text).substr(space + 1);
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
@@ -108,9 +159,10 @@ Status ParseMerges(const json& model, const Vocab& vocab, const JsonFields& fiel
       left = merge[0].get_ref<const std::string&>();
       right = merge[1].get_ref<const std::string&>();
     } else {
-      return fields.Wrong(path, "\"left right\" or [\"left\", \"right\"]", merge);
+      return fields.Wrong(IndexPath("model.merges", i), "\"left right\" or [\"left\", \"right\"]",
+                          merge);
     }
-    KITE_RETURN_IF_ERROR(bpe->AddMerge(vocab, left, right, "field '" + path + "'"));
+    KITE_RETURN_IF_ERROR(bpe->AddMerge(vocab, left, right, "model.merges", i));
   }
   return Ok();
 }
@@ -137,7 +189,8 @@ Result<HfTokenizerConfig> ParseHfTokenizerConfig(std::string_view text, const st
   HfTokenizerConfig config;
   for (const auto& [key, target] : {std::pair{"add_bos_token", &config.add_bos_token},
                                     std::pair{"add_eos_token", &config.add_eos_token}}) {
-    if (JsonFields::Member(root, key) != nullptr) *target = KITE_TRY(fields.BoolOr(root, key, "", false));
+    if (JsonFields::Member(root, key) != nullptr)
+      *target = KITE_TRY(fields.BoolOr(root, key, "", false));
   }
   config.bos_token = KITE_TRY(TokenSetting(root, "bos_token", fields));
   config.eos_token = KITE_TRY(TokenSetting(root, "eos_token", fields));
@@ -173,25 +226,29 @@ bool ConfigOverridesPostProcessor(const HfTokenizerConfig& config) {
 Result<std::unique_ptr<Pipeline>> LoadHfTokenizerJson(std::string_view text,
                                                       const HfTokenizerConfig* config,
                                                       const std::string& name) {
-  const json root = KITE_TRY(ParseJson(text, name));
+  ModelTables tables;
+  const json root = KITE_TRY(ParseTokenizerJson(text, name, &tables));
   const JsonFields fields(name);
   if (!root.is_object()) return fields.Wrong("(top level)", "an object", root);
   const json* model = KITE_TRY(fields.Object(root, "model", ""));
   const std::string type = KITE_TRY(fields.StringOr(*model, "type", "model", "BPE"));
   if (type != "BPE") {
-    return fields.NotSupported("model.type", "model \"" + type + "\" (supported: BPE)");
+    return fields.NotSupported("model.type",
+                               "model \"" + type + "\" is not supported (supported: BPE)");
   }
   for (const char* affix : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (!KITE_TRY(fields.StringOr(*model, affix, "model", "")).empty()) {
-      return fields.NotSupported(JoinPath("model", affix), "a non-empty subword affix");
+      return fields.NotSupported(JoinPath("model", affix),
+                                 "a non-empty subword affix is not supported");
     }
   }
 
   auto pipeline = std::make_unique<Pipeline>();
   pipeline->name = name;
   const std::vector<AddedToken> added = KITE_TRY(ParseAddedTokens(root, fields));
-  const json* vocab_json = KITE_TRY(fields.Object(*model, "vocab", "model"));
-  KITE_RETURN_IF_ERROR(BuildVocab(*vocab_json, added, fields, &pipeline->vocab));
+  // The tables were taken out during parsing; what stays in the tree must be empty containers.
+  KITE_RETURN_IF_ERROR(fields.Object(*model, "vocab", "model"));
+  KITE_RETURN_IF_ERROR(BuildVocab(tables.vocab, added, fields, &pipeline->vocab));
   const Vocab& vocab = pipeline->vocab;
   for (const AddedToken& token : added) pipeline->specials.Add(token.token);
 
@@ -219,7 +276,8 @@ Result<std::unique_ptr<Pipeline>> LoadHfTokenizerJson(std::string_view text,
     }
   }
   RankedBpe bpe = KITE_TRY(RankedBpe::Create(vocab, options, name));
-  KITE_RETURN_IF_ERROR(ParseMerges(*model, vocab, fields, &bpe));
+  KITE_RETURN_IF_ERROR(fields.Array(*model, "merges", "model"));
+  KITE_RETURN_IF_ERROR(ParseMerges(tables.merges, vocab, fields, &bpe));
   pipeline->model = std::move(bpe);
   pipeline->split_at_word_starts = !options.byte_level && CanSplitAtWordStarts(vocab);
   pipeline->unk_id = options.unk_id;

@@ -73,36 +73,58 @@ Result<TrainerSpec> ParseTrainerSpec(std::span<const uint8_t> all, const ProtoFi
   while (KITE_TRY(reader.Next(&field))) {
     const bool varint = field.wire == ProtoField::Wire::kVarint;
     switch (field.number) {
-      case 3: if (varint) spec.model_type = as_int32(field); break;
-      case 24: if (varint) spec.treat_whitespace_as_suffix = field.value != 0; break;
-      case 35: if (varint) spec.byte_fallback = field.value != 0; break;
-      case 41: if (varint) spec.bos_id = as_int32(field); break;
-      case 42: if (varint) spec.eos_id = as_int32(field); break;
+      case 3:
+        if (varint) spec.model_type = as_int32(field);
+        break;
+      case 24:
+        if (varint) spec.treat_whitespace_as_suffix = field.value != 0;
+        break;
+      case 35:
+        if (varint) spec.byte_fallback = field.value != 0;
+        break;
+      case 41:
+        if (varint) spec.bos_id = as_int32(field);
+        break;
+      case 42:
+        if (varint) spec.eos_id = as_int32(field);
+        break;
       case 44:
         KITE_RETURN_IF_ERROR(
             ExpectWire(field, ProtoField::Wire::kBytes, "trainer_spec.unk_surface", name));
         spec.unk_surface = std::string(field.AsString());
         break;
-      default: break;
+      default:
+        break;
     }
   }
   return spec;
 }
 
-Result<NormalizerFields> ParseNormalizerSpec(std::span<const uint8_t> all,
-                                             const ProtoField& outer, const std::string& name) {
+Result<NormalizerFields> ParseNormalizerSpec(std::span<const uint8_t> all, const ProtoField& outer,
+                                             const std::string& name) {
   NormalizerFields fields;
   ProtoReader reader(outer.bytes, OffsetIn(all, outer.bytes), name);
   ProtoField field;
   while (KITE_TRY(reader.Next(&field))) {
     const bool varint = field.wire == ProtoField::Wire::kVarint;
     switch (field.number) {
-      case 1: fields.name = std::string(field.AsString()); break;
-      case 2: fields.has_charsmap = !field.bytes.empty(); break;
-      case 3: if (varint) fields.spec.add_dummy_prefix = field.value != 0; break;
-      case 4: if (varint) fields.spec.remove_extra_whitespaces = field.value != 0; break;
-      case 5: if (varint) fields.spec.escape_whitespaces = field.value != 0; break;
-      default: break;
+      case 1:
+        fields.name = std::string(field.AsString());
+        break;
+      case 2:
+        fields.has_charsmap = !field.bytes.empty();
+        break;
+      case 3:
+        if (varint) fields.spec.add_dummy_prefix = field.value != 0;
+        break;
+      case 4:
+        if (varint) fields.spec.remove_extra_whitespaces = field.value != 0;
+        break;
+      case 5:
+        if (varint) fields.spec.escape_whitespaces = field.value != 0;
+        break;
+      default:
+        break;
     }
   }
   return fields;
@@ -121,7 +143,8 @@ Result<std::unique_ptr<Pipeline>> LoadSpmModel(std::span<const uint8_t> bytes,
   ProtoField field;
   while (KITE_TRY(reader.Next(&field))) {
     if (field.number >= 1 && field.number <= 5 && field.number != 4) {
-      KITE_RETURN_IF_ERROR(ExpectWire(field, ProtoField::Wire::kBytes, "a ModelProto message", name));
+      KITE_RETURN_IF_ERROR(
+          ExpectWire(field, ProtoField::Wire::kBytes, "a ModelProto message", name));
     }
     if (field.number == 1) {
       pieces.push_back(KITE_TRY(ParsePiece(bytes, field, name)));
@@ -136,8 +159,7 @@ Result<std::unique_ptr<Pipeline>> LoadSpmModel(std::span<const uint8_t> bytes,
 
   if (pieces.empty()) return InvalidInput(name + ": no pieces (is this a SentencePiece model?)");
   if (trainer.model_type != 2) {
-    return Unsupported(name + ": trainer_spec.model_type is " +
-                       std::to_string(trainer.model_type) +
+    return Unsupported(name + ": trainer_spec.model_type is " + std::to_string(trainer.model_type) +
                        " (1 unigram, 3 word, 4 char); only BPE (2) is supported");
   }
   if (normalizer.has_charsmap) {
@@ -161,7 +183,8 @@ Result<std::unique_ptr<Pipeline>> LoadSpmModel(std::span<const uint8_t> bytes,
     const std::string where = name + ": pieces[" + std::to_string(i) + "]";
     if (piece.text.empty()) return InvalidInput(where + ": empty piece");
     if (piece.type < 1 || piece.type > 6) {
-      return InvalidInput(where + " '" + piece.text + "': unknown type " + std::to_string(piece.type));
+      return InvalidInput(where + " '" + piece.text + "': unknown type " +
+                          std::to_string(piece.type));
     }
     if (!seen.insert(piece.text).second) {
       return InvalidInput(where + ": '" + piece.text + "' is defined twice");
@@ -180,8 +203,9 @@ Result<std::unique_ptr<Pipeline>> LoadSpmModel(std::span<const uint8_t> bytes,
   vocab.Finalize();
   if (pipeline->unk_id < 0) return InvalidInput(name + ": no piece of type UNKNOWN");
   if (trainer.byte_fallback && !vocab.HasAllByteTokens()) {
-    return InvalidInput(name + ": trainer_spec.byte_fallback is set but not all 256 <0xXX> "
-                               "byte pieces are present");
+    return InvalidInput(name +
+                        ": trainer_spec.byte_fallback is set but not all 256 <0xXX> "
+                        "byte pieces are present");
   }
 
   SpmBpe model(trainer.byte_fallback, pipeline->unk_id);

@@ -41,7 +41,9 @@ void Normalizer::ApplySentencePiece(const SpmNormalizerSpec& spec, std::string_v
       is_prev_space = false;
     }
   }
-  while (out->ends_with(space)) out->resize(out->size() - space.size());
+  size_t end = out->size();
+  while (std::string_view(*out).substr(0, end).ends_with(space)) end -= space.size();
+  out->resize(end);
 }
 
 std::string_view Normalizer::Apply(std::string_view text, std::string* buffer) const {

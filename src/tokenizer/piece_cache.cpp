@@ -44,8 +44,12 @@ void PieceCache::Insert(std::string_view piece, const int32_t* ids, size_t count
   const uint64_t hash = HashBytes(piece);
   Slot& slot = slots_[Probe(piece, hash)];
   if (slot.used) return;
-  slot = Slot{hash, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(piece.size()),
-              static_cast<uint32_t>(ids_.size()), static_cast<uint32_t>(count), true};
+  slot = Slot{hash,
+              static_cast<uint32_t>(keys_.size()),
+              static_cast<uint32_t>(piece.size()),
+              static_cast<uint32_t>(ids_.size()),
+              static_cast<uint32_t>(count),
+              true};
   keys_.append(piece);
   ids_.insert(ids_.end(), ids, ids + count);
   ++count_;

@@ -28,8 +28,8 @@ Status CheckUtf8(std::string_view text, const std::string& name) {
     if (n == 0) {
       char hex[8];
       std::snprintf(hex, sizeof(hex), "0x%02X", static_cast<uint8_t>(text[pos]));
-      return InvalidInput(name + ": input text is not valid UTF-8 at byte " +
-                          std::to_string(pos) + " (" + hex + ")");
+      return InvalidInput(name + ": input text is not valid UTF-8 at byte " + std::to_string(pos) +
+                          " (" + hex + ")");
     }
     pos += n;
   }
@@ -46,13 +46,15 @@ void Pipeline::EncodePiece(std::string_view piece, EncodeScratch* scratch,
     return;
   }
   const size_t start = out->size();
+  const bool after_unk = scratch->spm.prev_unk;
   if (const auto* bpe = std::get_if<RankedBpe>(&model)) {
     bpe->Encode(vocab, piece, &scratch->bpe, out);
   } else {
     std::get<SpmBpe>(model).Encode(vocab, piece, &scratch->spm, out);
   }
-  // A piece's <unk> may merge with the one before it, so its ids depend on its neighbours.
-  if (scratch->use_cache && std::find(out->begin() + start, out->end(), unk_id) == out->end()) {
+  // Ids next to an <unk> depend on their neighbours (a run of unknown pieces shares one <unk>).
+  if (scratch->use_cache && !after_unk &&
+      std::find(out->begin() + start, out->end(), unk_id) == out->end()) {
     scratch->cache.Insert(piece, out->data() + start, out->size() - start);
   }
 }

@@ -47,7 +47,7 @@ struct Pipeline {
   bool split_at_word_starts = false;
 
   // What `kite inspect` shows and the runtime asks for.
-  std::string kind;           // "sentencepiece-bpe" or "byte-level-bpe"
+  std::string kind;                // "sentencepiece-bpe" or "byte-level-bpe"
   std::string pre_tokenizer_name;  // "llama3", "gpt2", "qwen2", "custom regex", "" for none
   int32_t bos_id = -1;
   int32_t unk_id = -1;
@@ -55,8 +55,7 @@ struct Pipeline {
   std::string chat_template;
 
   Status Encode(std::string_view text, bool add_special, std::vector<int32_t>* out) const;
-  void EncodePiece(std::string_view piece, EncodeScratch* scratch,
-                   std::vector<int32_t>* out) const;
+  void EncodePiece(std::string_view piece, EncodeScratch* scratch, std::vector<int32_t>* out) const;
 };
 
 // True when no token BPE can produce holds a U+2581 after another character (so no merge

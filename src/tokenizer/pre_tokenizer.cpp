@@ -48,12 +48,17 @@ Status PreTokenizer::Split(std::string_view text, bool at_start,
           if (piece.starts_with(' ')) {
             scratch->next.push_back(piece);
           } else {
-            scratch->next.push_back(scratch->owned.emplace_back(" " + std::string(piece)));
+            std::string& spaced =
+                *scratch->owned.emplace_back(std::make_unique<std::string>(1, ' '));
+            spaced.append(piece);
+            scratch->next.push_back(spaced);
           }
           break;
         case Kind::kMetaspace: {
-          std::string& rewritten = scratch->owned.emplace_back();
-          const bool prepend = step.prepend == "always" || (step.prepend == "first" && at_start && i == 0);
+          std::string& rewritten =
+              *scratch->owned.emplace_back(std::make_unique<std::string>());
+          const bool prepend =
+              step.prepend == "always" || (step.prepend == "first" && at_start && i == 0);
           if (prepend && !piece.starts_with(step.replacement)) rewritten = step.replacement;
           for (char c : piece) {
             if (c == ' ') {

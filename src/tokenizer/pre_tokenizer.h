@@ -2,7 +2,7 @@
 // tokenizer.json pre_tokenizer; a GGUF vocabulary's named regex).
 #pragma once
 
-#include <deque>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,7 +16,9 @@ namespace kite::tok {
 // Owned strings for pieces a step rewrote; cleared between segments.
 struct PreTokenizerScratch {
   std::vector<std::string_view> pieces, next;
-  std::deque<std::string> owned;
+  // Each string owned separately so that views of it survive later additions (and, unlike a
+  // deque, an unused list allocates nothing).
+  std::vector<std::unique_ptr<std::string>> owned;
 };
 
 class PreTokenizer {

@@ -69,8 +69,8 @@ Result<bool> ProtoReader::Next(ProtoField* field) {
     }
     default:
       return InvalidInput(name_ + ": field " + std::to_string(field->number) + " at byte " +
-                          std::to_string(field->offset) + " has wire type " +
-                          std::to_string(wire) + ", which is not supported (groups are obsolete)");
+                          std::to_string(field->offset) + " has wire type " + std::to_string(wire) +
+                          ", which is not supported (groups are obsolete)");
   }
 }
 

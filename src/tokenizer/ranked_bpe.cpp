@@ -16,7 +16,12 @@ bool LowerPriority(const BpeScratch::Candidate& a, const BpeScratch::Candidate& 
   return a.rank > b.rank || (a.rank == b.rank && a.pos > b.pos);
 }
 
-std::string Quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+std::string Quoted(std::string_view text) {
+  std::string quoted(1, '\'');
+  quoted.append(text);
+  quoted.push_back('\'');
+  return quoted;
+}
 
 }  // namespace
 
@@ -54,19 +59,21 @@ Result<RankedBpe> RankedBpe::Create(const Vocab& vocab, RankedBpeOptions options
 }
 
 Status RankedBpe::AddMerge(const Vocab& vocab, std::string_view left, std::string_view right,
-                           const std::string& where) {
+                           std::string_view list, size_t index) {
+  const auto fail = [&](const std::string& problem) -> Status {
+    return InvalidInput(name_ + ": " + std::string(list) + "[" + std::to_string(index) + "] " +
+                        Quoted(std::string(left) + " " + std::string(right)) + ": " + problem);
+  };
   const int32_t left_id = vocab.Find(left);
   const int32_t right_id = vocab.Find(right);
   if (left_id < 0 || right_id < 0) {
-    return InvalidInput(name_ + ": " + where + " " + Quoted(std::string(left) + " " + std::string(right)) +
-                        ": token " + Quoted(left_id < 0 ? left : right) +
-                        " is not in the vocabulary");
+    return fail("token " + Quoted(left_id < 0 ? left : right) + " is not in the vocabulary");
   }
-  const std::string merged = std::string(left) + std::string(right);
-  const int32_t merged_id = vocab.Find(merged);
+  merge_buffer_.assign(left);
+  merge_buffer_.append(right);
+  const int32_t merged_id = vocab.Find(merge_buffer_);
   if (merged_id < 0) {
-    return InvalidInput(name_ + ": " + where + " " + Quoted(std::string(left) + " " + std::string(right)) +
-                        ": the merged token " + Quoted(merged) + " is not in the vocabulary");
+    return fail("the merged token " + Quoted(merge_buffer_) + " is not in the vocabulary");
   }
   // A repeated pair keeps its first (lowest) rank.
   merges_.Insert(left_id, right_id, {static_cast<int32_t>(merge_rank_++), merged_id});
@@ -102,9 +109,9 @@ void RankedBpe::InitialSymbols(const Vocab& vocab, std::string_view piece,
         add(id, length);
         continue;
       }
-      if (options_.byte_fallback &&
-          std::all_of(character.begin(), character.end(),
-                      [&](char c) { return vocab.ByteToken(static_cast<uint8_t>(c)) >= 0; })) {
+      if (options_.byte_fallback && std::all_of(character.begin(), character.end(), [&](char c) {
+            return vocab.ByteToken(static_cast<uint8_t>(c)) >= 0;
+          })) {
         flush_unk();
         for (char c : character) add(vocab.ByteToken(static_cast<uint8_t>(c)), 1);
         continue;

@@ -52,10 +52,10 @@ class RankedBpe {
   static Result<RankedBpe> Create(const Vocab& vocab, RankedBpeOptions options,
                                   const std::string& name);
 
-  // Adds the merge of rank size(): `left` + `right` (token texts as the vocabulary spells
-  // them). `where` names the entry in errors ("merges[12]").
+  // Adds the next merge, of rank merge_count(): `left` + `right` (token texts as the
+  // vocabulary spells them). Errors name the entry as "<list>[<index>]".
   Status AddMerge(const Vocab& vocab, std::string_view left, std::string_view right,
-                  const std::string& where);
+                  std::string_view list, size_t index);
   size_t merge_count() const { return merge_rank_; }
 
   // With ignore_merges, the id of a piece that is a whole token; -1 otherwise.
@@ -80,6 +80,7 @@ class RankedBpe {
   std::string name_;
   MergeMap merges_;
   size_t merge_rank_ = 0;
+  std::string merge_buffer_;    // left + right, reused across AddMerge calls
   int32_t byte_ids_[256] = {};  // byte-level: the token of each single byte
   // Byte-level: token text as raw bytes -> id, for ignore_merges.
   std::vector<std::string> raw_texts_;

@@ -14,7 +14,8 @@ constexpr std::string_view kWhiteSpace =
 
 std::string Pcre2Message(int code) {
   PCRE2_UCHAR buffer[256];
-  if (pcre2_get_error_message(code, buffer, sizeof(buffer)) < 0) return "error " + std::to_string(code);
+  if (pcre2_get_error_message(code, buffer, sizeof(buffer)) < 0)
+    return "error " + std::to_string(code);
   return reinterpret_cast<const char*>(buffer);
 }
 
@@ -60,8 +61,10 @@ Result<std::string> TranslateWhitespaceClasses(std::string_view pattern) {
         out += in_class ? std::string(kWhiteSpace) : "[" + std::string(kWhiteSpace) + "]";
       } else if (next == 'S') {
         if (in_class) {
-          return InvalidInput("regex '" + std::string(pattern) + "': \\S inside a character class "
-                              "at offset " + std::to_string(i - 1) + " is not supported");
+          return InvalidInput("regex '" + std::string(pattern) +
+                              "': \\S inside a character class "
+                              "at offset " +
+                              std::to_string(i - 1) + " is not supported");
         }
         out += "[^" + std::string(kWhiteSpace) + "]";
       } else {
@@ -89,8 +92,7 @@ Result<std::string> TranslateWhitespaceClasses(std::string_view pattern) {
   return out;
 }
 
-Result<Regex> Regex::Compile(std::string_view pattern, const std::string& name,
-                             bool pcre2_only) {
+Result<Regex> Regex::Compile(std::string_view pattern, const std::string& name, bool pcre2_only) {
   Result<std::string> rewritten = TranslateWhitespaceClasses(pattern);
   if (!rewritten) return std::unexpected(std::move(rewritten.error()).WithContext(name));
   const std::string& translated = *rewritten;
@@ -100,9 +102,9 @@ Result<Regex> Regex::Compile(std::string_view pattern, const std::string& name,
       pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
                     PCRE2_UTF | PCRE2_UCP, &error_code, &error_offset, nullptr);
   if (code == nullptr) {
-    return InvalidInput(name + ": regex '" + std::string(pattern) + "' does not compile: " +
-                        Pcre2Message(error_code) + " (offset " + std::to_string(error_offset) +
-                        " of the translated pattern)");
+    return InvalidInput(name + ": regex '" + std::string(pattern) +
+                        "' does not compile: " + Pcre2Message(error_code) + " (offset " +
+                        std::to_string(error_offset) + " of the translated pattern)");
   }
   auto holder = std::make_shared<Code>();
   holder->code = code;
@@ -134,8 +136,8 @@ Status Regex::Split(std::string_view text, std::vector<std::string_view>* pieces
                                             PCRE2_NO_UTF_CHECK, state.data, state.context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
-      return InvalidInput(name_ + ": pre-tokenizer regex failed at byte " +
-                          std::to_string(offset) + ": " + Pcre2Message(rc));
+      return InvalidInput(name_ + ": pre-tokenizer regex failed at byte " + std::to_string(offset) +
+                          ": " + Pcre2Message(rc));
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);
     const size_t begin = ovector[0], end = ovector[1];

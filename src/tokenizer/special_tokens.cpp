@@ -68,9 +68,9 @@ void PrefixMatcher::Add(std::string_view text, int32_t id) {
         root_child_[byte] = next;
       } else {
         auto& children = nodes_[node].children;
-        const auto it = std::lower_bound(
-            children.begin(), children.end(), byte,
-            [](const auto& child, uint8_t b) { return child.first < b; });
+        const auto it =
+            std::lower_bound(children.begin(), children.end(), byte,
+                             [](const auto& child, uint8_t b) { return child.first < b; });
         children.insert(it, {byte, next});
       }
     }

@@ -23,7 +23,7 @@ class PrefixMatcher {
 
  private:
   struct Node {
-    int32_t id = -1;  // a string ends here
+    int32_t id = -1;                                    // a string ends here
     std::vector<std::pair<uint8_t, int32_t>> children;  // byte -> node, sorted by byte
   };
   int32_t Child(int32_t node, uint8_t byte) const;

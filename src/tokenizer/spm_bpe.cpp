@@ -50,8 +50,8 @@ void SpmBpe::Encode(const Vocab& vocab, std::string_view normalized, SpmScratch*
       length = std::min(length, normalized.size() - pos);
     }
     const auto index = static_cast<int32_t>(symbols.size());
-    symbols.push_back({index - 1, index + 1, static_cast<uint32_t>(pos),
-                       static_cast<uint32_t>(length), frozen});
+    symbols.push_back(
+        {index - 1, index + 1, static_cast<uint32_t>(pos), static_cast<uint32_t>(length), frozen});
     pos += length;
   }
   symbols.back().next = -1;

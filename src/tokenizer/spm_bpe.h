@@ -57,9 +57,8 @@ class SpmBpe {
 
   // The id of a piece BPE may produce: normal, user-defined or unused. -1 otherwise.
   static int32_t MergeablePiece(const Vocab& vocab, std::string_view piece);
-  int32_t PairPiece(const Vocab& vocab, std::string_view normalized,
-                    const SpmScratch::Symbol& left, const SpmScratch::Symbol& right,
-                    SpmScratch* scratch) const;
+  int32_t PairPiece(const Vocab& vocab, std::string_view normalized, const SpmScratch::Symbol& left,
+                    const SpmScratch::Symbol& right, SpmScratch* scratch) const;
   void MergeByScan(const Vocab& vocab, std::string_view normalized, SpmScratch* scratch) const;
   void MergeByHeap(const Vocab& vocab, std::string_view normalized, SpmScratch* scratch) const;
   void Resegment(const Vocab& vocab, std::string_view piece, const SpmScratch& scratch,

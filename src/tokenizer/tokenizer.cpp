@@ -46,16 +46,16 @@ Status ApplyFolderExtras(const fs::path& folder, tok::Pipeline* pipeline) {
   if (IsFile(generation)) {
     const std::string text = KITE_TRY(ReadTextFile(generation.string()));
     const nlohmann::json root = KITE_TRY(ParseJson(text, generation.string()));
-    const nlohmann::json* eos = root.is_object() && root.contains("eos_token_id")
-                                    ? &root["eos_token_id"]
-                                    : nullptr;
+    const nlohmann::json* eos =
+        root.is_object() && root.contains("eos_token_id") ? &root["eos_token_id"] : nullptr;
     std::vector<nlohmann::json> ids;
     if (eos != nullptr && eos->is_array()) ids.assign(eos->begin(), eos->end());
     if (eos != nullptr && !eos->is_array() && !eos->is_null()) ids.push_back(*eos);
     for (const nlohmann::json& id_json : ids) {
       const std::optional<int64_t> id = JsonInt(id_json);
-      if (!id || !pipeline->vocab.Contains(static_cast<int32_t>(*id)) || *id > INT32_MAX) {
-        return InvalidInput(generation.string() + ": field 'eos_token_id': expected token ids in [0, " +
+      if (!id || *id < 0 || *id >= pipeline->vocab.size()) {
+        return InvalidInput(generation.string() +
+                            ": field 'eos_token_id': expected token ids in [0, " +
                             std::to_string(pipeline->vocab.size()) + ")");
       }
       const auto value = static_cast<int32_t>(*id);
@@ -94,8 +94,9 @@ Result<std::unique_ptr<tok::Pipeline>> LoadPipeline(const std::string& path) {
     const GgufFile gguf = KITE_TRY(GgufFile::Open(path));
     return tok::LoadGgufVocab(gguf);
   }
-  const auto first = std::find_if(bytes.begin(), bytes.end(),
-                                   [](uint8_t c) { return c != ' ' && c != '\n' && c != '\r' && c != '\t'; });
+  const auto first = std::find_if(bytes.begin(), bytes.end(), [](uint8_t c) {
+    return c != ' ' && c != '\n' && c != '\r' && c != '\t';
+  });
   if (target.extension() == ".json" || (first != bytes.end() && *first == '{')) {
     return LoadHfJsonFile(target);
   }

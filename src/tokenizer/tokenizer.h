@@ -22,15 +22,15 @@ struct Pipeline;
 
 // What `kite inspect` shows about a tokenizer.
 struct TokenizerSummary {
-  std::string kind;           // "sentencepiece-bpe" or "byte-level-bpe"
+  std::string kind;  // "sentencepiece-bpe" or "byte-level-bpe"
   int32_t vocab_size = 0;
   std::string pre_tokenizer;  // "llama3", "gpt2", "qwen2", "metaspace", "custom regex", or ""
   int32_t bos_id = -1;        // -1: none
   std::vector<int32_t> eos_ids;
   int32_t unk_id = -1;
   int32_t special_token_count = 0;  // control, user-defined and unknown tokens
-  bool add_bos = false;  // Encode(text, add_special=true) starts with BOS
-  bool add_eos = false;  // ... and ends with EOS
+  bool add_bos = false;             // Encode(text, add_special=true) starts with BOS
+  bool add_eos = false;             // ... and ends with EOS
   bool has_chat_template = false;
 };
 
@@ -73,7 +73,7 @@ class Tokenizer {
   StreamDecoder NewStreamDecoder() const { return StreamDecoder(this); }
 
   int32_t vocab_size() const;
-  int32_t bos_id() const;                  // -1 when the model has none
+  int32_t bos_id() const;                    // -1 when the model has none
   std::span<const int32_t> eos_ids() const;  // every id that ends generation
   bool IsEos(int32_t id) const;
   // The token as the vocabulary spells it ("▁Hello", "Ġworld", "<0x0A>"); "" for a bad id.
