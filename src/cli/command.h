@@ -16,6 +16,9 @@ int ReportError(const Error& error);
 void AddTokenizeCommand(CLI::App& app, int* exit_code);
 void AddDetokenizeCommand(CLI::App& app, int* exit_code);
 void AddInspectCommand(CLI::App& app, int* exit_code);
+void AddRunCommand(CLI::App& app, int* exit_code);
+void AddChatCommand(CLI::App& app, int* exit_code);
+void AddEvalCommand(CLI::App& app, int* exit_code);
 
 
 }  // namespace kite::cli

@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
   kite::cli::AddTokenizeCommand(app, &exit_code);
   kite::cli::AddDetokenizeCommand(app, &exit_code);
   kite::cli::AddInspectCommand(app, &exit_code);
+  kite::cli::AddRunCommand(app, &exit_code);
+  kite::cli::AddChatCommand(app, &exit_code);
+  kite::cli::AddEvalCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,72 @@
+// `kite eval ppl -m MODEL -f TEXT --ctx N [--json]`: perplexity (see eval/perplexity.h).
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "base/mapped_file.h"
+#include "cli/command.h"
+#include "eval/perplexity.h"
+
+namespace kite::cli {
+
+namespace {
+
+struct PplOptions {
+  std::string model;
+  std::string text_file;
+  int32_t window = 512;
+  std::string backend = "ref";
+  bool json = false;
+};
+
+Status RunPerplexity(const PplOptions& options) {
+  const std::string text = KITE_TRY(ReadTextFile(options.text_file));
+  EngineOptions engine_options;
+  engine_options.context_length = options.window;
+  engine_options.backend = options.backend;
+  // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
+  engine_options.prefill_chunk = options.window;
+  auto engine = KITE_TRY(Engine::Load(options.model, engine_options));
+  const auto progress = [&](int64_t done, int64_t total, double ppl) {
+    std::fprintf(stderr, "\rwindow %lld/%lld  ppl %.4f", static_cast<long long>(done),
+                 static_cast<long long>(total), ppl);
+    if (done == total) std::fprintf(stderr, "\n");
+  };
+  const PerplexityResult result = KITE_TRY(ComputePerplexity(*engine, text, options.window, progress));
+  if (options.json) {
+    const nlohmann::ordered_json out = {{"ppl", result.ppl},
+                                        {"tokens", result.tokens},
+                                        {"windows", result.windows},
+                                        {"nll", result.nll},
+                                        {"ctx", options.window}};
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("perplexity %.4f over %lld tokens in %lld windows of %d (NLL %.4f nats)\n", result.ppl,
+                static_cast<long long>(result.tokens), static_cast<long long>(result.windows),
+                options.window, result.nll);
+  }
+  return Ok();
+}
+
+}  // namespace
+
+void AddEvalCommand(CLI::App& app, int* exit_code) {
+  CLI::App* eval = app.add_subcommand("eval", "Measure a model");
+  eval->require_subcommand(1);
+  auto options = std::make_shared<PplOptions>();
+  CLI::App* ppl = eval->add_subcommand(
+      "ppl",
+      "Perplexity: the text is tokenized once without BOS, cut into windows of --ctx tokens, each "
+      "scored from [BOS] + window[:-1]; ppl = exp(total NLL / tokens)");
+  ppl->add_option("-m,--model", options->model, "A Hugging Face model folder or a .gguf file")->required();
+  ppl->add_option("-f,--file", options->text_file, "The text to score")->required();
+  ppl->add_option("--ctx", options->window, "Window length in tokens (default 512)");
+  ppl->add_option("--backend", options->backend, "Backend to run on (default ref)");
+  ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx} as JSON");
+  ppl->callback([options, exit_code] {
+    if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());
+  });
+}
+
+}  // namespace kite::cli

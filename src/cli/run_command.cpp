@@ -1,0 +1,134 @@
+// `kite run -m MODEL -p PROMPT [...]`: stream the continuation of one prompt.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "base/mapped_file.h"
+#include "cli/command.h"
+#include "cli/generation_flags.h"
+#include "cli/prompt.h"
+#include "runtime/session.h"
+
+namespace kite::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string prompt;
+  std::string prompt_file;
+  std::string system;
+  bool chat = false;
+  bool json = false;
+  bool truncate = false;
+};
+
+// Keeps BOS (if the prompt starts with it) and the last tokens, leaving room to generate
+// min(n_predict, context / 2) tokens.
+void TruncatePrompt(std::vector<int32_t>* ids, int32_t bos, int32_t context, int32_t n_predict) {
+  const size_t budget = static_cast<size_t>(context - std::min(n_predict, context / 2));
+  if (ids->size() <= budget) return;
+  const bool keep_bos = bos >= 0 && !ids->empty() && ids->front() == bos;
+  const size_t tail = budget - (keep_bos ? 1 : 0);
+  ids->erase(ids->begin() + (keep_bos ? 1 : 0), ids->end() - tail);
+}
+
+double PerSecond(int64_t count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
+
+Status Run(const GenerationFlags& flags, const RunOptions& options) {
+  const RunConfig config = KITE_TRY(flags.Resolve());
+  std::string prompt = options.prompt;
+  if (!options.prompt_file.empty()) prompt = KITE_TRY(ReadTextFile(options.prompt_file));
+  double load_seconds = 0;
+  auto engine = KITE_TRY(LoadEngine(config, &load_seconds));
+  const Tokenizer& tokenizer = engine->tokenizer();
+
+  std::vector<int32_t> prompt_ids;
+  if (options.chat) {
+    const ChatTemplate chat_template = KITE_TRY(SelectChatTemplate(tokenizer, config.chat_template));
+    std::vector<ChatMessage> messages;
+    if (!options.system.empty()) messages.push_back({"system", options.system});
+    messages.push_back({"user", prompt});
+    prompt_ids = KITE_TRY(ChatPromptIds(tokenizer, chat_template, messages));
+  } else {
+    prompt_ids = KITE_TRY(RawPromptIds(tokenizer, prompt));
+  }
+  if (options.truncate) {
+    TruncatePrompt(&prompt_ids, tokenizer.bos_id(), engine->context_length(), config.n_predict);
+  }
+
+  Session session(*engine);
+  Session::GenerateOptions generate;
+  generate.max_tokens = config.n_predict;
+  generate.stop_strings = config.stop;
+  generate.sampler = config.sampler;
+  const auto start = std::chrono::steady_clock::now();
+  double first_token_seconds = 0;
+  generate.on_token = [&](int32_t id, std::string_view text) {
+    if (first_token_seconds == 0 && id >= 0) {
+      first_token_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    if (!options.json) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+    }
+    return true;
+  };
+  const Session::GenerateResult result = KITE_TRY(session.Generate(prompt_ids, generate));
+
+  nlohmann::ordered_json stats = {
+      {"load_seconds", load_seconds},
+      {"prompt_tokens", result.prompt_tokens},
+      {"prefill_seconds", result.prefill_seconds},
+      {"prefill_tokens_per_second", PerSecond(result.prefill_tokens, result.prefill_seconds)},
+      {"time_to_first_token_seconds", first_token_seconds},
+      {"generated_tokens", result.ids.size()},
+      {"decode_seconds", result.decode_seconds},
+      {"decode_tokens_per_second", PerSecond(result.decode_tokens, result.decode_seconds)},
+      {"stop_reason", result.stop_reason},
+      {"backend", config.backend},
+      {"context", engine->context_length()}};
+  if (options.json) {
+    nlohmann::ordered_json out = {
+        {"prompt_ids", prompt_ids}, {"ids", result.ids}, {"text", result.text}, {"stats", stats}};
+    const std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
+    std::printf("\n");
+    std::fprintf(stderr,
+                 "\nload %.2f s | prompt %d tokens, %.1f tok/s | first token %.3f s | "
+                 "generated %zu tokens, %.1f tok/s | stop: %s\n",
+                 load_seconds, result.prompt_tokens,
+                 stats["prefill_tokens_per_second"].get<double>(), first_token_seconds,
+                 result.ids.size(), stats["decode_tokens_per_second"].get<double>(),
+                 result.stop_reason.c_str());
+  }
+  return Ok();
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* command = app.add_subcommand("run", "Generate the continuation of a prompt");
+  auto flags = std::make_shared<GenerationFlags>(command);
+  CLI::Option* prompt = command->add_option("-p,--prompt", options->prompt, "The prompt text");
+  CLI::Option* file = command->add_option("-f,--file", options->prompt_file, "Read the prompt from a file");
+  prompt->excludes(file);
+  command->add_flag("--chat", options->chat, "Wrap the prompt as one user turn in the chat template");
+  command->add_option("--system", options->system, "With --chat: a system message before the prompt");
+  command->add_flag("--json", options->json,
+                    "Print one JSON object {prompt_ids, ids, text, stats} instead of streaming");
+  command->add_flag("--truncate", options->truncate,
+                    "Keep the tail of a prompt too long for the context (BOS stays) instead of failing");
+  command->callback([options, flags, prompt, file, exit_code] {
+    if (prompt->count() == 0 && file->count() == 0) {
+      *exit_code = ReportError(Error{ErrorCode::kInvalidInput, "run: give a prompt with -p TEXT or -f FILE"});
+      return;
+    }
+    if (auto status = Run(*flags, *options); !status) *exit_code = ReportError(status.error());
+  });
+}
+
+}  // namespace kite::cli

@@ -1,0 +1,69 @@
+#include "eval/perplexity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "runtime/session.h"
+
+namespace kite {
+
+namespace {
+
+// -log softmax(logits)[target], computed in double with the max subtracted.
+double NegativeLogLikelihood(std::span<const float> logits, int32_t target) {
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float logit : logits) sum += std::exp(static_cast<double>(logit) - max_logit);
+  return std::log(sum) + max_logit - logits[target];
+}
+
+}  // namespace
+
+Result<PerplexityResult> ComputePerplexity(Engine& engine, std::string_view text, int32_t window,
+                                           const PerplexityProgress& progress) {
+  if (window < 2) return InvalidInput("perplexity window must be at least 2 tokens, got " + std::to_string(window));
+  if (window > engine.context_length()) {
+    return InvalidInput("perplexity window of " + std::to_string(window) +
+                        " tokens is longer than the context of " +
+                        std::to_string(engine.context_length()) + " (raise --ctx)");
+  }
+  const Tokenizer& tokenizer = engine.tokenizer();
+  const std::vector<int32_t> ids = KITE_TRY(tokenizer.Encode(text, /*add_special=*/false));
+  if (ids.size() < 2) return InvalidInput("text has " + std::to_string(ids.size()) + " tokens; perplexity needs at least 2");
+  const int32_t bos = tokenizer.bos_id();
+  const int32_t vocab = tokenizer.vocab_size();
+  const int64_t total_windows = (static_cast<int64_t>(ids.size()) + window - 1) / window;
+
+  PerplexityResult result;
+  Session session(engine);
+  std::vector<int32_t> input;  // [window]
+  input.reserve(window);
+  for (size_t start = 0; start < ids.size(); start += window) {
+    const size_t end = std::min(ids.size(), start + window);
+    const std::span<const int32_t> targets(ids.data() + start, end - start);
+    input.clear();
+    size_t first_target = 0;  // index into targets of the first scored token
+    if (bos >= 0) {
+      input.push_back(bos);
+      input.insert(input.end(), targets.begin(), targets.end() - 1);
+    } else {
+      input.assign(targets.begin(), targets.end() - 1);
+      first_target = 1;
+    }
+    if (input.empty()) continue;  // a last window of one token and no BOS: nothing to score
+    session.Reset();
+    const std::span<const float> logits = KITE_TRY(session.Feed(input, /*all_logits=*/true));
+    // logits: [input.size(), vocab]; row r predicts targets[r + first_target].
+    for (size_t r = 0; r < input.size(); ++r) {
+      result.nll += NegativeLogLikelihood(logits.subspan(r * vocab, vocab), targets[r + first_target]);
+      ++result.tokens;
+    }
+    ++result.windows;
+    result.ppl = std::exp(result.nll / result.tokens);
+    if (progress) progress(result.windows, total_windows, result.ppl);
+  }
+  return result;
+}
+
+}  // namespace kite

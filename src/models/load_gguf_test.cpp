@@ -1,0 +1,154 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "models/model_spec.h"
+#include "models/test_model.h"
+
+namespace kite {
+namespace {
+
+using testing::TestModelOptions;
+using testing::WriteTestModel;
+
+std::string Write(const TestModelOptions& options, const std::string& name) {
+  const std::string path = ::testing::TempDir() + "kite_load_gguf_" + name + ".gguf";
+  const Status written = WriteTestModel(path, options);
+  EXPECT_TRUE(written.has_value()) << written.error().message;
+  return path;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(LoadGgufTest, ReadsHyperParametersAndWeights) {
+  TestModelOptions options;  // 2 layers, hidden 32, 4 heads (2 kv) of 8, ffn 48, vocab 300
+  auto spec = LoadGgufModel(Write(options, "llama"));
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  EXPECT_EQ(spec->architecture, "llama");
+  EXPECT_EQ(spec->n_layers, 2);
+  EXPECT_EQ(spec->hidden, 32);
+  EXPECT_EQ(spec->n_heads, 4);
+  EXPECT_EQ(spec->n_kv_heads, 2);
+  EXPECT_EQ(spec->head_dim, 8);
+  EXPECT_EQ(spec->ffn, 48);
+  EXPECT_EQ(spec->vocab, 300);
+  EXPECT_EQ(spec->context_length, 256);
+  EXPECT_FLOAT_EQ(spec->rms_eps, 1e-5f);
+  // llama.cpp's converter permuted llama's q/k rows: interleaved pairs.
+  EXPECT_EQ(spec->rope.mode, RopeSpec::Mode::kInterleaved);
+  EXPECT_EQ(spec->rope.rotary_dim, 8);
+  EXPECT_EQ(spec->rope.scaling, RopeSpec::Scaling::kNone);
+  EXPECT_FALSE(spec->tied_embeddings);
+  EXPECT_FALSE(spec->q_bias);
+  // embedding, 9 per layer, output norm, lm_head
+  EXPECT_EQ(spec->weights.size(), 1u + 2 * 9 + 2);
+  auto wk = spec->Weight("blk.1.attn_k.weight");
+  ASSERT_TRUE(wk.has_value());
+  EXPECT_EQ((*wk)->shape, (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ((*wk)->dtype, DType::kF32);
+  // All F32: (300*32*2 + 32 + 2*(2*32 + 32*32*2 + 16*32*2 + 3*48*32)) * 4 bytes.
+  EXPECT_EQ(spec->WeightBytes(), (300u * 32 * 2 + 32 + 2 * (64 + 2048 + 1024 + 4608)) * 4);
+  ASSERT_NE(spec->tokenizer, nullptr);
+  EXPECT_EQ(spec->tokenizer->vocab_size(), 300);
+  EXPECT_EQ(spec->eos_ids, std::vector<int32_t>{2});
+}
+
+TEST(LoadGgufTest, Qwen2KeepsNeoxRopeAndFindsBiasesAndTiedEmbeddings) {
+  TestModelOptions options;
+  options.arch = "qwen2";
+  options.qkv_bias = true;
+  options.tied = true;
+  auto spec = LoadGgufModel(Write(options, "qwen2"));
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  EXPECT_EQ(spec->rope.mode, RopeSpec::Mode::kNeox);
+  EXPECT_TRUE(spec->q_bias && spec->k_bias && spec->v_bias);
+  EXPECT_FALSE(spec->o_bias || spec->mlp_bias);
+  EXPECT_TRUE(spec->tied_embeddings);
+  EXPECT_FALSE(spec->Weight("output.weight").has_value());
+  EXPECT_TRUE(spec->Weight("blk.0.attn_v.bias").has_value());
+}
+
+TEST(LoadGgufTest, RopeFreqsBecomeLlama3Scaling) {
+  TestModelOptions options;  // head_dim 8, theta 1e4: wavelengths 6.3, 63, 628, 6283
+  options.rope_freqs = {1.0f, 1.0f / (0.5f / 4.0f + 0.5f), 4.0f, 4.0f};
+  auto spec = LoadGgufModel(Write(options, "rope_freqs"));
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  EXPECT_EQ(spec->rope.scaling, RopeSpec::Scaling::kLlama3);
+  EXPECT_FLOAT_EQ(spec->rope.factor, 4.0f);
+}
+
+TEST(LoadGgufTest, UnsupportedArchitectureNamesTheSupportedOnes) {
+  TestModelOptions options;
+  options.arch = "gpt2";
+  auto spec = LoadGgufModel(Write(options, "gpt2"));
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_EQ(spec.error().code, ErrorCode::kUnsupported);
+  EXPECT_TRUE(Contains(spec.error().message, "'gpt2'")) << spec.error().message;
+  EXPECT_TRUE(Contains(spec.error().message, "llama, qwen2")) << spec.error().message;
+}
+
+TEST(LoadGgufTest, MissingTensorIsNamed) {
+  TestModelOptions options;
+  options.skip = {"blk.1.ffn_up.weight"};
+  auto spec = LoadGgufModel(Write(options, "missing"));
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_EQ(spec.error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(Contains(spec.error().message, "'blk.1.ffn_up.weight', expected shape [48, 32]"))
+      << spec.error().message;
+}
+
+TEST(LoadGgufTest, WrongShapeGivesBothShapes) {
+  TestModelOptions options;
+  options.n_kv_heads = 4;  // k and v written [32, 32] ...
+  const std::string path = Write(options, "wrong_shape");
+  // ... while the header says 2 kv heads: rewrite only that key.
+  auto gguf = GgufFile::Open(path);
+  ASSERT_TRUE(gguf.has_value());
+  GgufWriter writer;
+  for (const auto& [key, value] : gguf->metadata()) writer.SetValue(key, value);
+  writer.SetUint32("llama.attention.head_count_kv", 2);
+  for (const GgufTensorInfo& info : gguf->tensors()) {
+    const TensorView view = gguf->View(info);
+    ASSERT_TRUE(writer
+                    .AddTensor(info.name, info.dtype, info.shape,
+                               {static_cast<const uint8_t*>(view.data), view.bytes})
+                    .has_value());
+  }
+  const std::string bad = path + ".kv2.gguf";
+  ASSERT_TRUE(writer.Write(bad).has_value());
+  auto spec = LoadGgufModel(bad);
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_EQ(spec.error().code, ErrorCode::kInvalidInput);
+  EXPECT_TRUE(
+      Contains(spec.error().message, "'blk.0.attn_k.weight' has shape [32, 32], expected [16, 32]"))
+      << spec.error().message;
+}
+
+TEST(LoadGgufTest, TokenizerLargerThanEmbeddingIsRefused) {
+  TestModelOptions options;
+  options.vocab = 280;
+  options.tokenizer_vocab = 300;
+  auto spec = LoadGgufModel(Write(options, "big_tokenizer"));
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_TRUE(Contains(spec.error().message, "300 tokens")) << spec.error().message;
+  EXPECT_TRUE(Contains(spec.error().message, "only 280 rows")) << spec.error().message;
+
+  options.vocab = 320;  // padding rows past the tokenizer are fine
+  auto padded = LoadGgufModel(Write(options, "padded"));
+  ASSERT_TRUE(padded.has_value()) << padded.error().message;
+  EXPECT_EQ(padded->vocab, 320);
+}
+
+TEST(LoadModelSpecTest, PicksTheLoaderByPath) {
+  auto missing = LoadModelSpec(::testing::TempDir() + "no_such_model.gguf");
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  auto gguf = LoadModelSpec(Write(TestModelOptions{}, "by_path"));
+  ASSERT_TRUE(gguf.has_value()) << gguf.error().message;
+  EXPECT_EQ(gguf->architecture, "llama");
+}
+
+}  // namespace
+}  // namespace kite

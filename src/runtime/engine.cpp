@@ -1,0 +1,180 @@
+#include "runtime/engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "backends/ref/ref_backend.h"
+#include "models/build_graph.h"
+
+namespace kite {
+
+namespace {
+
+// Beyond the decode step and full prefill chunks, how many other chunk shapes stay compiled.
+constexpr size_t kSpareGraphs = 4;
+// The default context when the caller gives none: long enough for chat, small enough that the
+// KV cache of a 128k-context model does not take the machine's memory.
+constexpr int32_t kDefaultContextCap = 4096;
+
+Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name) {
+  if (name == "ref") return std::make_unique<RefBackend>();
+  std::string names;
+  for (const std::string& known : AvailableBackends()) names += (names.empty() ? "" : ", ") + known;
+  return Unsupported("backend '" + name + "' is not available (available: " + names + ")");
+}
+
+uint64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return std::numeric_limits<uint64_t>::max();
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
+Status CheckOptions(const EngineOptions& options) {
+  if (options.context_length < 0) {
+    return InvalidInput("context length " + std::to_string(options.context_length) +
+                        ", expected >= 0 (0: the model's, at most " +
+                        std::to_string(kDefaultContextCap) + ")");
+  }
+  if (options.prefill_chunk < 1) {
+    return InvalidInput("prefill chunk " + std::to_string(options.prefill_chunk) +
+                        ", expected >= 1");
+  }
+  if (options.kv_page_size < 1) {
+    return InvalidInput("KV page size " + std::to_string(options.kv_page_size) + ", expected >= 1");
+  }
+  if (options.kv_dtype != DType::kF16 && options.kv_dtype != DType::kF32) {
+    return InvalidInput("KV cache type " + std::string(DTypeName(options.kv_dtype)) +
+                        ", expected f16 or f32");
+  }
+  return Ok();
+}
+
+}  // namespace
+
+std::vector<std::string> AvailableBackends() { return {"ref"}; }
+
+Engine::Engine(ModelSpec spec, EngineOptions options, int32_t context_length, KvCache cache,
+               uint64_t kv_bytes, std::vector<std::unique_ptr<Backend>> backends)
+    : spec_(std::move(spec)),
+      options_(std::move(options)),
+      context_length_(context_length),
+      kv_cache_(std::move(cache)),
+      kv_bytes_(kv_bytes),
+      backends_(std::move(backends)) {}
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
+                                             const EngineOptions& options) {
+  KITE_RETURN_IF_ERROR(CheckOptions(options));
+  return Create(KITE_TRY(LoadModelSpec(path)), options);
+}
+
+Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptions& options) {
+  KITE_RETURN_IF_ERROR(CheckOptions(options));
+  const int32_t context = options.context_length > 0
+                              ? options.context_length
+                              : std::min(spec.context_length, kDefaultContextCap);
+  if (spec.sliding_window > 0 && context > spec.sliding_window) {
+    // Kite's attention sees every cached position; past the window that is not this model.
+    return Unsupported(spec.source + ": context " + std::to_string(context) +
+                       " is longer than the model's sliding window " +
+                       std::to_string(spec.sliding_window) +
+                       ", which Kite does not implement; use a context up to the window");
+  }
+
+  // The pool holds every layer's pages for the whole context, allocated now so that a context
+  // too large fails here, with the number, not in the middle of a conversation.
+  const int64_t pages_per_layer =
+      (int64_t{context} + options.kv_page_size - 1) / options.kv_page_size;
+  const uint64_t element_bytes = options.kv_dtype == DType::kF16 ? 2 : 4;
+  const long double kv_bytes_exact = static_cast<long double>(spec.n_layers) * pages_per_layer *
+                                     options.kv_page_size * 2 * spec.n_kv_heads * spec.head_dim *
+                                     element_bytes;
+  const uint64_t memory = PhysicalMemoryBytes();
+  if (kv_bytes_exact > static_cast<long double>(memory)) {
+    return OutOfResources("a context of " + std::to_string(context) + " positions needs " +
+                          std::to_string(static_cast<unsigned long long>(kv_bytes_exact)) +
+                          " bytes of KV cache (" + std::to_string(spec.n_layers) + " layers x " +
+                          std::to_string(spec.n_kv_heads) + " kv heads x " +
+                          std::to_string(spec.head_dim) + " x k,v x " +
+                          std::string(DTypeName(options.kv_dtype)) + "); this machine has " +
+                          std::to_string(memory) + " bytes of memory");
+  }
+  const KvCacheConfig config{.n_layers = spec.n_layers,
+                             .n_kv_heads = spec.n_kv_heads,
+                             .head_dim = spec.head_dim,
+                             .page_size = options.kv_page_size,
+                             .n_pages = pages_per_layer * spec.n_layers,
+                             .dtype = options.kv_dtype};
+  auto cache = KvCache::Create(config);
+  if (!cache) {
+    return std::unexpected(
+        std::move(cache.error())
+            .WithContext("KV cache for a context of " + std::to_string(context) + " positions"));
+  }
+
+  std::vector<std::unique_ptr<Backend>> backends;
+  backends.push_back(KITE_TRY(MakeBackend(options.backend)));
+  std::unique_ptr<Engine> engine(new Engine(std::move(spec), options, context, std::move(*cache),
+                                            static_cast<uint64_t>(kv_bytes_exact),
+                                            std::move(backends)));
+  // The decode step is compiled now: it proves the model builds and runs on the backends, and
+  // the decode loop then finds it ready.
+  KITE_RETURN_IF_ERROR(engine->GetGraph(1, false));
+  return engine;
+}
+
+Result<CompiledGraph*> Engine::GetGraph(int32_t tokens, bool all_logits) {
+  if (tokens < 1 || tokens > options_.prefill_chunk) {
+    return InvalidInput("a graph of " + std::to_string(tokens) + " tokens; expected 1.." +
+                        std::to_string(options_.prefill_chunk) + " (the prefill chunk)");
+  }
+  const GraphKey key{tokens, all_logits && tokens > 1};  // one token: both are the same graph
+  ++use_counter_;
+  if (auto it = graphs_.find(key); it != graphs_.end()) {
+    it->second.last_use = use_counter_;
+    return it->second.graph.get();
+  }
+  const PhaseOptions phase{.tokens = tokens, .all_logits = key.all_logits};
+  Graph graph = KITE_TRY(BuildModelGraph(spec_, phase));
+  std::vector<Backend*> backends;
+  for (const auto& backend : backends_) backends.push_back(backend.get());
+  auto compiled =
+      std::make_unique<CompiledGraph>(KITE_TRY(CompiledGraph::Compile(std::move(graph), backends)));
+
+  auto pinned = [&](const GraphKey& k) {
+    return k.tokens == 1 || k.tokens == options_.prefill_chunk;
+  };
+  if (!pinned(key)) {
+    std::vector<std::map<GraphKey, CachedGraph>::iterator> spares;
+    for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
+      if (!pinned(it->first)) spares.push_back(it);
+    }
+    if (spares.size() >= kSpareGraphs) {
+      auto oldest = *std::min_element(spares.begin(), spares.end(), [](auto a, auto b) {
+        return a->second.last_use < b->second.last_use;
+      });
+      graphs_.erase(oldest);
+    }
+  }
+  CompiledGraph* result = compiled.get();
+  graphs_[key] = CachedGraph{std::move(compiled), use_counter_};
+  return result;
+}
+
+std::string Engine::PlacementReport() const {
+  std::string report;
+  for (const auto& [key, cached] : graphs_) {
+    report += key.tokens == 1 ? "decode step (1 token)"
+                              : "prefill chunk (" + std::to_string(key.tokens) + " tokens, " +
+                                    (key.all_logits ? "all logits" : "last logits") + ")";
+    report += ":\n" + cached.graph->placement().Report(cached.graph->graph()) + "\n";
+  }
+  return report;
+}
+
+}  // namespace kite

@@ -1,0 +1,101 @@
+// Engine: a loaded model ready to run. It owns the ModelSpec (weights mmap'd, tokenizer), the
+// backends, the KV cache (one pool of pages sized at load from the context length) and the
+// compiled graphs, one per phase shape: a decode step (T = 1) compiled at load, prefill chunks
+// compiled on first use and cached, so the decode loop allocates nothing.
+//
+//   auto engine = KITE_TRY(Engine::Load("model.gguf", EngineOptions{}));
+//   Session session(*engine);
+//   auto result = KITE_TRY(session.Generate(ids, options));
+//
+// One Session at a time computes with an engine's KV cache; a Session that finds the cache used
+// by another since its last call re-feeds its own history first (see Session).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/executor.h"
+#include "base/status.h"
+#include "graph/kv_cache.h"
+#include "models/model_spec.h"
+#include "tensor/dtype.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kite {
+
+class Session;
+
+struct EngineOptions {
+  int32_t context_length = 0;    // 0: min(the model's, 4096)
+  int32_t prefill_chunk = 128;   // tokens per prefill graph run
+  DType kv_dtype = DType::kF16;  // f16 or f32
+  int32_t kv_page_size = 64;     // positions per KV page
+  std::string backend = "ref";   // see AvailableBackends()
+};
+
+// Backend names EngineOptions::backend accepts.
+std::vector<std::string> AvailableBackends();
+
+class Engine {
+ public:
+  // `path`: a Hugging Face folder or a .gguf file.
+  static Result<std::unique_ptr<Engine>> Load(const std::string& path,
+                                              const EngineOptions& options);
+  // An already loaded spec (tests, converters).
+  static Result<std::unique_ptr<Engine>> Create(ModelSpec spec, const EngineOptions& options);
+
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine();
+
+  const ModelSpec& spec() const { return spec_; }
+  const Tokenizer& tokenizer() const { return *spec_.tokenizer; }
+  const EngineOptions& options() const { return options_; }
+  int32_t context_length() const { return context_length_; }
+
+  // The placement of every compiled graph (decode step, and prefill chunks once used): which
+  // node runs on which backend, and why others declined it.
+  std::string PlacementReport() const;
+  uint64_t KvCacheBytes() const { return kv_bytes_; }
+  uint64_t WeightBytes() const { return spec_.WeightBytes(); }
+
+  // For Session: the compiled graph of `tokens` tokens (1 <= tokens <= prefill_chunk), compiled
+  // on first use. Graphs of the decode step and full prefill chunks are kept for the engine's
+  // life; a few others (the last, shorter chunk of a prompt) are kept most-recent-first.
+  Result<CompiledGraph*> GetGraph(int32_t tokens, bool all_logits);
+  KvCache& kv_cache() { return kv_cache_; }
+  // The session whose tokens the KV cache holds (nullptr: none).
+  const Session* kv_owner() const { return kv_owner_; }
+  void set_kv_owner(const Session* session) { kv_owner_ = session; }
+
+ private:
+  Engine(ModelSpec spec, EngineOptions options, int32_t context_length, KvCache cache,
+         uint64_t kv_bytes, std::vector<std::unique_ptr<Backend>> backends);
+
+  struct GraphKey {
+    int32_t tokens;
+    bool all_logits;
+    auto operator<=>(const GraphKey&) const = default;
+  };
+  struct CachedGraph {
+    std::unique_ptr<CompiledGraph> graph;
+    uint64_t last_use = 0;
+  };
+
+  ModelSpec spec_;
+  EngineOptions options_;
+  int32_t context_length_;
+  KvCache kv_cache_;
+  uint64_t kv_bytes_;
+  std::vector<std::unique_ptr<Backend>> backends_;  // in order of preference
+  std::map<GraphKey, CachedGraph> graphs_;
+  uint64_t use_counter_ = 0;
+  const Session* kv_owner_ = nullptr;
+};
+
+}  // namespace kite

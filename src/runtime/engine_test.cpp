@@ -1,0 +1,131 @@
+#include "runtime/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "models/test_model.h"
+
+namespace kite {
+namespace {
+
+const std::string kReference = KITE_SOURCE_DIR "/testdata/reference/";
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(EngineTest, DefaultContextIsTheModelsCappedAt4096) {
+  auto engine = Engine::Load(kReference + "llama-gqa", EngineOptions{});
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  EXPECT_EQ((*engine)->context_length(), 128);  // max_position_embeddings
+  // 2 layers x (k + v) x 2 kv heads x 16 dims x 2 bytes (f16) per position, 128 positions.
+  EXPECT_EQ((*engine)->KvCacheBytes(), 2u * 2 * 2 * 16 * 2 * 128);
+  // llama-gqa is all F32: 2 x 1000x64 tables, final norm, per layer 2 norms, q/o 64x64,
+  // k/v 32x64, three 160x64 MLP matrices.
+  EXPECT_EQ((*engine)->WeightBytes(), (2u * 64000 + 64 + 2 * (128 + 8192 + 4096 + 30720)) * 4);
+
+  const std::string path = ::testing::TempDir() + "kite_engine_long_context.gguf";
+  testing::TestModelOptions options;
+  options.context_length = 131072;
+  ASSERT_TRUE(testing::WriteTestModel(path, options).has_value());
+  auto capped = Engine::Load(path, EngineOptions{});
+  ASSERT_TRUE(capped.has_value()) << capped.error().message;
+  EXPECT_EQ((*capped)->context_length(), 4096);
+}
+
+TEST(EngineTest, KvCacheIsSizedInWholePages) {
+  EngineOptions options;
+  options.context_length = 100;
+  options.kv_page_size = 64;  // 2 pages per layer hold 128 positions
+  options.kv_dtype = DType::kF32;
+  auto engine = Engine::Load(kReference + "llama-gqa", options);
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  EXPECT_EQ((*engine)->context_length(), 100);
+  EXPECT_EQ((*engine)->KvCacheBytes(), 2u * 2 * 2 * 16 * 4 * 128);
+}
+
+TEST(EngineTest, ContextTooLargeForMemorySaysHowManyBytes) {
+  EngineOptions options;
+  options.context_length = 2'000'000'000;  // 2e9 x 256 bytes per position = 512 GB of f16 KV
+  auto engine = Engine::Load(kReference + "llama-gqa", options);
+  ASSERT_FALSE(engine.has_value());
+  EXPECT_EQ(engine.error().code, ErrorCode::kOutOfResources);
+  EXPECT_TRUE(Contains(engine.error().message, "2000000000 positions needs 512000000000 bytes"))
+      << engine.error().message;
+}
+
+TEST(EngineTest, RefusesBadOptions) {
+  EngineOptions options;
+  options.backend = "npu9000";
+  auto engine = Engine::Load(kReference + "llama-gqa", options);
+  ASSERT_FALSE(engine.has_value());
+  EXPECT_EQ(engine.error().code, ErrorCode::kUnsupported);
+  EXPECT_TRUE(Contains(engine.error().message, "'npu9000'")) << engine.error().message;
+  EXPECT_TRUE(Contains(engine.error().message, "available: ref")) << engine.error().message;
+
+  options = EngineOptions{};
+  options.prefill_chunk = 0;
+  EXPECT_FALSE(Engine::Load(kReference + "llama-gqa", options).has_value());
+  options = EngineOptions{};
+  options.kv_dtype = DType::kQ8_0;
+  EXPECT_FALSE(Engine::Load(kReference + "llama-gqa", options).has_value());
+  options = EngineOptions{};
+  options.context_length = -1;
+  EXPECT_FALSE(Engine::Load(kReference + "llama-gqa", options).has_value());
+}
+
+TEST(EngineTest, ContextPastTheSlidingWindowIsUnsupported) {
+  EngineOptions options;
+  options.context_length = 8192;  // mistral's window is 4096
+  auto engine = Engine::Load(kReference + "mistral", options);
+  ASSERT_FALSE(engine.has_value());
+  EXPECT_EQ(engine.error().code, ErrorCode::kUnsupported);
+  EXPECT_TRUE(Contains(engine.error().message, "sliding window 4096")) << engine.error().message;
+}
+
+TEST(EngineTest, MissingModelAndUnsupportedArchitecture) {
+  auto missing = Engine::Load(kReference + "no-such-model", EngineOptions{});
+  ASSERT_FALSE(missing.has_value());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+
+  const std::string path = ::testing::TempDir() + "kite_engine_phi.gguf";
+  testing::TestModelOptions options;
+  options.arch = "phi3";
+  ASSERT_TRUE(testing::WriteTestModel(path, options).has_value());
+  auto unsupported = Engine::Load(path, EngineOptions{});
+  ASSERT_FALSE(unsupported.has_value());
+  EXPECT_EQ(unsupported.error().code, ErrorCode::kUnsupported);
+}
+
+TEST(EngineTest, PlacementReportCoversEachCompiledPhase) {
+  auto engine = Engine::Load(kReference + "llama-gqa", EngineOptions{});
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  std::string report = (*engine)->PlacementReport();
+  EXPECT_TRUE(Contains(report, "decode step (1 token)")) << report;
+  EXPECT_TRUE(Contains(report, "blk.1.attn_q")) << report;
+  EXPECT_TRUE(Contains(report, "ref")) << report;
+  EXPECT_FALSE(Contains(report, "prefill")) << report;  // compiled on first use
+
+  ASSERT_TRUE((*engine)->GetGraph(7, false).has_value());
+  report = (*engine)->PlacementReport();
+  EXPECT_TRUE(Contains(report, "prefill chunk (7 tokens, last logits)")) << report;
+  EXPECT_FALSE((*engine)->GetGraph(129, false).has_value());  // past the prefill chunk
+}
+
+TEST(EngineTest, CompiledGraphsAreCachedPerShape) {
+  EngineOptions options;
+  options.prefill_chunk = 16;
+  auto engine = Engine::Load(kReference + "llama-gqa", options);
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  CompiledGraph* decode = *(*engine)->GetGraph(1, false);
+  CompiledGraph* chunk = *(*engine)->GetGraph(16, false);
+  EXPECT_EQ(*(*engine)->GetGraph(1, true), decode);  // one token: all logits = last logits
+  for (int32_t t = 2; t < 12; ++t) ASSERT_TRUE((*engine)->GetGraph(t, false).has_value());
+  EXPECT_EQ(*(*engine)->GetGraph(1, false), decode);  // the decode step and full chunks stay
+  EXPECT_EQ(*(*engine)->GetGraph(16, false), chunk);
+  EXPECT_NE(*(*engine)->GetGraph(16, true), chunk);
+}
+
+}  // namespace
+}  // namespace kite

@@ -1,0 +1,190 @@
+#include "runtime/session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "runtime/stop_strings.h"
+
+namespace kite {
+
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+Session::Session(Engine& engine) : engine_(engine) {
+  positions_.resize(engine.options().prefill_chunk);
+  history_.reserve(engine.context_length());
+}
+
+Session::~Session() {
+  if (engine_.kv_owner() == this) engine_.set_kv_owner(nullptr);
+}
+
+Status Session::ClaimCache() {
+  if (engine_.kv_owner() == this) return Ok();
+  engine_.set_kv_owner(this);
+  KITE_RETURN_IF_ERROR(engine_.kv_cache().Resize(0));
+  // The cache holds another session's tokens: compute ours again.
+  const std::vector<int32_t> tokens = std::move(history_);
+  history_.clear();
+  const int32_t chunk = engine_.options().prefill_chunk;
+  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+    const size_t count = std::min<size_t>(chunk, tokens.size() - begin);
+    auto fed = FeedChunk(std::span(tokens).subspan(begin, count), false);
+    if (!fed) return std::unexpected(std::move(fed.error()).WithContext("restoring the history"));
+  }
+  return Ok();
+}
+
+Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> tokens,
+                                                  bool all_logits) {
+  const int32_t count = static_cast<int32_t>(tokens.size());
+  CompiledGraph* graph = KITE_TRY(engine_.GetGraph(count, all_logits));
+  const int32_t start = n_past();
+  for (int32_t t = 0; t < count; ++t) positions_[t] = start + t;
+  KvCache& cache = engine_.kv_cache();
+  KITE_RETURN_IF_ERROR(cache.Resize(start + count));
+  Status status = graph->SetInput("tokens", tokens);
+  if (status) status = graph->SetInput("positions", std::span(positions_).first(count));
+  if (status) {
+    const KvCacheView view = cache.view();
+    status = graph->Run(&view);
+  }
+  if (!status) {
+    (void)cache.Resize(start);  // shrinking cannot fail
+    return std::unexpected(std::move(status.error()));
+  }
+  history_.insert(history_.end(), tokens.begin(), tokens.end());
+  return graph->OutputF32(0);
+}
+
+Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bool all_logits) {
+  if (tokens.empty()) return InvalidInput("no tokens to feed");
+  const int32_t vocab = engine_.spec().vocab;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      return InvalidInput("token " + std::to_string(i) + " is id " + std::to_string(tokens[i]) +
+                          ", outside the model's vocabulary [0, " + std::to_string(vocab) + ")");
+    }
+  }
+  const int64_t end = int64_t{n_past()} + static_cast<int64_t>(tokens.size());
+  if (end > engine_.context_length()) {
+    return InvalidInput(std::to_string(tokens.size()) + " tokens after the " +
+                        std::to_string(n_past()) + " already in the context need " +
+                        std::to_string(end) + " positions; the context holds " +
+                        std::to_string(engine_.context_length()));
+  }
+  KITE_RETURN_IF_ERROR(ClaimCache());
+
+  const size_t chunk = engine_.options().prefill_chunk;
+  if (all_logits) all_logits_.resize(tokens.size() * vocab);
+  std::span<const float> logits;
+  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+    const size_t count = std::min(chunk, tokens.size() - begin);
+    logits = KITE_TRY(FeedChunk(tokens.subspan(begin, count), all_logits));  // [count|1, vocab]
+    if (all_logits) std::copy(logits.begin(), logits.end(), all_logits_.begin() + begin * vocab);
+  }
+  if (all_logits) return std::span<const float>(all_logits_);
+  return logits;
+}
+
+Status Session::Truncate(int32_t length) {
+  history_.resize(std::min<size_t>(history_.size(), length));
+  if (engine_.kv_owner() == this) KITE_RETURN_IF_ERROR(engine_.kv_cache().Resize(n_past()));
+  return Ok();
+}
+
+Result<Session::PromptResult> Session::FeedPrompt(std::span<const int32_t> ids) {
+  if (ids.empty()) return InvalidInput("the prompt is empty");
+  const size_t limit = std::min(history_.size(), ids.size() - 1);
+  const size_t common =
+      std::mismatch(history_.begin(), history_.begin() + limit, ids.begin()).first -
+      history_.begin();
+  // Cut first, so that a session that lost the cache re-feeds only what it keeps.
+  KITE_RETURN_IF_ERROR(Truncate(static_cast<int32_t>(common)));
+  PromptResult result;
+  result.reused = static_cast<int32_t>(common);
+  result.logits = KITE_TRY(Feed(ids.subspan(common)));
+  return result;
+}
+
+void Session::Reset() {
+  history_.clear();
+  if (engine_.kv_owner() == this) (void)engine_.kv_cache().Resize(0);
+}
+
+Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> prompt_ids,
+                                                  const GenerateOptions& options) {
+  if (prompt_ids.empty()) return InvalidInput("the prompt is empty");
+  if (static_cast<int64_t>(prompt_ids.size()) > engine_.context_length()) {
+    return InvalidInput("the prompt has " + std::to_string(prompt_ids.size()) +
+                        " tokens; the context holds " + std::to_string(engine_.context_length()));
+  }
+  const ModelSpec& spec = engine_.spec();
+  const Tokenizer& tokenizer = engine_.tokenizer();
+  GenerateResult result;
+  result.prompt_tokens = static_cast<int32_t>(prompt_ids.size());
+
+  auto start = std::chrono::steady_clock::now();
+  const PromptResult prompt = KITE_TRY(FeedPrompt(prompt_ids));
+  result.prefill_seconds = SecondsSince(start);
+  result.reused_tokens = prompt.reused;
+  result.prefill_tokens = result.prompt_tokens - prompt.reused;
+
+  Sampler sampler(options.sampler, spec.vocab);
+  Tokenizer::StreamDecoder decoder = tokenizer.NewStreamDecoder();
+  // The continuation's text is decoded after the prompt's last token, so that a leading space
+  // (SentencePiece's "▁") is kept as it would be in the whole text.
+  if (prompt_ids.back() < tokenizer.vocab_size()) (void)decoder.Push(prompt_ids.back());
+  StopStringFilter filter(options.stop_strings);
+  auto emit = [&](int32_t id, const std::string& text) {
+    result.text += text;
+    return !options.on_token || options.on_token(id, text);
+  };
+
+  std::span<const float> logits = prompt.logits;
+  result.stop_reason = "max_tokens";
+  for (int32_t step = 0; step < options.max_tokens; ++step) {
+    const int32_t id = sampler.Sample(logits, history_);
+    if (std::find(spec.eos_ids.begin(), spec.eos_ids.end(), id) != spec.eos_ids.end()) {
+      result.stop_reason = "eos";
+      break;
+    }
+    result.ids.push_back(id);
+    // Embedding rows past the tokenizer's vocabulary (padding) have no text.
+    const std::string piece = id < tokenizer.vocab_size() ? KITE_TRY(decoder.Push(id)) : "";
+    if (!emit(id, filter.Push(piece))) {
+      result.stop_reason = "callback";
+      return result;
+    }
+    if (filter.stopped()) {
+      result.stop_reason = "stop_string";
+      return result;
+    }
+    if (step + 1 == options.max_tokens) break;
+    if (n_past() >= engine_.context_length()) {
+      result.stop_reason = "context_full";
+      break;
+    }
+    start = std::chrono::steady_clock::now();
+    logits = KITE_TRY(Feed(std::span(&id, 1)));
+    result.decode_seconds += SecondsSince(start);
+    ++result.decode_tokens;
+  }
+  // Text still held: bytes of an unfinished character, or a possible stop string's start.
+  std::string tail = filter.Push(decoder.Finish());
+  if (filter.stopped()) {
+    result.stop_reason = "stop_string";
+  } else {
+    tail += filter.Flush();
+  }
+  if (!tail.empty() && !emit(-1, tail)) result.stop_reason = "callback";
+  return result;
+}
+
+}  // namespace kite

@@ -1,0 +1,101 @@
+// Session: one conversation with an Engine. It feeds tokens through the compiled graphs in
+// prefill chunks, keeps the history the KV cache holds, reuses the longest common prefix of a
+// new prompt (multi-turn chat), generates with the sampler chain and saves/restores its state.
+//
+// The engine has one KV cache. A session that finds it used by another session since its own
+// last call re-feeds its history first, so several sessions on one engine stay correct (they
+// only lose the cache reuse). The engine must outlive its sessions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/engine.h"
+#include "runtime/sampler.h"
+
+namespace kite {
+
+class Session {
+ public:
+  explicit Session(Engine& engine);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Feeds `tokens` at positions [n_past, n_past + T), in chunks of the engine's prefill_chunk.
+  // Returns the logits of the last token, [vocab], or with all_logits those of every token,
+  // [T, vocab] row-major (for perplexity). The span stays valid until the next call that feeds.
+  // InvalidInput when T is 0, an id is outside the vocabulary, or n_past + T exceeds the
+  // context (the message gives both numbers); nothing is fed then.
+  Result<std::span<const float>> Feed(std::span<const int32_t> tokens, bool all_logits = false);
+
+  struct PromptResult {
+    int32_t reused = 0;             // tokens of the history kept in the cache
+    std::span<const float> logits;  // [vocab] of the prompt's last token
+  };
+  // Keeps the longest common prefix of `ids` with the history (at most ids.size() - 1 tokens,
+  // since the last token must be fed to get its logits), drops the rest of the cache and feeds
+  // the remainder.
+  Result<PromptResult> FeedPrompt(std::span<const int32_t> ids);
+
+  struct GenerateOptions {
+    int32_t max_tokens = 256;
+    std::vector<std::string> stop_strings;  // generation ends before the first one appears
+    SamplerConfig sampler;
+    // Called with each token and the text it releases (possibly "", while text that may start
+    // a stop string is held back); the last call may carry text with id -1 (held-back text
+    // flushed at the end). Returning false stops generation (stop_reason "callback").
+    std::function<bool(int32_t id, std::string_view text)> on_token;
+  };
+  struct GenerateResult {
+    std::vector<int32_t> ids;  // the sampled tokens, without a final EOS
+    std::string text;          // their text, without a stop string and what follows it
+    // "eos", "stop_string", "max_tokens", "context_full" or "callback".
+    std::string stop_reason;
+    int32_t prompt_tokens = 0;   // tokens of the prompt
+    int32_t reused_tokens = 0;   // of which came from the cache
+    int32_t prefill_tokens = 0;  // fed in the prefill (prompt - reused)
+    double prefill_seconds = 0.0;
+    int32_t decode_tokens = 0;  // tokens fed one at a time after the prompt
+    double decode_seconds = 0.0;
+  };
+  // FeedPrompt(prompt_ids), then samples up to max_tokens tokens, feeding each back. Stops on
+  // any EOS id of the model, on a stop string, at max_tokens, when the context is full or when
+  // on_token says so. InvalidInput when the prompt is empty or longer than the context (both
+  // numbers in the message; `kite run --truncate` trims it first).
+  Result<GenerateResult> Generate(std::span<const int32_t> prompt_ids,
+                                  const GenerateOptions& options);
+
+  // Forgets the history (the cache pages return to the pool).
+  void Reset();
+  const std::vector<int32_t>& history() const { return history_; }
+  int32_t n_past() const { return static_cast<int32_t>(history_.size()); }
+
+  // The history and its KV cache rows, as a GGUF file (kite.session.* metadata, tensors
+  // "history" and blk.N.k / blk.N.v [n_past, n_kv_heads, head_dim]). Load refuses a file made
+  // for another model or longer than the context, naming the field; a file without the KV rows
+  // (saved while another session held the cache) or with another KV type is re-fed instead.
+  Status Save(const std::string& path) const;
+  Status Load(const std::string& path);
+
+ private:
+  // Makes the engine's KV cache hold this session's history (re-feeding it when another
+  // session used the cache since).
+  Status ClaimCache();
+  // Feeds one chunk (T <= prefill_chunk) at position n_past; the KV cache must already be ours.
+  Result<std::span<const float>> FeedChunk(std::span<const int32_t> tokens, bool all_logits);
+  // Drops history_ and the cache past `length`.
+  Status Truncate(int32_t length);
+
+  Engine& engine_;
+  std::vector<int32_t> history_;
+  std::vector<int32_t> positions_;  // scratch [prefill_chunk]
+  std::vector<float> all_logits_;   // [T, vocab] of the last Feed with all_logits
+};
+
+}  // namespace kite
