@@ -56,6 +56,10 @@ Status Run(const GenerationFlags& flags, const RunOptions& options) {
   }
   if (options.truncate) {
     TruncatePrompt(&prompt_ids, tokenizer.bos_id(), engine->context_length(), config.n_predict);
+  } else if (prompt_ids.size() >= static_cast<size_t>(engine->context_length())) {
+    return InvalidInput("the prompt has " + std::to_string(prompt_ids.size()) +
+                        " tokens; the context holds " + std::to_string(engine->context_length()) +
+                        " (leave room to generate: a larger --ctx, or --truncate to keep the tail)");
   }
 
   Session session(*engine);
@@ -96,8 +100,9 @@ Status Run(const GenerationFlags& flags, const RunOptions& options) {
     std::fwrite(text.data(), 1, text.size(), stdout);
   } else {
     std::printf("\n");
+    std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
     std::fprintf(stderr,
-                 "\nload %.2f s | prompt %d tokens, %.1f tok/s | first token %.3f s | "
+                 "load %.2f s | prompt %d tokens, %.1f tok/s | first token %.3f s | "
                  "generated %zu tokens, %.1f tok/s | stop: %s\n",
                  load_seconds, result.prompt_tokens,
                  stats["prefill_tokens_per_second"].get<double>(), first_token_seconds,
