@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "runtime/chat_template.h"
+
 namespace kite::cli {
 
 template <typename T>
@@ -28,8 +30,10 @@ GenerationFlags::GenerationFlags(CLI::App* command) {
   Flag(command, "--backend", &backend_, "Backend to run on (default ref)");
   Flag(command, "--kv-type", &kv_type_, "KV cache type: f16 or f32 (default f16)");
   Flag(command, "--prefill-chunk", &prefill_chunk_, "Tokens per prefill step (default 128)");
+  std::string names;
+  for (const std::string& name : BuiltinChatTemplateNames()) names += (names.empty() ? "" : ", ") + name;
   Flag(command, "--chat-template", &chat_template_,
-       "A built-in chat template to use instead of the model's (see --help of kite chat)");
+       "A built-in chat template to use instead of the model's: " + names);
   command->add_option("--stop", stop_, "Stop before this text (repeatable)")->allow_extra_args(false);
 }
 
