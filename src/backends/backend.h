@@ -62,6 +62,14 @@ class Backend {
   // Scratch memory Execute needs for `node`; the executor allocates the largest once.
   virtual uint64_t ScratchBytes(const Graph& graph, const Node& node) const { return 0; }
 
+  // Called once for each node placed on this backend when a graph is compiled, with the node's
+  // inputs as Execute will see them: the place to prepare constant weights (repack them for the
+  // kernels), so that Execute does not. A weight shared by several graphs (decode step, prefill
+  // chunks) is offered once per graph; a backend that keeps prepared copies keys them by memory.
+  virtual Status Prepare(const Graph& graph, const Node& node, std::span<const TensorArg> inputs) {
+    return Ok();
+  }
+
   // Runs one node it declared support for. `inputs` follow node.inputs; `output` is contiguous
   // and overlaps no input. Shapes and dtypes were checked when the graph was built, so kernels
   // check only what depends on run-time data (token ids, positions, the KV cache).

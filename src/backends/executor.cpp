@@ -50,6 +50,16 @@ Result<CompiledGraph> CompiledGraph::Compile(Graph graph, std::span<Backend* con
       compiled.node_args_[i].push_back(compiled.args_[input.index]);
     }
   }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].is_view()) continue;
+    Backend* backend = compiled.backends_[compiled.placement_.nodes[i].backend];
+    Status prepared = backend->Prepare(graph, nodes[i], compiled.node_args_[i]);
+    if (!prepared) {
+      return std::unexpected(std::move(prepared.error())
+                                 .WithContext("preparing node '" + nodes[i].name + "' on " +
+                                              std::string(backend->name())));
+    }
+  }
   compiled.graph_ = std::move(graph);
   return compiled;
 }

@@ -19,6 +19,9 @@ void AddInspectCommand(CLI::App& app, int* exit_code);
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddChatCommand(CLI::App& app, int* exit_code);
 void AddEvalCommand(CLI::App& app, int* exit_code);
+void AddConvertCommand(CLI::App& app, int* exit_code);
+void AddSynthCommand(CLI::App& app, int* exit_code);
+void AddBenchCommand(CLI::App& app, int* exit_code);
 
 
 }  // namespace kite::cli

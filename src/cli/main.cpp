@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   kite::cli::AddRunCommand(app, &exit_code);
   kite::cli::AddChatCommand(app, &exit_code);
   kite::cli::AddEvalCommand(app, &exit_code);
+  kite::cli::AddConvertCommand(app, &exit_code);
+  kite::cli::AddSynthCommand(app, &exit_code);
+  kite::cli::AddBenchCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

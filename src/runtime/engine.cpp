@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
 #include "models/build_graph.h"
 
@@ -18,8 +19,15 @@ constexpr size_t kSpareGraphs = 4;
 // KV cache of a 128k-context model does not take the machine's memory.
 constexpr int32_t kDefaultContextCap = 4096;
 
-Result<std::unique_ptr<Backend>> MakeBackend(const std::string& name) {
-  if (name == "ref") return std::make_unique<RefBackend>();
+// The backends of `options.backend`, in order of preference: cpu places on ref what it declines.
+Result<std::vector<std::unique_ptr<Backend>>> MakeBackends(const EngineOptions& options) {
+  std::vector<std::unique_ptr<Backend>> backends;
+  const std::string& name = options.backend;
+  if (name == "cpu") backends.push_back(std::make_unique<CpuBackend>(options.threads));
+  if (name == "cpu" || name == "ref") {
+    backends.push_back(std::make_unique<RefBackend>());
+    return backends;
+  }
   std::string names;
   for (const std::string& known : AvailableBackends()) names += (names.empty() ? "" : ", ") + known;
   return Unsupported("backend '" + name + "' is not available (available: " + names + ")");
@@ -45,6 +53,10 @@ Status CheckOptions(const EngineOptions& options) {
   if (options.kv_page_size < 1) {
     return InvalidInput("KV page size " + std::to_string(options.kv_page_size) + ", expected >= 1");
   }
+  if (options.threads < 0) {
+    return InvalidInput("threads " + std::to_string(options.threads) +
+                        ", expected >= 0 (0: one per hardware thread)");
+  }
   if (options.kv_dtype != DType::kF16 && options.kv_dtype != DType::kF32) {
     return InvalidInput("KV cache type " + std::string(DTypeName(options.kv_dtype)) +
                         ", expected f16 or f32");
@@ -54,7 +66,7 @@ Status CheckOptions(const EngineOptions& options) {
 
 }  // namespace
 
-std::vector<std::string> AvailableBackends() { return {"ref"}; }
+std::vector<std::string> AvailableBackends() { return {"ref", "cpu"}; }
 
 Engine::Engine(ModelSpec spec, EngineOptions options, int32_t context_length, KvCache cache,
                uint64_t kv_bytes, std::vector<std::unique_ptr<Backend>> backends)
@@ -117,8 +129,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
             .WithContext("KV cache for a context of " + std::to_string(context) + " positions"));
   }
 
-  std::vector<std::unique_ptr<Backend>> backends;
-  backends.push_back(KITE_TRY(MakeBackend(options.backend)));
+  std::vector<std::unique_ptr<Backend>> backends = KITE_TRY(MakeBackends(options));
   std::unique_ptr<Engine> engine(new Engine(std::move(spec), options, context, std::move(*cache),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));

@@ -36,6 +36,7 @@ struct EngineOptions {
   DType kv_dtype = DType::kF16;  // f16 or f32
   int32_t kv_page_size = 64;     // positions per KV page
   std::string backend = "ref";   // see AvailableBackends()
+  int32_t threads = 0;           // cpu backend threads; 0: the hardware concurrency
 };
 
 // Backend names EngineOptions::backend accepts.

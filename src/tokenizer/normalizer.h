@@ -31,6 +31,14 @@ class Normalizer {
   }
 
   bool IsIdentity() const { return steps_.empty(); }
+  // The spec of SentencePiece's normalizer when it is one of the steps, else nullptr (for
+  // exporters, which must write add_dummy_prefix out again).
+  const SpmNormalizerSpec* sentence_piece_spec() const {
+    for (const Step& step : steps_) {
+      if (step.kind == Kind::kSentencePiece) return &spm_;
+    }
+    return nullptr;
+  }
 
   // The normalized text: `text` itself when nothing changes, else a view of `*buffer`.
   std::string_view Apply(std::string_view text, std::string* buffer) const;

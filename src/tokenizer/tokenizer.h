@@ -80,6 +80,9 @@ class Tokenizer {
   std::string_view TokenText(int32_t id) const;
   const std::string& chat_template() const;  // "" when the model has none
   TokenizerSummary Summary() const;
+  // The assembled stages (vocabulary with scores and types, special ids, normalizer), for code
+  // that writes the tokenizer out again (src/export).
+  const tok::Pipeline& pipeline() const { return *pipeline_; }
 
  private:
   explicit Tokenizer(std::unique_ptr<tok::Pipeline> pipeline);

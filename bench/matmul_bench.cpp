@@ -1,0 +1,116 @@
+// The cpu backend's matmul per weight type at Llama-3.2-1B shapes: GEMV (decode, T = 1) in GB/s
+// of packed weights streamed and GFLOP/s, GEMM (a prefill chunk, T = 128) in GFLOP/s. Medians
+// of repeated runs; for GEMV the weights cycle through enough copies to exceed the caches, as
+// a decode step's 1-2 GB of weights do.
+//   matmul_bench [threads=2] [type filter, e.g. q4_0]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/packed_matrix.h"
+#include "base/thread_pool.h"
+#include "graph/aligned_buffer.h"
+#include "tensor/quantize.h"
+
+namespace kite {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Shape {
+  int64_t n, k;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds per call of out = x · Wᵀ for `tokens` rows, weights cycling through `copies`.
+double Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix>> copies,
+            int64_t tokens, int runs) {
+  const cpu::PackedMatrix& w0 = *copies[0];
+  std::vector<float> x(tokens * w0.cols());
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (float& v : x) v = dist(rng);
+  std::vector<float> out(tokens * w0.rows());
+  auto scratch = AlignedBuffer::Allocate(
+      std::max<uint64_t>(64, cpu::ActivationScratchBytes(w0.layout(), tokens, w0.cols())));
+  std::vector<double> seconds;
+  for (int run = 0; run < runs; ++run) {
+    const cpu::PackedMatrix& w = *copies[run % copies.size()];
+    cpu::MatMulJob job;
+    job.w = &w;
+    job.x = x.data();
+    job.x_stride = w.cols();
+    job.tokens = tokens;
+    job.out = out.data();
+    const auto start = Clock::now();
+    if (w.layout().family != cpu::PackFamily::kFloat) {
+      cpu::AssignActivationScratch(&job, scratch->data());
+      if (tokens < 2 * pool.size()) {
+        cpu::QuantizeActivations(job, 0, tokens);
+      } else {
+        pool.ParallelFor(tokens,
+                         [&](int64_t b, int64_t e) { cpu::QuantizeActivations(job, b, e); });
+      }
+    }
+    pool.ParallelFor(w.groups(), [&](int64_t b, int64_t e) { cpu::MatMulGroups(job, b, e); });
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return Median(seconds);
+}
+
+int Main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const std::string filter = argc > 2 ? argv[2] : "";
+  ThreadPool pool(threads);
+  std::printf("matmul_bench: %d threads, kernels for %s\n", pool.size(), cpu::MatMulTargetName());
+  std::printf("%-5s %-11s %9s %9s %10s %12s\n", "type", "N x K", "MB", "gemv GB/s", "gemv GF/s",
+              "gemm128 GF/s");
+  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                         DType::kQ4_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+  const Shape shapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}};
+  for (DType dtype : types) {
+    if (!filter.empty() && filter != DTypeName(dtype)) continue;
+    for (const Shape& s : shapes) {
+      std::vector<float> w(s.n * s.k);
+      std::mt19937 rng(1);
+      std::uniform_real_distribution<float> dist(-1, 1);
+      for (float& v : w) v = dist(rng);
+      const uint64_t bytes = *BytesFor(dtype, s.n * s.k);
+      std::vector<uint8_t> raw(bytes);
+      if (!Quantize(dtype, w.data(), raw.data(), s.n * s.k)) return 1;
+      std::vector<std::unique_ptr<cpu::PackedMatrix>> copies;
+      // About 200 MB of weights: past the last-level cache share of this machine.
+      const int count = static_cast<int>(std::clamp<uint64_t>(200'000'000 / bytes, 1, 24));
+      for (int i = 0; i < count; ++i) {
+        auto packed = cpu::PackedMatrix::Pack(dtype, raw.data(), s.n, s.k);
+        if (!packed) return 1;
+        copies.push_back(std::make_unique<cpu::PackedMatrix>(std::move(*packed)));
+      }
+      const double flops = 2.0 * s.n * s.k;
+      const double gemv = Time(pool, copies, 1, std::max(31, 2 * count + 1));
+      const double gemm = Time(pool, std::span(copies).first(1), 128, 5);
+      std::printf("%-5s %5lldx%-5lld %9.1f %9.1f %10.1f %12.1f\n",
+                  std::string(DTypeName(dtype)).c_str(), static_cast<long long>(s.n),
+                  static_cast<long long>(s.k), copies[0]->bytes() / 1e6,
+                  copies[0]->bytes() / gemv / 1e9, flops / gemv / 1e9, 128 * flops / gemm / 1e9);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace kite
+
+int main(int argc, char** argv) { return kite::Main(argc, argv); }

@@ -1,0 +1,82 @@
+#include <algorithm>
+
+#include "backends/cpu/kernels.h"
+#include "backends/cpu/matmul_kernels.h"
+#include "tensor/dequantize.h"
+
+namespace kite::cpu {
+
+namespace {
+
+int64_t Tokens(const Value& x) { return x.elements() / x.shape.back(); }
+
+uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+}  // namespace
+
+SupportResult Support(const MatMulAttrs&, const Graph& graph, const Node& node) {
+  const Value& x = graph.value(node.inputs[0]);
+  const Value& w = graph.value(node.inputs[1]);
+  const Value& source = w.is_view() ? graph.value(w.alias_of) : w;
+  if (source.kind != ValueKind::kWeight) {
+    return SupportResult::No("weight '" + w.name + "' is computed; the cpu matmul repacks " +
+                             "constant weights once and needs them at compile time");
+  }
+  if (!w.contiguous()) return SupportResult::No("weight '" + w.name + "' is a strided view");
+  if (!x.contiguous()) return SupportResult::No("input '" + x.name + "' is a strided view");
+  const auto layout = LayoutOf(w.dtype);
+  if (!layout) return SupportResult::No(layout.error().message);
+  if (w.shape[1] % layout->block != 0) {
+    return SupportResult::No("K " + std::to_string(w.shape[1]) + " is not a multiple of " +
+                             std::to_string(layout->block));
+  }
+  if (node.inputs.size() == 3 && !Traits(graph.value(node.inputs[2]).dtype).can_dequantize) {
+    return SupportResult::No("bias '" + graph.value(node.inputs[2]).name + "' is " +
+                             std::string(DTypeName(graph.value(node.inputs[2]).dtype)));
+  }
+  return SupportResult::Yes();
+}
+
+// Scratch: the dequantized bias [N], then the quantized activations (integer weights).
+uint64_t Scratch(const MatMulAttrs&, const Graph& graph, const Node& node) {
+  const Value& w = graph.value(node.inputs[1]);
+  const auto layout = LayoutOf(w.dtype);
+  if (!layout) return 0;
+  return Align64(w.shape[0] * sizeof(float)) +
+         ActivationScratchBytes(*layout, Tokens(graph.value(node.inputs[0])), w.shape[1]);
+}
+
+// x [..., K] f32 · W [N, K]ᵀ (+ bias [N]) -> out [..., N]. Output rows (groups of 16 weight
+// rows) are split evenly across the threads; for integer weights the activation rows are first
+// quantized to int8, split by rows too.
+Status Run(const MatMulAttrs&, const KernelArgs& args) {
+  const TensorArg& x = args.in[0];
+  const PackedMatrix& w = *args.packed;
+  MatMulJob job;
+  job.w = &w;
+  job.x = x.as<const float>();
+  job.x_stride = w.cols();
+  job.tokens = x.elements() / w.cols();
+  job.out = args.out.as<float>();
+  std::byte* scratch = args.context.scratch.data();
+  if (args.in.size() == 3) {
+    float* bias = reinterpret_cast<float*>(scratch);
+    KITE_RETURN_IF_ERROR(Dequantize(args.in[2].dtype, args.in[2].data, bias, w.rows()));
+    job.bias = bias;
+  }
+  scratch += Align64(w.rows() * sizeof(float));
+  if (w.layout().family != PackFamily::kFloat) {
+    AssignActivationScratch(&job, scratch);
+    if (job.tokens < 2 * args.pool.size()) {
+      QuantizeActivations(job, 0, job.tokens);  // cheaper than waking the workers
+    } else {
+      args.pool.ParallelFor(
+          job.tokens, [&](int64_t begin, int64_t end) { QuantizeActivations(job, begin, end); });
+    }
+  }
+  args.pool.ParallelFor(w.groups(),
+                        [&](int64_t begin, int64_t end) { MatMulGroups(job, begin, end); });
+  return Ok();
+}
+
+}  // namespace kite::cpu

@@ -1,0 +1,505 @@
+// Matmul kernels, compiled per SIMD target (Highway foreach_target) and dispatched at run time.
+// The integer kernels multiply unsigned weight codes by int8 activations four at a time into
+// int32 lanes: one VNNI vpdpbusd on AVX-512 (the AVX3_DL target), a portable sequence elsewhere.
+// With the packed layout (packed_matrix.h) lane r of a vector is weight row r, so a tile of 16
+// rows x C tokens accumulates without horizontal sums.
+#include <cmath>
+#include <cstring>
+
+#define HWY_WANT_AVX3_DL
+// SSSE3/SSE4 machines fall back to the baseline target; skipping them halves the build time.
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/matmul_kernels.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "backends/cpu/matmul_kernels.h"
+#include "tensor/quant_blocks.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#undef KITE_VNNI
+#if HWY_TARGET == HWY_AVX3_DL
+// Highway's AVX3_DL target string lacks avx512vnni (it names the VEX avxvnni); the functions
+// that use vpdpbusd on zmm add it (to the whole string: clang replaces, gcc appends). Every AVX3_DL CPU has it (Highway checks VNNI to pick it).
+#define KITE_VNNI __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#else
+#define KITE_VNNI
+#endif
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::ScalableTag<int32_t>;
+using VF = hn::Vec<DF>;
+using VI = hn::Vec<DI>;
+constexpr size_t kLanes = hn::MaxLanes(DI());
+constexpr int kVecs = static_cast<int>(kPackRows / kLanes);  // vectors per 16-row group
+static_assert(kPackRows % kLanes == 0, "a row group must be whole vectors");
+
+// acc + Σ_j w.byte[j] · a.byte[j] per 32-bit lane, w unsigned, a signed.
+HWY_INLINE KITE_VNNI VI Dot(VI acc, VI w, VI a) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return VI{_mm512_dpbusd_epi32(acc.raw, w.raw, a.raw)};
+#else
+  const DI di;
+  const VI byte = hn::Set(di, 0xff);
+  acc = hn::Add(acc, hn::Mul(hn::And(w, byte), hn::ShiftRight<24>(hn::ShiftLeft<24>(a))));
+  acc = hn::Add(
+      acc, hn::Mul(hn::And(hn::ShiftRight<8>(w), byte), hn::ShiftRight<24>(hn::ShiftLeft<16>(a))));
+  acc = hn::Add(
+      acc, hn::Mul(hn::And(hn::ShiftRight<16>(w), byte), hn::ShiftRight<24>(hn::ShiftLeft<8>(a))));
+  // w >> 24 is arithmetic on int32; the mask drops the sign copies.
+  acc = hn::Add(acc, hn::Mul(hn::And(hn::ShiftRight<24>(w), byte), hn::ShiftRight<24>(a)));
+  return acc;
+#endif
+}
+
+HWY_INLINE VI LoadCodes(const uint8_t* p) {
+  const DI di;
+  return hn::LoadU(di, reinterpret_cast<const int32_t*>(p));
+}
+HWY_INLINE VI Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return hn::Set(DI(), v);
+}
+HWY_INLINE VF LoadF16(const uint8_t* p) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+HWY_INLINE VF LoadF32(const uint8_t* p) {
+  return hn::LoadU(DF(), reinterpret_cast<const float*>(p));
+}
+HWY_INLINE VI LoadU8AsI32(const uint8_t* p) {
+  const hn::Rebind<uint8_t, DI> du8;
+  return hn::PromoteTo(DI(), hn::LoadU(du8, p));
+}
+HWY_INLINE VI LoadI8AsI32(const uint8_t* p) {
+  const hn::Rebind<int8_t, DI> di8;
+  return hn::PromoteTo(DI(), hn::LoadU(di8, reinterpret_cast<const int8_t*>(p)));
+}
+
+// Accumulates the int32 dot products of one sub-block of 32 codes (at `codes`) of 16 rows with
+// tokens' int8 activations at act[c] (32 each): elements 0..15 into dot, 16..31 into dot2 (two
+// dependency chains instead of one; q6_K needs the halves apart anyway, for its sub-blocks of
+// 16). 4-bit codes: chunk p holds element groups p (low nibbles) and p + 4 (high nibbles).
+template <int C, int kBits>
+HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* codes, const int8_t* const* act, int64_t at,
+                                      VI (&dot)[C][kVecs], VI (&dot2)[C][kVecs]) {
+  const DI di;
+  if constexpr (kBits == 4) {
+    const VI low = hn::Set(di, 0x0f0f0f0f);
+    for (int p = 0; p < 4; ++p) {
+      for (int v = 0; v < kVecs; ++v) {
+        const VI w = LoadCodes(codes + 64 * p + 4 * kLanes * v);
+        const VI lo = hn::And(w, low);
+        const VI hi = hn::And(hn::ShiftRight<4>(w), low);
+        for (int c = 0; c < C; ++c) {
+          dot[c][v] = Dot(dot[c][v], lo, Broadcast4(act[c] + at + 4 * p));
+          dot2[c][v] = Dot(dot2[c][v], hi, Broadcast4(act[c] + at + 16 + 4 * p));
+        }
+      }
+    }
+  } else {
+    for (int g = 0; g < 8; ++g) {
+      for (int v = 0; v < kVecs; ++v) {
+        const VI w = LoadCodes(codes + 64 * g + 4 * kLanes * v);
+        for (int c = 0; c < C; ++c) {
+          if (g >= 4) {
+            dot2[c][v] = Dot(dot2[c][v], w, Broadcast4(act[c] + at + 4 * g));
+          } else {
+            dot[c][v] = Dot(dot[c][v], w, Broadcast4(act[c] + at + 4 * g));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Legacy types (block 32): acc += d·(da·dot - offset) (+ m·offset for q4_1, whose offset is
+// da·Σq).
+template <int C, int kBits, bool kMin>
+KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* group, int64_t t0,
+                          float (&out)[C][kPackRows]) {
+  const DF df;
+  const DI di;
+  const PackLayout& l = job.w->layout();
+  const int64_t k = job.w->cols();
+  const int64_t blocks = k / kQK;
+  const int64_t code_bytes = kPackRows * kQK * kBits / 8;
+  const int8_t* act[C];
+  const float* scale[C];
+  const float* offset[C];
+  for (int c = 0; c < C; ++c) {
+    act[c] = job.qs + (t0 + c) * k;
+    scale[c] = job.scale + (t0 + c) * blocks;
+    offset[c] = job.offset + (t0 + c) * blocks;
+  }
+  VF acc[C][kVecs];
+  for (int c = 0; c < C; ++c)
+    for (int v = 0; v < kVecs; ++v) acc[c][v] = hn::Zero(df);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = group + b * l.block_bytes;
+    VI dot[C][kVecs];
+    VI dot2[C][kVecs];
+    for (int c = 0; c < C; ++c)
+      for (int v = 0; v < kVecs; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
+    DotSubBlock<C, kBits>(block, act, b * kQK, dot, dot2);
+    for (int c = 0; c < C; ++c)
+      for (int v = 0; v < kVecs; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
+    for (int v = 0; v < kVecs; ++v) {
+      const VF d = LoadF16(block + code_bytes + 2 * kLanes * v);
+      for (int c = 0; c < C; ++c) {
+        const VF da = hn::Set(df, scale[c][b]);
+        const VF off = hn::Set(df, offset[c][b]);
+        if constexpr (kMin) {
+          const VF m = LoadF16(block + code_bytes + 2 * kPackRows + 2 * kLanes * v);
+          acc[c][v] = hn::MulAdd(d, hn::Mul(hn::ConvertTo(df, dot[c][v]), da), acc[c][v]);
+          acc[c][v] = hn::MulAdd(m, off, acc[c][v]);
+        } else {
+          acc[c][v] = hn::MulAdd(d, hn::MulSub(hn::ConvertTo(df, dot[c][v]), da, off), acc[c][v]);
+        }
+      }
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    for (int v = 0; v < kVecs; ++v) hn::StoreU(acc[c][v], df, out[c] + v * kLanes);
+}
+
+// K-quants (super-block 256): per sub-block the int32 dot times its integer scale is summed
+// over the super-block, then acc += d·da·Σ - dmin·da·Σ(min·Σq).
+template <int C, int kBits, bool kMin>
+KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* group, int64_t t0,
+                          float (&out)[C][kPackRows]) {
+  const DF df;
+  const DI di;
+  const PackLayout& l = job.w->layout();
+  const int64_t k = job.w->cols();
+  const int64_t supers = k / kQKK;
+  const int64_t sub_bytes = kPackRows * 32 * kBits / 8;
+  const int64_t code_bytes = 8 * sub_bytes;
+  const int sums_per_super = kMin ? 8 : 16;
+  const int8_t* act[C];
+  const float* scale[C];
+  const int32_t* sums[C];
+  for (int c = 0; c < C; ++c) {
+    act[c] = job.qs + (t0 + c) * k;
+    scale[c] = job.scale + (t0 + c) * supers;
+    sums[c] = job.sums + (t0 + c) * supers * sums_per_super;
+  }
+  VF acc[C][kVecs];
+  for (int c = 0; c < C; ++c)
+    for (int v = 0; v < kVecs; ++v) acc[c][v] = hn::Zero(df);
+  for (int64_t sb = 0; sb < supers; ++sb) {
+    const uint8_t* block = group + sb * l.block_bytes;
+    const uint8_t* tail = block + code_bytes;
+    const uint8_t* scales = tail + 4 * kPackRows * (kMin ? 2 : 1);
+    VI isum[C][kVecs];
+    VI msum[C][kVecs];
+    for (int c = 0; c < C; ++c)
+      for (int v = 0; v < kVecs; ++v) isum[c][v] = msum[c][v] = hn::Zero(di);
+    for (int s = 0; s < 8; ++s) {
+      VI dot[C][kVecs];
+      VI dot2[C][kVecs];
+      for (int c = 0; c < C; ++c)
+        for (int v = 0; v < kVecs; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
+      DotSubBlock<C, kBits>(block + s * sub_bytes, act, sb * kQKK + 32 * s, dot, dot2);
+      for (int v = 0; v < kVecs; ++v) {
+        if constexpr (kMin) {
+          const VI sc = LoadU8AsI32(scales + s * kPackRows + kLanes * v);
+          const VI mn = LoadU8AsI32(scales + (8 + s) * kPackRows + kLanes * v);
+          for (int c = 0; c < C; ++c) {
+            isum[c][v] = hn::Add(isum[c][v], hn::Mul(hn::Add(dot[c][v], dot2[c][v]), sc));
+            msum[c][v] = hn::Add(msum[c][v], hn::Mul(mn, hn::Set(di, sums[c][sb * 8 + s])));
+          }
+        } else {  // q6_K: codes biased by 32, two sub-blocks of 16 per 32
+          const VI sc1 = LoadI8AsI32(scales + (2 * s) * kPackRows + kLanes * v);
+          const VI sc2 = LoadI8AsI32(scales + (2 * s + 1) * kPackRows + kLanes * v);
+          for (int c = 0; c < C; ++c) {
+            const int32_t* s16 = sums[c] + sb * 16 + 2 * s;
+            const VI d1 = hn::Sub(dot[c][v], hn::Set(di, 32 * s16[0]));
+            const VI d2 = hn::Sub(dot2[c][v], hn::Set(di, 32 * s16[1]));
+            isum[c][v] = hn::Add(isum[c][v], hn::Add(hn::Mul(d1, sc1), hn::Mul(d2, sc2)));
+          }
+        }
+      }
+    }
+    for (int v = 0; v < kVecs; ++v) {
+      const VF d = LoadF32(tail + 4 * kLanes * v);
+      for (int c = 0; c < C; ++c) {
+        const VF dd = hn::Mul(d, hn::Set(df, scale[c][sb]));
+        acc[c][v] = hn::MulAdd(dd, hn::ConvertTo(df, isum[c][v]), acc[c][v]);
+        if constexpr (kMin) {
+          const VF dmin = LoadF32(tail + 4 * kPackRows + 4 * kLanes * v);
+          const VF dm = hn::Mul(dmin, hn::Set(df, scale[c][sb]));
+          acc[c][v] = hn::NegMulAdd(dm, hn::ConvertTo(df, msum[c][v]), acc[c][v]);
+        }
+      }
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    for (int v = 0; v < kVecs; ++v) hn::StoreU(acc[c][v], df, out[c] + v * kLanes);
+}
+
+// Float weights: acc[c] += w[k] · x[c][k], w converted to f32 as loaded.
+template <typename T>
+HWY_INLINE VF LoadWeights(const uint8_t* p) {
+  const DF df;
+  if constexpr (std::is_same_v<T, float>) {
+    return LoadF32(p);
+  } else if constexpr (std::is_same_v<T, hwy::float16_t>) {
+    return LoadF16(p);
+  } else {
+    const hn::Rebind<hwy::bfloat16_t, DF> db;
+    return hn::PromoteTo(df, hn::LoadU(db, reinterpret_cast<const hwy::bfloat16_t*>(p)));
+  }
+}
+
+// out[c][r] += Σ_{k0 <= i < k1} w[r][i] · x[c][i]. With few tokens the FMA latency would bound
+// the loop, so U consecutive k feed U separate accumulators (summed at the end).
+template <int C, typename T>
+void FloatTile(const MatMulJob& job, const uint8_t* group, int64_t t0, int64_t k0, int64_t k1,
+               float (&out)[C][kPackRows]) {
+  constexpr int U = C >= 4 ? 1 : 4 / C;
+  const DF df;
+  const float* x[C];
+  for (int c = 0; c < C; ++c) x[c] = job.x + (t0 + c) * job.x_stride;
+  VF acc[U][C][kVecs];
+  for (int u = 0; u < U; ++u)
+    for (int c = 0; c < C; ++c)
+      for (int v = 0; v < kVecs; ++v) {
+        acc[u][c][v] = u == 0 ? hn::LoadU(df, out[c] + v * kLanes) : hn::Zero(df);
+      }
+  auto step = [&](int u, int64_t i) HWY_ATTR {
+    VF w[kVecs];
+    for (int v = 0; v < kVecs; ++v) {
+      w[v] = LoadWeights<T>(group + (i * kPackRows + v * kLanes) * sizeof(T));
+    }
+    for (int c = 0; c < C; ++c) {
+      const VF xv = hn::Set(df, x[c][i]);
+      for (int v = 0; v < kVecs; ++v) acc[u][c][v] = hn::MulAdd(w[v], xv, acc[u][c][v]);
+    }
+  };
+  int64_t i = k0;
+  for (; i + U <= k1; i += U) {
+    for (int u = 0; u < U; ++u) step(u, i + u);
+  }
+  for (; i < k1; ++i) step(0, i);
+  for (int c = 0; c < C; ++c) {
+    for (int v = 0; v < kVecs; ++v) {
+      for (int u = 1; u < U; ++u) acc[0][c][v] = hn::Add(acc[0][c][v], acc[u][c][v]);
+      hn::StoreU(acc[0][c][v], df, out[c] + v * kLanes);
+    }
+  }
+}
+
+// Float weights, blocked over K for prefill: a block of x [T, kBlock] f32 (128 KB at T = 128)
+// stays in L2 while every group of the thread's range passes over it; partial sums wait in
+// `out`. A decode step (few tokens) takes K whole: nothing to reuse, and the weights stream in
+// order.
+template <int C, typename T>
+void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  constexpr int64_t kBlock = 256;
+  const int64_t n = job.w->rows(), k = job.w->cols();
+  const int64_t step = job.tokens >= C ? kBlock : k;
+  for (int64_t k0 = 0; k0 < k; k0 += step) {
+    const int64_t k1 = std::min(k, k0 + step);
+    const bool last = k1 == k;
+    for (int64_t g = begin; g < end; ++g) {
+      const auto* group = reinterpret_cast<const uint8_t*>(job.w->group(g));
+      const int64_t rows = std::min<int64_t>(kPackRows, n - g * kPackRows);
+      for (int64_t t0 = 0; t0 < job.tokens; t0 += C) {
+        const int64_t count = std::min<int64_t>(C, job.tokens - t0);
+        float tile[C][kPackRows] = {};
+        if (k0 > 0) {
+          for (int64_t c = 0; c < count; ++c) {
+            std::memcpy(tile[c], job.out + (t0 + c) * n + g * kPackRows, rows * sizeof(float));
+          }
+        }
+        if (count == C) {
+          FloatTile<C, T>(job, group, t0, k0, k1, tile);
+        } else {
+          for (int64_t c = 0; c < count; ++c) {
+            float one[1][kPackRows];
+            std::memcpy(one[0], tile[c], sizeof(one[0]));
+            FloatTile<1, T>(job, group, t0 + c, k0, k1, one);
+            std::memcpy(tile[c], one[0], sizeof(one[0]));
+          }
+        }
+        for (int64_t c = 0; c < count; ++c) {
+          float* dst = job.out + (t0 + c) * n + g * kPackRows;
+          for (int64_t r = 0; r < rows; ++r) {
+            dst[r] = tile[c][r] + (last && job.bias ? job.bias[g * kPackRows + r] : 0.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Runs Tile over every group in [begin, end) and token tile, C tokens at a time (fewer at the
+// end), and stores the valid rows with the bias.
+template <int C, template <int> class Tile>
+void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
+  const int64_t n = job.w->rows();
+  for (int64_t g = begin; g < end; ++g) {
+    const auto* group = reinterpret_cast<const uint8_t*>(job.w->group(g));
+    const int64_t rows = std::min<int64_t>(kPackRows, n - g * kPackRows);
+    for (int64_t t0 = 0; t0 < job.tokens; t0 += C) {
+      const int64_t count = std::min<int64_t>(C, job.tokens - t0);
+      float out[C][kPackRows];
+      auto store = [&](int64_t c) {
+        float* dst = job.out + (t0 + c) * n + g * kPackRows;
+        for (int64_t r = 0; r < rows; ++r) {
+          dst[r] = out[c][r] + (job.bias ? job.bias[g * kPackRows + r] : 0.0f);
+        }
+      };
+      if (count == C) {
+        Tile<C>::Run(job, group, t0, out);
+      } else {
+        // The last tokens one at a time: a tile for each remainder would multiply code size.
+        for (int64_t c = 0; c < count; ++c) {
+          float one[1][kPackRows];
+          Tile<1>::Run(job, group, t0 + c, one);
+          std::memcpy(out[c], one[0], sizeof(one[0]));
+        }
+      }
+      for (int64_t c = 0; c < count; ++c) store(c);
+    }
+  }
+}
+
+template <int kBits, bool kMin>
+struct Legacy {
+  template <int C>
+  struct Tile {
+    static void Run(const MatMulJob& job, const uint8_t* g, int64_t t0, float (&o)[C][kPackRows]) {
+      LegacyTile<C, kBits, kMin>(job, g, t0, o);
+    }
+  };
+};
+template <int kBits, bool kMin>
+struct KQuant {
+  template <int C>
+  struct Tile {
+    static void Run(const MatMulJob& job, const uint8_t* g, int64_t t0, float (&o)[C][kPackRows]) {
+      KQuantTile<C, kBits, kMin>(job, g, t0, o);
+    }
+  };
+};
+void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  switch (job.w->dtype()) {
+    case DType::kF32:
+      return FloatGroups<8, float>(job, begin, end);
+    case DType::kF16:
+      return FloatGroups<8, hwy::float16_t>(job, begin, end);
+    case DType::kBF16:
+      return FloatGroups<8, hwy::bfloat16_t>(job, begin, end);
+    case DType::kQ4_0:
+      return Groups<4, Legacy<4, false>::Tile>(job, begin, end);
+    case DType::kQ4_1:
+      return Groups<4, Legacy<4, true>::Tile>(job, begin, end);
+    case DType::kQ8_0:
+      return Groups<4, Legacy<8, false>::Tile>(job, begin, end);
+    case DType::kQ4_K:
+      return Groups<4, KQuant<4, true>::Tile>(job, begin, end);
+    case DType::kQ5_K:
+      return Groups<4, KQuant<8, true>::Tile>(job, begin, end);
+    case DType::kQ6_K:
+      return Groups<4, KQuant<8, false>::Tile>(job, begin, end);
+    default:
+      return;  // Supports() refused the others
+  }
+}
+
+// Rows [begin, end) of x to int8 per block of the layout (32 legacy, 256 k-quants), with the
+// step d = max|x| / 127 and the sums of codes the kernels' offsets need.
+void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
+  const DF df;
+  const hn::Rebind<int8_t, DI> d8;
+  const PackLayout& l = job.w->layout();
+  const int64_t k = job.w->cols();
+  const int64_t blocks = k / l.block;
+  const int group = l.family == PackFamily::kKQuant && !l.has_min ? 16 : 32;
+  const size_t lanes = hn::Lanes(df);
+  for (int64_t t = begin; t < end; ++t) {
+    const float* x = job.x + t * job.x_stride;
+    int8_t* q = job.qs + t * k;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* xb = x + b * l.block;
+      int8_t* qb = q + b * l.block;
+      VF amax = hn::Zero(df);
+      for (int64_t i = 0; i < l.block; i += lanes)
+        amax = hn::Max(amax, hn::Abs(hn::LoadU(df, xb + i)));
+      const float max = hn::GetLane(hn::MaxOfLanes(df, amax));
+      const float d = max / 127.0f;
+      const VF inv = hn::Set(df, max > 0 ? 127.0f / max : 0.0f);
+      for (int64_t i = 0; i < l.block; i += lanes) {
+        const VI qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), inv));
+        hn::StoreU(hn::DemoteTo(d8, qi), d8, qb + i);
+      }
+      job.scale[t * blocks + b] = d;
+      for (int g = 0; g < l.block / group; ++g) {
+        int32_t sum = 0;
+        for (int i = 0; i < group; ++i) sum += qb[g * group + i];
+        if (l.family == PackFamily::kLegacy) {
+          job.offset[t * blocks + b] = d * static_cast<float>(sum) * (l.has_min ? 1 : l.zero);
+        } else {
+          job.sums[(t * blocks + b) * (l.block / group) + g] = sum;
+        }
+      }
+    }
+  }
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kite::cpu {
+
+HWY_EXPORT(MatMulGroups);
+HWY_EXPORT(QuantizeActivations);
+HWY_EXPORT(TargetName);
+
+void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  HWY_DYNAMIC_DISPATCH(MatMulGroups)(job, begin, end);
+}
+void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(job, begin, end);
+}
+const char* MatMulTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+namespace {
+uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+}  // namespace
+
+uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k) {
+  if (layout.family == PackFamily::kFloat) return 0;
+  const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / layout.block);
+  return Align64(tokens * k) + Align64(blocks * 4) * 2 +
+         Align64(static_cast<uint64_t>(tokens) * (k / 16) * 4);
+}
+
+void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
+  const PackLayout& l = job->w->layout();
+  const int64_t k = job->w->cols();
+  const uint64_t blocks = static_cast<uint64_t>(job->tokens) * (k / l.block);
+  job->qs = reinterpret_cast<int8_t*>(scratch);
+  scratch += Align64(job->tokens * k);
+  job->scale = reinterpret_cast<float*>(scratch);
+  scratch += Align64(blocks * 4);
+  job->offset = reinterpret_cast<float*>(scratch);
+  scratch += Align64(blocks * 4);
+  job->sums = reinterpret_cast<int32_t*>(scratch);
+}
+
+}  // namespace kite::cpu
+#endif  // HWY_ONCE

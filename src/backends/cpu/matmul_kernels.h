@@ -1,0 +1,41 @@
+// The cpu backend's matmul kernels (matmul_kernels.cpp, compiled once per SIMD target with
+// Highway and chosen at run time): activation quantization and the tile loops over packed
+// weights. matmul.cpp splits the work across threads.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/packed_matrix.h"
+
+namespace kite::cpu {
+
+// One matmul: out [T, N] = x [T, K] · Wᵀ (+ bias).
+struct MatMulJob {
+  const PackedMatrix* w = nullptr;
+  const float* x = nullptr;  // [T, K], rows x_stride apart
+  int64_t x_stride = 0;
+  int64_t tokens = 0;
+  const float* bias = nullptr;  // [N] or null
+  float* out = nullptr;         // [T, N], contiguous
+  // Integer weights: x quantized per block to int8 by QuantizeActivations (scratch memory).
+  int8_t* qs = nullptr;     // [T, K]
+  float* scale = nullptr;   // [T, K / block]: the int8 step of each block
+  float* offset = nullptr;  // legacy: [T, K / 32]: d·Σq, times `zero` for symmetric types
+  int32_t* sums = nullptr;  // k-quants: [T, K / 16] (q6_K) or [T, K / 32]: Σq per group
+};
+
+// Scratch bytes for the quantized activations of `tokens` rows (0 for float weights).
+uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k);
+// Points the job's qs/scale/offset/sums into `scratch` (64-byte aligned, at least
+// ActivationScratchBytes).
+void AssignActivationScratch(MatMulJob* job, std::byte* scratch);
+
+// Quantizes rows [begin, end) of x (integer weights only).
+void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end);
+// Computes the outputs of row groups [begin, end) for every token.
+void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
+
+// The SIMD target chosen at run time, e.g. "AVX3_DL" (for reports and benchmarks).
+const char* MatMulTargetName();
+
+}  // namespace kite::cpu

@@ -1,0 +1,67 @@
+// A weight matrix W [N, K] repacked once, at compile time, into the layout the cpu backend's
+// matmul kernels read: rows in groups of kPackRows, the rows of a group interleaved so that one
+// vector holds the same k (float types) or the same four codes (integer types) of 16 rows. The
+// kernels then need no horizontal sums, and one activation broadcast serves 16 outputs.
+//
+// Float types (f32, f16, bf16) keep their element type: group = [K][16] elements.
+// Integer types keep their codes and scales, exactly (no requantization):
+//   legacy (q4_0, q4_1, q8_0), per block of 32: codes, f16 scale d[16] (q4_1: then f16 m[16]);
+//   k-quants (q4_K, q5_K, q6_K), per super-block of 256: 8 sub-blocks of codes, f32 d[16],
+//   (q4_K, q5_K: f32 dmin[16], u8 scale[8][16], u8 min[8][16]; q6_K: i8 scale[16][16]).
+// Codes of one sub-block of 32 for 16 rows: 4-bit codes (q4_0, q4_1, q4_K) fill 4 chunks of 64
+// bytes, chunk p holding for each row r (4 bytes at 4r) elements 4p..4p+3 in the low nibbles
+// and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned, q5_K, q6_K) fill 8
+// chunks, chunk g holding elements 4g..4g+3. Codes are unsigned; w = d·(code - zero) (+ min).
+#pragma once
+
+#include <cstdint>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "graph/aligned_buffer.h"
+#include "tensor/dtype.h"
+
+namespace kite::cpu {
+
+inline constexpr int kPackRows = 16;
+
+enum class PackFamily : uint8_t { kFloat, kLegacy, kKQuant };
+
+struct PackLayout {
+  PackFamily family = PackFamily::kFloat;
+  int32_t block = 1;        // elements per block (1 float, 32 legacy, 256 k-quants)
+  int32_t code_bits = 8;    // 4 or 8 (integer families)
+  int32_t zero = 0;         // subtracted from codes (8 q4_0, 128 q8_0, 32 q6_K)
+  bool has_min = false;     // q4_1 (f16 m), q4_K and q5_K (dmin · min)
+  int64_t block_bytes = 0;  // bytes of one block of a 16-row group
+};
+
+// The layout of a dtype, or Unsupported naming it.
+Result<PackLayout> LayoutOf(DType dtype);
+
+class PackedMatrix {
+ public:
+  // w: N rows of K elements of `dtype`, each row BytesFor(dtype, K) bytes, no alignment needed.
+  // Row groups are packed in parallel on `pool` when given.
+  static Result<PackedMatrix> Pack(DType dtype, const void* w, int64_t n, int64_t k,
+                                   ThreadPool* pool = nullptr);
+
+  DType dtype() const { return dtype_; }
+  const PackLayout& layout() const { return layout_; }
+  int64_t rows() const { return n_; }
+  int64_t cols() const { return k_; }
+  int64_t groups() const { return (n_ + kPackRows - 1) / kPackRows; }
+  int64_t group_bytes() const { return group_bytes_; }
+  const std::byte* group(int64_t g) const { return data_.data() + g * group_bytes_; }
+  uint64_t bytes() const { return data_.size(); }
+
+ private:
+  DType dtype_ = DType::kF32;
+  PackLayout layout_;
+  int64_t n_ = 0;
+  int64_t k_ = 0;
+  int64_t group_bytes_ = 0;
+  AlignedBuffer data_;
+};
+
+}  // namespace kite::cpu

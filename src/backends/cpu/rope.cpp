@@ -1,0 +1,104 @@
+#include <cmath>
+#include <numbers>
+
+#include "backends/cpu/kernels.h"
+
+namespace kite::cpu {
+
+namespace {
+
+// inv_freq[i] = theta^(-2i / rotary_dim), then the scaling's adjustment, in double as in ref:
+// Llama 3 keeps high frequencies, divides low ones by the factor and blends in between; linear
+// divides all by the factor.
+double InverseFrequency(const RopeAttrs& a, int64_t i) {
+  const double inv_freq = std::pow(static_cast<double>(a.theta), -2.0 * i / a.rotary_dim);
+  switch (a.scaling) {
+    case RopeScaling::kNone:
+      return inv_freq;
+    case RopeScaling::kLinear:
+      return inv_freq / a.factor;
+    case RopeScaling::kLlama3: {
+      const double wavelength = 2.0 * std::numbers::pi / inv_freq;
+      const double high_freq_wavelength = a.original_max_position / a.high_freq_factor;
+      const double low_freq_wavelength = a.original_max_position / a.low_freq_factor;
+      if (wavelength < high_freq_wavelength) return inv_freq;
+      if (wavelength > low_freq_wavelength) return inv_freq / a.factor;
+      const double smooth = (a.original_max_position / wavelength - a.low_freq_factor) /
+                            (a.high_freq_factor - a.low_freq_factor);
+      return (1.0 - smooth) * inv_freq / a.factor + smooth * inv_freq;
+    }
+  }
+  return inv_freq;
+}
+
+}  // namespace
+
+SupportResult Support(const RopeAttrs& attrs, const Graph& graph, const Node& node) {
+  const Value& x = graph.value(node.inputs[0]);
+  if (!x.contiguous()) return SupportResult::No("input '" + x.name + "' is a strided view");
+  if (attrs.rotary_dim % 2 != 0 || attrs.rotary_dim > x.shape[2]) {
+    return SupportResult::No("rotary_dim " + std::to_string(attrs.rotary_dim) +
+                             " is odd or above the head size");
+  }
+  return SupportResult::Yes();
+}
+
+// Scratch: the table of cos and sin [T, rotary_dim / 2] each, f32.
+uint64_t Scratch(const RopeAttrs& attrs, const Graph& graph, const Node& node) {
+  return static_cast<uint64_t>(graph.value(node.inputs[0]).shape[0]) * attrs.rotary_dim *
+         sizeof(float);
+}
+
+// x [T, H, D] f32, positions [T] -> out [T, H, D]. The angles of each token are computed once
+// (in double, as ref does), then every head turns by the same table: the inner loops are plain
+// f32 multiply-adds over contiguous pairs that the compiler vectorizes.
+Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
+  const TensorArg& x = args.in[0];
+  const TensorArg& positions = args.in[1];
+  const int64_t tokens = x.shape[0], heads = x.shape[1], dim = x.shape[2];
+  const int64_t half = attrs.rotary_dim / 2;
+  float* cos_table = reinterpret_cast<float*>(args.context.scratch.data());  // [T, half]
+  float* sin_table = cos_table + tokens * half;                              // [T, half]
+  double inv_freq[512];
+  const int64_t pairs = std::min<int64_t>(half, 512);
+  for (int64_t i = 0; i < pairs; ++i) inv_freq[i] = InverseFrequency(attrs, i);
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int32_t position = positions.as<const int32_t>()[t * positions.strides[0]];
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = position * (i < pairs ? inv_freq[i] : InverseFrequency(attrs, i));
+      cos_table[t * half + i] = static_cast<float>(std::cos(angle));
+      sin_table[t * half + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+  const float* xs = x.as<const float>();
+  float* out = args.out.as<float>();
+  const bool neox = attrs.mode == RopeMode::kNeox;
+  auto rotate = [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {  // row = t * heads + h
+      const float* c = cos_table + (row / heads) * half;
+      const float* s = sin_table + (row / heads) * half;
+      const float* in = xs + row * dim;
+      float* o = out + row * dim;
+      if (neox) {
+        for (int64_t i = 0; i < half; ++i) {
+          o[i] = in[i] * c[i] - in[i + half] * s[i];
+          o[i + half] = in[i] * s[i] + in[i + half] * c[i];
+        }
+      } else {
+        for (int64_t i = 0; i < half; ++i) {
+          o[2 * i] = in[2 * i] * c[i] - in[2 * i + 1] * s[i];
+          o[2 * i + 1] = in[2 * i] * s[i] + in[2 * i + 1] * c[i];
+        }
+      }
+      for (int64_t i = attrs.rotary_dim; i < dim; ++i) o[i] = in[i];
+    }
+  };
+  if (tokens * heads * dim < (1 << 15)) {
+    rotate(0, tokens * heads);
+  } else {
+    args.pool.ParallelFor(tokens * heads, rotate);
+  }
+  return Ok();
+}
+
+}  // namespace kite::cpu

@@ -1,0 +1,64 @@
+// `kite synth --preset NAME --type TYPE -o OUT.gguf [--layers N] [--seed S] [--tokenizer PATH]`:
+// a model with a published model's shapes, metadata and tokenizer and random weights.
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/write_progress.h"
+#include "export/synth.h"
+#include "export/weight_types.h"
+
+namespace kite::cli {
+
+namespace {
+
+struct SynthFlags {
+  SynthOptions options;
+  std::string out;
+  bool quiet = false;
+};
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+}  // namespace
+
+void AddSynthCommand(CLI::App& app, int* exit_code) {
+  auto flags = std::make_shared<SynthFlags>();
+  flags->options.data_dir = KITE_DATA_DIR;
+  std::vector<std::string> presets;
+  for (const SynthPreset& preset : SynthPresets()) presets.push_back(preset.name);
+  CLI::App* command = app.add_subcommand(
+      "synth", "Write a random-weight GGUF with a real model's shapes and tokenizer");
+  command->add_option("--preset", flags->options.preset, "One of: " + Joined(presets))->required();
+  command
+      ->add_option("--type", flags->options.type,
+                   "Weight type, one of: " + Joined(ExportTypeNames()) +
+                       " (q4_k_m: llama.cpp's mix; others apply to every 2-D weight)")
+      ->required();
+  command->add_option("-o,--output", flags->out, "The GGUF file to write")->required();
+  command->add_option("--layers", flags->options.layers, "Blocks (default: the preset's)");
+  command->add_option("--vocab", flags->options.vocab,
+                      "Vocabulary size (default: the preset's; the tokenizer is padded or cut)");
+  command->add_option("--seed", flags->options.seed, "Random seed (default 0)");
+  command->add_option("--tokenizer", flags->options.tokenizer,
+                      "A model folder, tokenizer.json, tokenizer.model or .gguf to take the "
+                      "tokenizer from (default: the preset's, from the source tree)");
+  command->add_flag("-q,--quiet", flags->quiet, "No progress on stderr");
+  command->callback([flags, exit_code] {
+    SynthOptions options = flags->options;
+    if (!flags->quiet) {
+      options.progress = StderrProgress("writing " + flags->out);
+    }
+    if (auto status = SynthesizeGguf(options, flags->out); !status) {
+      *exit_code = ReportError(status.error());
+      return;
+    }
+    std::fprintf(stderr, "wrote %s\n", flags->out.c_str());
+  });
+}
+
+}  // namespace kite::cli

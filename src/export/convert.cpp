@@ -1,0 +1,124 @@
+// Reads the folder with Kite's own HF loader (which checks every tensor's shape and names it in
+// errors), then streams each weight out row by row: source row (permuted for q/k of arch
+// "llama") -> F32 -> the stored type.
+#include "export/convert.h"
+
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "export/llama_gguf.h"
+#include "export/tokenizer_export.h"
+#include "export/weight_types.h"
+#include "models/model_spec.h"
+#include "tensor/dequantize.h"
+#include "tensor/quantize.h"
+
+namespace kite {
+
+namespace {
+
+LlamaGgufConfig ConfigOf(const ModelSpec& spec, const std::string& folder) {
+  LlamaGgufConfig c;
+  c.arch = spec.architecture == "Qwen2ForCausalLM" ? "qwen2" : "llama";
+  c.name = std::filesystem::path(folder).filename().string();
+  if (c.name.empty()) c.name = std::filesystem::path(folder).parent_path().filename().string();
+  c.n_layers = spec.n_layers;
+  c.context_length = spec.context_length;
+  c.hidden = spec.hidden;
+  c.ffn = spec.ffn;
+  c.n_heads = spec.n_heads;
+  c.n_kv_heads = spec.n_kv_heads;
+  c.head_dim = spec.head_dim;
+  c.vocab = spec.vocab;
+  c.rms_eps = spec.rms_eps;
+  c.rope_theta = spec.rope.theta;
+  c.rope_factor = spec.rope.factor;
+  if (spec.rope.scaling == RopeSpec::Scaling::kLinear) c.rope_scaling = "linear";
+  if (spec.rope.scaling == RopeSpec::Scaling::kLlama3) {
+    c.rope_scaling = "llama3";
+    c.low_freq_factor = spec.rope.low_freq_factor;
+    c.high_freq_factor = spec.rope.high_freq_factor;
+    c.original_context = spec.rope.original_max_position;
+  }
+  return c;
+}
+
+// One weight of the HF folder written as `dtype`; `head_dim` > 0 permutes its rows (or, for a
+// bias, its elements) per head.
+StreamedTensor FromView(const std::string& name, const TensorView& view, DType dtype,
+                        int64_t head_dim) {
+  StreamedTensor out{name, dtype, view.shape, nullptr};
+  const int64_t columns = view.shape.back();
+  const bool bias = view.shape.size() == 1;
+  out.fill = [view, dtype, head_dim, columns, bias](int64_t first, int64_t rows,
+                                                    std::span<uint8_t> dst) -> Status {
+    const uint64_t src_row_bytes = KITE_TRY(BytesFor(view.dtype, columns));
+    const uint64_t dst_row_bytes = dst.size() / static_cast<uint64_t>(rows);
+    const auto* src = static_cast<const uint8_t*>(view.data);
+    std::vector<float> values(columns);
+    for (int64_t r = first; r < first + rows; ++r) {
+      if (bias && head_dim > 0) {  // [n_heads * head_dim]: permute the elements
+        std::vector<float> all(columns);
+        KITE_RETURN_IF_ERROR(Dequantize(view.dtype, src, all.data(), columns));
+        for (int64_t i = 0; i < columns; ++i) values[i] = all[PermutedSourceRow(i, head_dim)];
+      } else {
+        const int64_t source = head_dim > 0 ? PermutedSourceRow(r, head_dim) : r;
+        KITE_RETURN_IF_ERROR(
+            Dequantize(view.dtype, src + source * src_row_bytes, values.data(), columns));
+      }
+      KITE_RETURN_IF_ERROR(
+          Quantize(dtype, values.data(), dst.data() + (r - first) * dst_row_bytes, columns));
+    }
+    return Ok();
+  };
+  return out;
+}
+
+StreamedTensor FromFloats(const std::string& name, std::vector<float> values) {
+  const auto shared = std::make_shared<const std::vector<float>>(std::move(values));
+  return StreamedTensor{name,
+                        DType::kF32,
+                        {static_cast<int64_t>(shared->size())},
+                        [shared](int64_t, int64_t, std::span<uint8_t> dst) -> Status {
+                          std::memcpy(dst.data(), shared->data(), dst.size());
+                          return Ok();
+                        }};
+}
+
+}  // namespace
+
+Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
+                       const ConvertOptions& options) {
+  const ExportType type = KITE_TRY(ParseExportType(options.type, {"f32", "f16", "bf16"}));
+  const ModelSpec spec = KITE_TRY(LoadHfModel(folder));
+  GgufTokenizer tokenizer = KITE_TRY(LoadGgufTokenizer(folder));
+  // llama.cpp takes the vocabulary size from the token list: it must match the embedding.
+  KITE_RETURN_IF_ERROR(ResizeVocab(spec.vocab, folder, &tokenizer));
+
+  LlamaGgufConfig config = ConfigOf(spec, folder);
+  config.file_type = type.file_type;
+  GgufWriter writer;
+  SetLlamaMetadata(config, &writer);
+  SetTokenizerMetadata(tokenizer, &writer);
+
+  std::vector<StreamedTensor> tensors;
+  if (config.rope_scaling == "llama3") {
+    tensors.push_back(FromFloats("rope_freqs.weight", Llama3RopeFreqs(config)));
+  }
+  const bool permute = config.arch == "llama";
+  for (const ExpectedTensor& expected : LlamaTensors(spec)) {
+    const TensorView* view = KITE_TRY(spec.Weight(expected.name));
+    const bool qk = expected.name.find(".attn_q.") != std::string::npos ||
+                    expected.name.find(".attn_k.") != std::string::npos;
+    const DType dtype =
+        ChooseTensorType(type, expected.name, expected.shape, spec.n_layers, spec.tied_embeddings);
+    tensors.push_back(FromView(expected.name, *view, dtype, permute && qk ? spec.head_dim : 0));
+  }
+  auto written = WriteGgufStreaming(writer, tensors, out_path, options.progress);
+  if (!written) return std::unexpected(std::move(written.error()).WithContext(out_path));
+  return Ok();
+}
+
+}  // namespace kite

@@ -1,0 +1,237 @@
+// Preset shapes are those of each model's published config.json (Hugging Face model repos
+// meta-llama/Llama-3.2-1B, meta-llama/Llama-3.2-3B, Qwen/Qwen2.5-0.5B, HuggingFaceTB/SmolLM2-135M).
+#include "export/synth.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "base/mapped_file.h"
+#include "export/tokenizer_export.h"
+#include "export/weight_types.h"
+#include "models/model_spec.h"
+#include "tensor/quantize.h"
+
+namespace kite {
+
+namespace {
+
+constexpr float kWeightStd = 0.02f;
+
+LlamaGgufConfig Llama32(int64_t layers, int64_t hidden, int64_t heads, int64_t head_dim) {
+  LlamaGgufConfig c;
+  c.arch = "llama";
+  c.n_layers = layers;
+  c.hidden = hidden;
+  c.n_heads = heads;
+  c.n_kv_heads = 8;
+  c.head_dim = head_dim;
+  c.ffn = 8192;
+  c.vocab = 128256;
+  c.context_length = 131072;
+  c.rms_eps = 1e-5;
+  c.rope_theta = 500000.0;
+  c.rope_scaling = "llama3";
+  c.rope_factor = 32.0;
+  c.low_freq_factor = 1.0;
+  c.high_freq_factor = 4.0;
+  c.original_context = 8192;
+  return c;
+}
+
+std::vector<SynthPreset> MakePresets() {
+  std::vector<SynthPreset> presets;
+  presets.push_back({"llama-3.2-1b", Llama32(16, 2048, 32, 64), false, true, "tokenizers/llama3",
+                     "chat_templates/llama3.2.jinja", ""});
+  presets.push_back({"llama-3.2-3b", Llama32(28, 3072, 24, 128), false, true, "tokenizers/llama3",
+                     "chat_templates/llama3.2.jinja", ""});
+  LlamaGgufConfig qwen;
+  qwen.arch = "qwen2";
+  qwen.n_layers = 24;
+  qwen.hidden = 896;
+  qwen.n_heads = 14;
+  qwen.n_kv_heads = 2;
+  qwen.head_dim = 64;
+  qwen.ffn = 4864;
+  qwen.vocab = 151936;
+  qwen.context_length = 32768;
+  qwen.rms_eps = 1e-6;
+  qwen.rope_theta = 1e6;
+  presets.push_back({"qwen2.5-0.5b", qwen, true, true, "gguf-vocab/ggml-vocab-qwen2.gguf",
+                     "chat_templates/qwen2.5.jinja", ""});
+  LlamaGgufConfig smol;
+  smol.arch = "llama";
+  smol.n_layers = 30;
+  smol.hidden = 576;
+  smol.n_heads = 9;
+  smol.n_kv_heads = 3;
+  smol.head_dim = 64;
+  smol.ffn = 1536;
+  smol.vocab = 49152;
+  smol.context_length = 8192;
+  smol.rms_eps = 1e-5;
+  smol.rope_theta = 100000.0;
+  presets.push_back({"smollm2-135m", smol, false, true, "gguf-vocab/ggml-vocab-gpt-2.gguf",
+                     "chat_templates/smollm2.jinja",
+                     "SmolLM2's own tokenizer is not in the repository: GPT-2's byte-level BPE cut "
+                     "to 49152 tokens stands in for it"});
+  for (SynthPreset& preset : presets) preset.config.name = preset.name + " (random weights)";
+  return presets;
+}
+
+// splitmix64: a fast, well-mixed stream from any 64-bit state.
+uint64_t SplitMix(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+uint64_t HashName(const std::string& name) {  // FNV-1a
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+// Row `row` of tensor `name`: N(0, std) approximated by the sum of four 16-bit uniforms
+// (Irwin-Hall, variance 4/12), seeded per row so any chunking gives the same values.
+void RandomRow(uint64_t seed, uint64_t name_hash, int64_t row, float std, std::span<float> out) {
+  uint64_t state = seed ^ name_hash ^ (static_cast<uint64_t>(row) * 0xd1b54a32d192ed03ULL);
+  const float scale = std * std::sqrt(3.0f) / 65536.0f;
+  for (float& v : out) {
+    const uint64_t bits = SplitMix(&state);
+    const float sum = static_cast<float>((bits & 0xffff) + ((bits >> 16) & 0xffff) +
+                                         ((bits >> 32) & 0xffff) + (bits >> 48));
+    v = (sum - 2.0f * 65536.0f) * scale;
+  }
+}
+
+StreamedTensor RandomTensor(const PlannedTensor& expected, uint64_t seed) {
+  const DType dtype = expected.dtype;
+  const bool norm = expected.name.find("_norm.weight") != std::string::npos;
+  const uint64_t name_hash = HashName(expected.name);
+  const int64_t columns = expected.shape.back();
+  StreamedTensor out{expected.name, dtype, expected.shape, nullptr};
+  out.fill = [=](int64_t first, int64_t rows, std::span<uint8_t> dst) -> Status {
+    const uint64_t row_bytes = dst.size() / static_cast<uint64_t>(rows);
+    std::vector<float> values(columns, 1.0f);
+    for (int64_t r = first; r < first + rows; ++r) {
+      if (!norm) RandomRow(seed, name_hash, r, kWeightStd, values);
+      KITE_RETURN_IF_ERROR(
+          Quantize(dtype, values.data(), dst.data() + (r - first) * row_bytes, columns));
+    }
+    return Ok();
+  };
+  return out;
+}
+
+Result<GgufTokenizer> PresetTokenizer(const SynthPreset& preset, const SynthOptions& options,
+                                      int64_t vocab) {
+  const std::filesystem::path data(options.data_dir);
+  const bool own = options.tokenizer.empty();
+  const std::string path = own ? (data / preset.tokenizer).string() : options.tokenizer;
+  GgufTokenizer tokenizer = KITE_TRY(LoadGgufTokenizer(path));
+  KITE_RETURN_IF_ERROR(ResizeVocab(static_cast<int32_t>(vocab), path, &tokenizer));
+  if (own && preset.config.arch == "llama" && preset.name.starts_with("llama")) {
+    tokenizer.add_bos = true;  // Llama 3.2's tokenizer.json adds <|begin_of_text|>
+  }
+  const std::filesystem::path template_path = data / preset.chat_template;
+  std::error_code error;
+  if (!preset.chat_template.empty() && (own || tokenizer.chat_template.empty()) &&
+      std::filesystem::is_regular_file(template_path, error)) {
+    tokenizer.chat_template = KITE_TRY(ReadTextFile(template_path.string()));
+  }
+  return tokenizer;
+}
+
+struct Plan {
+  const SynthPreset* preset = nullptr;
+  LlamaGgufConfig config;
+  std::vector<PlannedTensor> tensors;
+};
+
+Result<Plan> MakePlan(const SynthOptions& options) {
+  Plan plan;
+  plan.preset = KITE_TRY(FindSynthPreset(options.preset));
+  const ExportType type = KITE_TRY(ParseExportType(options.type));
+  if (options.layers < 0 || options.vocab < 0 || options.vocab > INT32_MAX) {
+    return InvalidInput("--layers and --vocab must be positive (0: the preset's)");
+  }
+  LlamaGgufConfig& config = plan.config;
+  config = plan.preset->config;
+  if (options.layers > 0) config.n_layers = options.layers;
+  if (options.vocab > 0) config.vocab = options.vocab;
+  config.file_type = type.file_type;
+
+  ModelSpec shapes;  // only for LlamaTensors' list of names and shapes
+  shapes.n_layers = static_cast<int32_t>(config.n_layers);
+  shapes.hidden = static_cast<int32_t>(config.hidden);
+  shapes.n_heads = static_cast<int32_t>(config.n_heads);
+  shapes.n_kv_heads = static_cast<int32_t>(config.n_kv_heads);
+  shapes.head_dim = static_cast<int32_t>(config.head_dim);
+  shapes.ffn = static_cast<int32_t>(config.ffn);
+  shapes.vocab = static_cast<int32_t>(config.vocab);
+  shapes.tied_embeddings = plan.preset->tied;
+  shapes.q_bias = shapes.k_bias = shapes.v_bias = plan.preset->qkv_bias;
+  if (config.rope_scaling == "llama3") {
+    plan.tensors.push_back({"rope_freqs.weight", {config.head_dim / 2}, DType::kF32});
+  }
+  for (const ExpectedTensor& expected : LlamaTensors(shapes)) {
+    plan.tensors.push_back({expected.name, expected.shape,
+                            ChooseTensorType(type, expected.name, expected.shape, config.n_layers,
+                                             plan.preset->tied)});
+  }
+  return plan;
+}
+
+}  // namespace
+
+const std::vector<SynthPreset>& SynthPresets() {
+  static const std::vector<SynthPreset> presets = MakePresets();
+  return presets;
+}
+
+Result<const SynthPreset*> FindSynthPreset(const std::string& name) {
+  std::string names;
+  for (const SynthPreset& preset : SynthPresets()) {
+    if (preset.name == name) return &preset;
+    names += (names.empty() ? "" : ", ") + preset.name;
+  }
+  return InvalidInput("preset '" + name + "' is not one of: " + names);
+}
+
+Result<std::vector<PlannedTensor>> PlanSynthTensors(const SynthOptions& options) {
+  return KITE_TRY(MakePlan(options)).tensors;
+}
+
+Status SynthesizeGguf(const SynthOptions& options, const std::string& out_path) {
+  const Plan plan = KITE_TRY(MakePlan(options));
+  const GgufTokenizer tokenizer =
+      KITE_TRY(PresetTokenizer(*plan.preset, options, plan.config.vocab));
+  GgufWriter writer;
+  SetLlamaMetadata(plan.config, &writer);
+  writer.SetString("kite.synth.preset", plan.preset->name);
+  writer.SetValue("kite.synth.seed", GgufValue{options.seed});
+  SetTokenizerMetadata(tokenizer, &writer);
+
+  std::vector<StreamedTensor> tensors;
+  for (const PlannedTensor& planned : plan.tensors) {
+    if (planned.name == "rope_freqs.weight") {
+      const auto freqs = std::make_shared<const std::vector<float>>(Llama3RopeFreqs(plan.config));
+      tensors.push_back({planned.name, planned.dtype, planned.shape,
+                         [freqs](int64_t, int64_t, std::span<uint8_t> dst) -> Status {
+                           std::memcpy(dst.data(), freqs->data(), dst.size());
+                           return Ok();
+                         }});
+    } else {
+      tensors.push_back(RandomTensor(planned, options.seed));
+    }
+  }
+  auto written = WriteGgufStreaming(writer, tensors, out_path, options.progress);
+  if (!written) return std::unexpected(std::move(written.error()).WithContext(out_path));
+  return Ok();
+}
+
+}  // namespace kite

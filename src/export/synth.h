@@ -1,0 +1,52 @@
+// `kite synth`: GGUF files with the real shapes, metadata and tokenizer of published models and
+// random weights, for benchmarks and loader tests without downloading checkpoints. Weights are
+// N(0, 0.02) (norms 1), deterministic by seed and independent of how the file is chunked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "export/gguf_stream.h"
+#include "export/llama_gguf.h"
+#include "tensor/dtype.h"
+
+namespace kite {
+
+struct SynthPreset {
+  std::string name;  // "llama-3.2-1b", ...
+  LlamaGgufConfig config;
+  bool qkv_bias = false;
+  bool tied = true;
+  std::string tokenizer;      // relative to the data folder (testdata/)
+  std::string chat_template;  // relative to the data folder; "" for none
+  std::string note;           // what differs from the real model's tokenizer, if anything
+};
+
+const std::vector<SynthPreset>& SynthPresets();
+// InvalidInput listing the presets when `name` is none of them.
+Result<const SynthPreset*> FindSynthPreset(const std::string& name);
+
+struct SynthOptions {
+  std::string preset;
+  std::string type = "f16";  // see ExportTypeNames()
+  int64_t layers = 0;        // 0: the preset's
+  int64_t vocab = 0;         // 0: the preset's (smaller makes small test files)
+  uint64_t seed = 0;
+  std::string tokenizer;  // "" : the preset's, under data_dir
+  std::string data_dir;   // the repository's testdata/ folder
+  WriteProgress progress;
+};
+
+// The tensors SynthesizeGguf writes, in order, with their stored types (no file is written).
+struct PlannedTensor {
+  std::string name;
+  std::vector<int64_t> shape;  // outermost first
+  DType dtype = DType::kF32;
+};
+Result<std::vector<PlannedTensor>> PlanSynthTensors(const SynthOptions& options);
+
+Status SynthesizeGguf(const SynthOptions& options, const std::string& out_path);
+
+}  // namespace kite

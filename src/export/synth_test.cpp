@@ -1,0 +1,197 @@
+// kite synth's presets against the published config.json of each model, and the files it
+// writes: shapes, types, load in Kite, deterministic, weights of the intended scale, and every
+// quantized type within its rounding of the f32 weights.
+#include "export/synth.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "models/model_spec.h"
+#include "tensor/dequantize.h"
+
+namespace kite {
+namespace {
+
+const std::string kTestdata = KITE_SOURCE_DIR "/testdata";
+
+// From the Hugging Face config.json of meta-llama/Llama-3.2-1B, meta-llama/Llama-3.2-3B,
+// Qwen/Qwen2.5-0.5B and HuggingFaceTB/SmolLM2-135M.
+struct Published {
+  const char* name;
+  const char* arch;
+  int64_t layers, hidden, heads, kv_heads, head_dim, ffn, vocab, context;
+  double theta, eps;
+  bool llama3_scaling, qkv_bias;
+};
+constexpr Published kPublished[] = {
+    {"llama-3.2-1b", "llama", 16, 2048, 32, 8, 64, 8192, 128256, 131072, 500000, 1e-5, true, false},
+    {"llama-3.2-3b", "llama", 28, 3072, 24, 8, 128, 8192, 128256, 131072, 500000, 1e-5, true,
+     false},
+    {"qwen2.5-0.5b", "qwen2", 24, 896, 14, 2, 64, 4864, 151936, 32768, 1e6, 1e-6, false, true},
+    {"smollm2-135m", "llama", 30, 576, 9, 3, 64, 1536, 49152, 8192, 100000, 1e-5, false, false},
+};
+
+TEST(SynthPresetTest, ShapesAreThePublishedOnes) {
+  ASSERT_EQ(SynthPresets().size(), std::size(kPublished));
+  for (const Published& want : kPublished) {
+    auto preset = FindSynthPreset(want.name);
+    ASSERT_TRUE(preset.has_value()) << want.name;
+    const LlamaGgufConfig& c = (*preset)->config;
+    EXPECT_EQ(c.arch, want.arch) << want.name;
+    EXPECT_EQ(c.n_layers, want.layers) << want.name;
+    EXPECT_EQ(c.hidden, want.hidden) << want.name;
+    EXPECT_EQ(c.n_heads, want.heads) << want.name;
+    EXPECT_EQ(c.n_kv_heads, want.kv_heads) << want.name;
+    EXPECT_EQ(c.head_dim, want.head_dim) << want.name;
+    EXPECT_EQ(c.ffn, want.ffn) << want.name;
+    EXPECT_EQ(c.vocab, want.vocab) << want.name;
+    EXPECT_EQ(c.context_length, want.context) << want.name;
+    EXPECT_EQ(c.rope_theta, want.theta) << want.name;
+    EXPECT_EQ(c.rms_eps, want.eps) << want.name;
+    EXPECT_EQ((*preset)->qkv_bias, want.qkv_bias) << want.name;
+    EXPECT_TRUE((*preset)->tied) << want.name;  // all four tie lm_head to the embedding
+    if (want.llama3_scaling) {                  // factor 32, low 1, high 4, original 8192
+      EXPECT_EQ(c.rope_scaling, "llama3");
+      EXPECT_EQ(c.rope_factor, 32.0);
+      EXPECT_EQ(c.low_freq_factor, 1.0);
+      EXPECT_EQ(c.high_freq_factor, 4.0);
+      EXPECT_EQ(c.original_context, 8192);
+    } else {
+      EXPECT_EQ(c.rope_scaling, "none") << want.name;
+    }
+  }
+  auto unknown = FindSynthPreset("llama-4");
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_NE(unknown.error().message.find("qwen2.5-0.5b, smollm2-135m"), std::string::npos)
+      << unknown.error().message;
+}
+
+TEST(SynthPresetTest, Llama32_3BTensorPlan) {
+  SynthOptions options;
+  options.preset = "llama-3.2-3b";
+  options.type = "q4_k_m";
+  auto plan = PlanSynthTensors(options);
+  ASSERT_TRUE(plan.has_value()) << plan.error().message;
+  // rope_freqs, token_embd, 28 blocks of 9, output_norm; no output.weight (tied).
+  EXPECT_EQ(plan->size(), 1u + 1u + 28u * 9u + 1u);
+  std::map<std::string, PlannedTensor> by_name;
+  for (const PlannedTensor& t : *plan) by_name[t.name] = t;
+  EXPECT_FALSE(by_name.contains("output.weight"));
+  EXPECT_EQ(by_name["rope_freqs.weight"].shape, (std::vector<int64_t>{64}));
+  EXPECT_EQ(by_name["token_embd.weight"].shape, (std::vector<int64_t>{128256, 3072}));
+  EXPECT_EQ(by_name["token_embd.weight"].dtype, DType::kQ6_K);
+  EXPECT_EQ(by_name["blk.0.attn_q.weight"].shape, (std::vector<int64_t>{3072, 3072}));
+  EXPECT_EQ(by_name["blk.0.attn_k.weight"].shape, (std::vector<int64_t>{1024, 3072}));
+  EXPECT_EQ(by_name["blk.0.attn_v.weight"].dtype, DType::kQ6_K);  // first eighth
+  EXPECT_EQ(by_name["blk.4.attn_v.weight"].dtype, DType::kQ4_K);  // (4 - 28 / 8) % 3 != 2
+  EXPECT_EQ(by_name["blk.5.attn_v.weight"].dtype, DType::kQ6_K);  // (5 - 28 / 8) % 3 == 2
+  EXPECT_EQ(by_name["blk.5.ffn_down.weight"].shape, (std::vector<int64_t>{3072, 8192}));
+  EXPECT_EQ(by_name["blk.27.ffn_norm.weight"].dtype, DType::kF32);
+}
+
+// Writes smollm2-135m cut to one block and 512 tokens.
+std::string Synth(const std::string& type, uint64_t seed) {
+  SynthOptions options;
+  options.preset = "smollm2-135m";
+  options.type = type;
+  options.layers = 1;
+  options.vocab = 512;
+  options.seed = seed;
+  options.data_dir = kTestdata;
+  const std::string path =
+      ::testing::TempDir() + "kite_synth_" + type + "_" + std::to_string(seed) + ".gguf";
+  const Status written = SynthesizeGguf(options, path);
+  EXPECT_TRUE(written.has_value()) << written.error().message;
+  return path;
+}
+
+std::vector<float> Values(const GgufFile& file, const std::string& name) {
+  const GgufTensorInfo* info = file.FindTensor(name);
+  if (info == nullptr) return {};
+  std::vector<float> out(*ElementCount(info->shape));
+  EXPECT_TRUE(Dequantize(info->dtype, file.View(*info).data, out.data(), out.size()).has_value());
+  return out;
+}
+
+TEST(SynthFileTest, LoadsWithThePresetShapesAndSaneWeights) {
+  const std::string path = Synth("f32", 7);
+  auto spec = LoadGgufModel(path);
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  EXPECT_EQ(spec->n_layers, 1);
+  EXPECT_EQ(spec->hidden, 576);
+  EXPECT_EQ(spec->n_heads, 9);
+  EXPECT_EQ(spec->n_kv_heads, 3);
+  EXPECT_EQ(spec->ffn, 1536);
+  EXPECT_EQ(spec->vocab, 512);
+  EXPECT_TRUE(spec->tied_embeddings);
+  EXPECT_EQ(spec->tokenizer->vocab_size(), 512);
+  EXPECT_FALSE(spec->chat_template.empty());
+  const GgufFile file = *GgufFile::Open(path);
+  const std::vector<float> w = Values(file, "blk.0.ffn_up.weight");
+  double sum = 0, sum_sq = 0;
+  for (float v : w) sum += v, sum_sq += double{v} * v;
+  const double mean = sum / w.size(), std = std::sqrt(sum_sq / w.size() - mean * mean);
+  EXPECT_NEAR(mean, 0.0, 1e-4);
+  EXPECT_NEAR(std, 0.02, 0.001);
+  for (float v : Values(file, "blk.0.attn_norm.weight")) ASSERT_EQ(v, 1.0f);
+  std::remove(path.c_str());
+}
+
+TEST(SynthFileTest, SameSeedSameBytes) {
+  const std::string a = Synth("q4_0", 3);
+  const std::string b = Synth("q4_0", 3);
+  const std::string c = Synth("q4_0", 4);
+  const auto read = [](const std::string& path) { return *ReadTextFile(path); };
+  EXPECT_EQ(read(a), read(b));
+  EXPECT_NE(read(a), read(c));
+  for (const std::string& path : {a, b, c}) std::remove(path.c_str());
+}
+
+// Each type's weights, dequantized by Kite, are the f32 file's within the type's rounding:
+// RMS error relative to the weights' RMS (0.02).
+TEST(SynthFileTest, QuantizedTypesDequantizeToTheF32Weights) {
+  const std::string reference_path = Synth("f32", 11);
+  const GgufFile reference = *GgufFile::Open(reference_path);
+  const std::pair<const char*, double> cases[] = {{"f16", 1e-3},  {"bf16", 5e-3}, {"q8_0", 0.01},
+                                                  {"q6_k", 0.04}, {"q5_k", 0.08}, {"q4_0", 0.15},
+                                                  {"q4_1", 0.15}, {"q4_k", 0.15}, {"q4_k_m", 0.15}};
+  for (const auto& [type, relative] : cases) {
+    const std::string path = Synth(type, 11);
+    auto file = GgufFile::Open(path);
+    ASSERT_TRUE(file.has_value()) << type;
+    ASSERT_TRUE(LoadGgufModel(path).has_value()) << type;
+    for (const GgufTensorInfo& info : reference.tensors()) {
+      const std::vector<float> want = Values(reference, info.name);
+      const std::vector<float> got = Values(*file, info.name);
+      ASSERT_EQ(got.size(), want.size()) << type << " " << info.name;
+      double err = 0, norm = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        err += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
+        norm += double{want[i]} * want[i];
+      }
+      EXPECT_LE(std::sqrt(err / norm), relative) << type << " " << info.name;
+    }
+    std::remove(path.c_str());
+  }
+  std::remove(reference_path.c_str());
+}
+
+TEST(SynthFileTest, BadOptionsAreNamed) {
+  SynthOptions options;
+  options.preset = "smollm2-135m";
+  options.type = "q3_k";
+  options.data_dir = kTestdata;
+  auto bad_type = SynthesizeGguf(options, ::testing::TempDir() + "kite_synth_bad.gguf");
+  ASSERT_FALSE(bad_type.has_value());
+  EXPECT_NE(bad_type.error().message.find("q4_k_m"), std::string::npos);
+  options.type = "f16";
+  options.tokenizer = kTestdata + "/missing-tokenizer";
+  auto bad_tokenizer = SynthesizeGguf(options, ::testing::TempDir() + "kite_synth_bad.gguf");
+  ASSERT_FALSE(bad_tokenizer.has_value());
+  EXPECT_NE(bad_tokenizer.error().message.find("missing-tokenizer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kite
