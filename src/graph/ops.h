@@ -73,6 +73,9 @@ struct RopeAttrs {
   int32_t original_max_position = 8192;  // llama3
 };
 
+// inv_freq of rotary pair i after the scaling, in double: the one definition both backends use.
+double RopeInverseFrequency(const RopeAttrs& attrs, int64_t i);
+
 // Fused causal attention with grouped-query heads over the layer's KV cache. Inputs: q [T, Hq, D],
 // k [T, Hkv, D], v [T, Hkv, D] (f32), positions [T] i32; Hq a multiple of Hkv. It first writes
 // k and v into the cache at the positions, then each query t attends to cache entries

@@ -5,34 +5,6 @@
 
 namespace kite::cpu {
 
-namespace {
-
-// inv_freq[i] = theta^(-2i / rotary_dim), then the scaling's adjustment, in double as in ref:
-// Llama 3 keeps high frequencies, divides low ones by the factor and blends in between; linear
-// divides all by the factor.
-double InverseFrequency(const RopeAttrs& a, int64_t i) {
-  const double inv_freq = std::pow(static_cast<double>(a.theta), -2.0 * i / a.rotary_dim);
-  switch (a.scaling) {
-    case RopeScaling::kNone:
-      return inv_freq;
-    case RopeScaling::kLinear:
-      return inv_freq / a.factor;
-    case RopeScaling::kLlama3: {
-      const double wavelength = 2.0 * std::numbers::pi / inv_freq;
-      const double high_freq_wavelength = a.original_max_position / a.high_freq_factor;
-      const double low_freq_wavelength = a.original_max_position / a.low_freq_factor;
-      if (wavelength < high_freq_wavelength) return inv_freq;
-      if (wavelength > low_freq_wavelength) return inv_freq / a.factor;
-      const double smooth = (a.original_max_position / wavelength - a.low_freq_factor) /
-                            (a.high_freq_factor - a.low_freq_factor);
-      return (1.0 - smooth) * inv_freq / a.factor + smooth * inv_freq;
-    }
-  }
-  return inv_freq;
-}
-
-}  // namespace
-
 SupportResult Support(const RopeAttrs& attrs, const Graph& graph, const Node& node) {
   const Value& x = graph.value(node.inputs[0]);
   if (!x.contiguous()) return SupportResult::No("input '" + x.name + "' is a strided view");
@@ -61,11 +33,11 @@ Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
   float* sin_table = cos_table + tokens * half;                              // [T, half]
   double inv_freq[512];
   const int64_t pairs = std::min<int64_t>(half, 512);
-  for (int64_t i = 0; i < pairs; ++i) inv_freq[i] = InverseFrequency(attrs, i);
+  for (int64_t i = 0; i < pairs; ++i) inv_freq[i] = RopeInverseFrequency(attrs, i);
   for (int64_t t = 0; t < tokens; ++t) {
     const int32_t position = positions.as<const int32_t>()[t * positions.strides[0]];
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = position * (i < pairs ? inv_freq[i] : InverseFrequency(attrs, i));
+      const double angle = position * (i < pairs ? inv_freq[i] : RopeInverseFrequency(attrs, i));
       cos_table[t * half + i] = static_cast<float>(std::cos(angle));
       sin_table[t * half + i] = static_cast<float>(std::sin(angle));
     }

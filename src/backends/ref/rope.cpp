@@ -5,34 +5,6 @@
 
 namespace kite::ref {
 
-namespace {
-
-// inv_freq[i] = theta^(-2i / rotary_dim), then the scaling's adjustment. Llama 3 keeps high
-// frequencies (wavelength below original_max / high_freq_factor), divides low ones (wavelength
-// above original_max / low_freq_factor) by the factor, and blends in between.
-double InverseFrequency(const RopeAttrs& a, int64_t i) {
-  const double inv_freq = std::pow(static_cast<double>(a.theta), -2.0 * i / a.rotary_dim);
-  switch (a.scaling) {
-    case RopeScaling::kNone:
-      return inv_freq;
-    case RopeScaling::kLinear:
-      return inv_freq / a.factor;
-    case RopeScaling::kLlama3: {
-      const double wavelength = 2.0 * std::numbers::pi / inv_freq;
-      const double high_freq_wavelength = a.original_max_position / a.high_freq_factor;
-      const double low_freq_wavelength = a.original_max_position / a.low_freq_factor;
-      if (wavelength < high_freq_wavelength) return inv_freq;
-      if (wavelength > low_freq_wavelength) return inv_freq / a.factor;
-      const double smooth = (a.original_max_position / wavelength - a.low_freq_factor) /
-                            (a.high_freq_factor - a.low_freq_factor);
-      return (1.0 - smooth) * inv_freq / a.factor + smooth * inv_freq;
-    }
-  }
-  return inv_freq;
-}
-
-}  // namespace
-
 // x [T, H, D] f32, positions [T] i32 -> out [T, H, D]. Pair i of a head is (x[i], x[i + r/2])
 // in neox mode and (x[2i], x[2i+1]) interleaved, with r = rotary_dim; it turns by the angle
 // position · inv_freq[i]. Dims from r on are copied.
@@ -53,7 +25,7 @@ Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
       auto in = [&](int64_t i) { return static_cast<double>(in_head[i * x.strides[2]]); };
       for (int64_t i = attrs.rotary_dim; i < dim; ++i) out_head[i] = in_head[i * x.strides[2]];
       for (int64_t i = 0; i < half; ++i) {
-        const double angle = position * InverseFrequency(attrs, i);
+        const double angle = position * RopeInverseFrequency(attrs, i);
         const double cos = std::cos(angle);
         const double sin = std::sin(angle);
         const int64_t first = attrs.mode == RopeMode::kNeox ? i : 2 * i;

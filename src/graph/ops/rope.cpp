@@ -1,4 +1,6 @@
 #include <cmath>
+#include <numbers>
+#include <cmath>
 
 #include "graph/op_rules.h"
 
@@ -44,6 +46,30 @@ Result<OutputSpec> InferOutput(const RopeAttrs& attrs, RuleInputs in) {
   }
   KITE_RETURN_IF_ERROR(CheckAttrs(attrs, x.shape[2]));
   return OutputSpec::Of(DType::kF32, x.shape);
+}
+
+// inv_freq[i] = theta^(-2i / rotary_dim), then the scaling's adjustment. Llama 3 keeps high
+// frequencies (wavelength below original_max / high_freq_factor), divides low ones (wavelength
+// above original_max / low_freq_factor) by the factor, and blends in between.
+double RopeInverseFrequency(const RopeAttrs& a, int64_t i) {
+  const double inv_freq = std::pow(static_cast<double>(a.theta), -2.0 * i / a.rotary_dim);
+  switch (a.scaling) {
+    case RopeScaling::kNone:
+      return inv_freq;
+    case RopeScaling::kLinear:
+      return inv_freq / a.factor;
+    case RopeScaling::kLlama3: {
+      const double wavelength = 2.0 * std::numbers::pi / inv_freq;
+      const double high_freq_wavelength = a.original_max_position / a.high_freq_factor;
+      const double low_freq_wavelength = a.original_max_position / a.low_freq_factor;
+      if (wavelength < high_freq_wavelength) return inv_freq;
+      if (wavelength > low_freq_wavelength) return inv_freq / a.factor;
+      const double smooth = (a.original_max_position / wavelength - a.low_freq_factor) /
+                            (a.high_freq_factor - a.low_freq_factor);
+      return (1.0 - smooth) * inv_freq / a.factor + smooth * inv_freq;
+    }
+  }
+  return inv_freq;
 }
 
 }  // namespace kite
