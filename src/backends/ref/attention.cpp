@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "backends/ref/kernels.h"
+#include "backends/shared_kernels.h"
 #include "base/half.h"
 
 namespace kite::ref {
@@ -42,25 +43,6 @@ void WriteRow(const KvLayerView& layer, const TensorArg& x, int64_t t, std::byte
   }
 }
 
-Status CheckCache(const AttentionAttrs& attrs, const ExecContext& context, const TensorArg& k) {
-  if (context.kv_cache == nullptr) return InvalidInput("attention needs a KV cache; none given");
-  const auto& layers = context.kv_cache->layers;
-  if (attrs.layer >= static_cast<int64_t>(layers.size())) {
-    return InvalidInput("layer " + std::to_string(attrs.layer) + " is past the KV cache's " +
-                        std::to_string(layers.size()) + " layers");
-  }
-  const KvLayerView& layer = layers[attrs.layer];
-  if (layer.n_kv_heads != k.shape[1] || layer.head_dim != k.shape[2] ||
-      (layer.dtype != DType::kF16 && layer.dtype != DType::kF32)) {
-    return InvalidInput("KV cache layer " + std::to_string(attrs.layer) + " holds " +
-                        std::to_string(layer.n_kv_heads) + " heads of " +
-                        std::to_string(layer.head_dim) + " " + std::string(DTypeName(layer.dtype)) +
-                        "; k has " + std::to_string(k.shape[1]) + " heads of " +
-                        std::to_string(k.shape[2]));
-  }
-  return Ok();
-}
-
 }  // namespace
 
 // Scratch: one output head accumulated in double [D].
@@ -76,7 +58,7 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   const TensorArg& k = args.in[1];
   const TensorArg& v = args.in[2];
   const TensorArg& positions = args.in[3];
-  KITE_RETURN_IF_ERROR(CheckCache(attrs, args.context, k));
+  KITE_RETURN_IF_ERROR(CheckAttentionCache(attrs, args.context, k));
   const KvLayerView& layer = args.context.kv_cache->layers[attrs.layer];
   const int64_t tokens = q.shape[0];
   const int64_t q_heads = q.shape[1];

@@ -1,0 +1,45 @@
+#include "backends/shared_kernels.h"
+
+#include <string>
+
+#include "tensor/dequantize.h"
+
+namespace kite {
+
+Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& context,
+                           const TensorArg& k) {
+  if (context.kv_cache == nullptr) return InvalidInput("attention needs a KV cache; none given");
+  const auto& layers = context.kv_cache->layers;
+  if (attrs.layer < 0 || attrs.layer >= static_cast<int64_t>(layers.size())) {
+    return InvalidInput("layer " + std::to_string(attrs.layer) + " is past the KV cache's " +
+                        std::to_string(layers.size()) + " layers");
+  }
+  const KvLayerView& layer = layers[attrs.layer];
+  if (layer.n_kv_heads != k.shape[1] || layer.head_dim != k.shape[2] ||
+      (layer.dtype != DType::kF16 && layer.dtype != DType::kF32)) {
+    return InvalidInput("KV cache layer " + std::to_string(attrs.layer) + " holds " +
+                        std::to_string(layer.n_kv_heads) + " heads of " +
+                        std::to_string(layer.head_dim) + " " + std::string(DTypeName(layer.dtype)) +
+                        "; k has " + std::to_string(k.shape[1]) + " heads of " +
+                        std::to_string(k.shape[2]));
+  }
+  return Ok();
+}
+
+Status LookUpEmbedding(const TensorArg& table, const TensorArg& ids, const TensorArg& out) {
+  const int64_t vocab = table.shape[0];
+  const int64_t dim = table.shape[1];
+  const int64_t row_bytes = dim / Traits(table.dtype).block_size * Traits(table.dtype).block_bytes;
+  for (int64_t t = 0; t < ids.shape[0]; ++t) {
+    const int32_t id = ids.as<const int32_t>()[t * ids.strides[0]];
+    if (id < 0 || id >= vocab) {
+      return InvalidInput("token id " + std::to_string(id) + " at index " + std::to_string(t) +
+                          " is outside the table's " + std::to_string(vocab) + " rows");
+    }
+    KITE_RETURN_IF_ERROR(
+        Dequantize(table.dtype, table.data + id * row_bytes, out.as<float>() + t * dim, dim));
+  }
+  return Ok();
+}
+
+}  // namespace kite
