@@ -83,19 +83,30 @@ HWY_INLINE VI LoadI8AsI32(const uint8_t* p) {
   return hn::PromoteTo(DI(), hn::LoadU(di8, reinterpret_cast<const int8_t*>(p)));
 }
 
-// Accumulates the int32 dot products of one sub-block of 32 codes (at `codes`) of 16 rows with
-// tokens' int8 activations at act[c] (32 each): elements 0..15 into dot, 16..31 into dot2 (two
-// dependency chains instead of one; q6_K needs the halves apart anyway, for its sub-blocks of
-// 16). 4-bit codes: chunk p holds element groups p (low nibbles) and p + 4 (high nibbles).
-template <int C, int kBits>
-HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* codes, const int8_t* const* act, int64_t at,
-                                      VI (&dot)[C][kVecs], VI (&dot2)[C][kVecs]) {
+// A tile is C tokens x G row groups: vector v (of R = G·kVecs) holds the kLanes rows at
+// kLanes·(v % kVecs) of group v / kVecs. Decode (C = 1) takes G = 4: four groups read side by
+// side are four memory streams, which a core's prefetchers fetch faster than one (see
+// bench/machine_limits_bench's read figures), and four independent accumulator chains.
+template <int G>
+HWY_INLINE const uint8_t* VecAt(const uint8_t* const (&at)[G], int v, int64_t vec_bytes) {
+  return at[v / kVecs] + vec_bytes * (v % kVecs);
+}
+
+// Accumulates the int32 dot products of one sub-block of 32 codes (at codes[g], per group) of
+// 16 rows with tokens' int8 activations at act[c] (32 each): elements 0..15 into dot, 16..31 into
+// dot2 (two dependency chains instead of one; q6_K needs the halves apart anyway, for its
+// sub-blocks of 16). 4-bit codes: chunk p holds element groups p (low nibbles) and p + 4 (high
+// nibbles).
+template <int C, int G, int kBits>
+HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const int8_t* const* act,
+                                      int64_t at, VI (&dot)[C][G * kVecs],
+                                      VI (&dot2)[C][G * kVecs]) {
   const DI di;
   if constexpr (kBits == 4) {
     const VI low = hn::Set(di, 0x0f0f0f0f);
     for (int p = 0; p < 4; ++p) {
-      for (int v = 0; v < kVecs; ++v) {
-        const VI w = LoadCodes(codes + 64 * p + 4 * kLanes * v);
+      for (int v = 0; v < G * kVecs; ++v) {
+        const VI w = LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * p);
         const VI lo = hn::And(w, low);
         const VI hi = hn::And(hn::ShiftRight<4>(w), low);
         for (int c = 0; c < C; ++c) {
@@ -106,8 +117,8 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* codes, const int8_t* const*
     }
   } else {
     for (int g = 0; g < 8; ++g) {
-      for (int v = 0; v < kVecs; ++v) {
-        const VI w = LoadCodes(codes + 64 * g + 4 * kLanes * v);
+      for (int v = 0; v < G * kVecs; ++v) {
+        const VI w = LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * g);
         for (int c = 0; c < C; ++c) {
           if (g >= 4) {
             dot2[c][v] = Dot(dot2[c][v], w, Broadcast4(act[c] + at + 4 * g));
@@ -122,9 +133,10 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* codes, const int8_t* const*
 
 // Legacy types (block 32): acc += d·(da·dot - offset) (+ m·offset for q4_1, whose offset is
 // da·Σq).
-template <int C, int kBits, bool kMin>
-KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* group, int64_t t0,
-                          float (&out)[C][kPackRows]) {
+template <int C, int G, int kBits, bool kMin>
+KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
+                          float (&out)[C][G * kPackRows]) {
+  constexpr int R = G * kVecs;
   const DF df;
   const DI di;
   const PackLayout& l = job.w->layout();
@@ -139,25 +151,27 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* group, int64_t t0
     scale[c] = job.scale + (t0 + c) * blocks;
     offset[c] = job.offset + (t0 + c) * blocks;
   }
-  VF acc[C][kVecs];
+  VF acc[C][R];
   for (int c = 0; c < C; ++c)
-    for (int v = 0; v < kVecs; ++v) acc[c][v] = hn::Zero(df);
+    for (int v = 0; v < R; ++v) acc[c][v] = hn::Zero(df);
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = group + b * l.block_bytes;
-    VI dot[C][kVecs];
-    VI dot2[C][kVecs];
+    const uint8_t* block[G];
+    for (int g = 0; g < G; ++g) block[g] = groups[g] + b * l.block_bytes;
+    VI dot[C][R];
+    VI dot2[C][R];
     for (int c = 0; c < C; ++c)
-      for (int v = 0; v < kVecs; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
-    DotSubBlock<C, kBits>(block, act, b * kQK, dot, dot2);
+      for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
+    DotSubBlock<C, G, kBits>(block, act, b * kQK, dot, dot2);
     for (int c = 0; c < C; ++c)
-      for (int v = 0; v < kVecs; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
-    for (int v = 0; v < kVecs; ++v) {
-      const VF d = LoadF16(block + code_bytes + 2 * kLanes * v);
+      for (int v = 0; v < R; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
+    for (int v = 0; v < R; ++v) {
+      const uint8_t* tail = VecAt<G>(block, v, 2 * kLanes) + code_bytes;
+      const VF d = LoadF16(tail);
       for (int c = 0; c < C; ++c) {
         const VF da = hn::Set(df, scale[c][b]);
         const VF off = hn::Set(df, offset[c][b]);
         if constexpr (kMin) {
-          const VF m = LoadF16(block + code_bytes + 2 * kPackRows + 2 * kLanes * v);
+          const VF m = LoadF16(tail + 2 * kPackRows);
           acc[c][v] = hn::MulAdd(d, hn::Mul(hn::ConvertTo(df, dot[c][v]), da), acc[c][v]);
           acc[c][v] = hn::MulAdd(m, off, acc[c][v]);
         } else {
@@ -167,14 +181,15 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* group, int64_t t0
     }
   }
   for (int c = 0; c < C; ++c)
-    for (int v = 0; v < kVecs; ++v) hn::StoreU(acc[c][v], df, out[c] + v * kLanes);
+    for (int v = 0; v < R; ++v) hn::StoreU(acc[c][v], df, out[c] + v * kLanes);
 }
 
 // K-quants (super-block 256): per sub-block the int32 dot times its integer scale is summed
 // over the super-block, then acc += d·da·Σ - dmin·da·Σ(min·Σq).
-template <int C, int kBits, bool kMin>
-KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* group, int64_t t0,
-                          float (&out)[C][kPackRows]) {
+template <int C, int G, int kBits, bool kMin>
+KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
+                          float (&out)[C][G * kPackRows]) {
+  constexpr int R = G * kVecs;
   const DF df;
   const DI di;
   const PackLayout& l = job.w->layout();
@@ -182,6 +197,7 @@ KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* group, int64_t t0
   const int64_t supers = k / kQKK;
   const int64_t sub_bytes = kPackRows * 32 * kBits / 8;
   const int64_t code_bytes = 8 * sub_bytes;
+  const int64_t scales_at = code_bytes + 4 * kPackRows * (kMin ? 2 : 1);
   const int sums_per_super = kMin ? 8 : 16;
   const int8_t* act[C];
   const float* scale[C];
@@ -191,34 +207,36 @@ KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* group, int64_t t0
     scale[c] = job.scale + (t0 + c) * supers;
     sums[c] = job.sums + (t0 + c) * supers * sums_per_super;
   }
-  VF acc[C][kVecs];
+  VF acc[C][R];
   for (int c = 0; c < C; ++c)
-    for (int v = 0; v < kVecs; ++v) acc[c][v] = hn::Zero(df);
+    for (int v = 0; v < R; ++v) acc[c][v] = hn::Zero(df);
   for (int64_t sb = 0; sb < supers; ++sb) {
-    const uint8_t* block = group + sb * l.block_bytes;
-    const uint8_t* tail = block + code_bytes;
-    const uint8_t* scales = tail + 4 * kPackRows * (kMin ? 2 : 1);
-    VI isum[C][kVecs];
-    VI msum[C][kVecs];
+    const uint8_t* block[G];
+    for (int g = 0; g < G; ++g) block[g] = groups[g] + sb * l.block_bytes;
+    VI isum[C][R];
+    VI msum[C][R];
     for (int c = 0; c < C; ++c)
-      for (int v = 0; v < kVecs; ++v) isum[c][v] = msum[c][v] = hn::Zero(di);
+      for (int v = 0; v < R; ++v) isum[c][v] = msum[c][v] = hn::Zero(di);
     for (int s = 0; s < 8; ++s) {
-      VI dot[C][kVecs];
-      VI dot2[C][kVecs];
+      VI dot[C][R];
+      VI dot2[C][R];
       for (int c = 0; c < C; ++c)
-        for (int v = 0; v < kVecs; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
-      DotSubBlock<C, kBits>(block + s * sub_bytes, act, sb * kQKK + 32 * s, dot, dot2);
-      for (int v = 0; v < kVecs; ++v) {
+        for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
+      const uint8_t* sub[G];
+      for (int g = 0; g < G; ++g) sub[g] = block[g] + s * sub_bytes;
+      DotSubBlock<C, G, kBits>(sub, act, sb * kQKK + 32 * s, dot, dot2);
+      for (int v = 0; v < R; ++v) {
+        const uint8_t* scales = VecAt<G>(block, v, kLanes) + scales_at;
         if constexpr (kMin) {
-          const VI sc = LoadU8AsI32(scales + s * kPackRows + kLanes * v);
-          const VI mn = LoadU8AsI32(scales + (8 + s) * kPackRows + kLanes * v);
+          const VI sc = LoadU8AsI32(scales + s * kPackRows);
+          const VI mn = LoadU8AsI32(scales + (8 + s) * kPackRows);
           for (int c = 0; c < C; ++c) {
             isum[c][v] = hn::Add(isum[c][v], hn::Mul(hn::Add(dot[c][v], dot2[c][v]), sc));
             msum[c][v] = hn::Add(msum[c][v], hn::Mul(mn, hn::Set(di, sums[c][sb * 8 + s])));
           }
         } else {  // q6_K: codes biased by 32, two sub-blocks of 16 per 32
-          const VI sc1 = LoadI8AsI32(scales + (2 * s) * kPackRows + kLanes * v);
-          const VI sc2 = LoadI8AsI32(scales + (2 * s + 1) * kPackRows + kLanes * v);
+          const VI sc1 = LoadI8AsI32(scales + (2 * s) * kPackRows);
+          const VI sc2 = LoadI8AsI32(scales + (2 * s + 1) * kPackRows);
           for (int c = 0; c < C; ++c) {
             const int32_t* s16 = sums[c] + sb * 16 + 2 * s;
             const VI d1 = hn::Sub(dot[c][v], hn::Set(di, 32 * s16[0]));
@@ -228,13 +246,14 @@ KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* group, int64_t t0
         }
       }
     }
-    for (int v = 0; v < kVecs; ++v) {
-      const VF d = LoadF32(tail + 4 * kLanes * v);
+    for (int v = 0; v < R; ++v) {
+      const uint8_t* tail = VecAt<G>(block, v, 4 * kLanes) + code_bytes;
+      const VF d = LoadF32(tail);
       for (int c = 0; c < C; ++c) {
         const VF dd = hn::Mul(d, hn::Set(df, scale[c][sb]));
         acc[c][v] = hn::MulAdd(dd, hn::ConvertTo(df, isum[c][v]), acc[c][v]);
         if constexpr (kMin) {
-          const VF dmin = LoadF32(tail + 4 * kPackRows + 4 * kLanes * v);
+          const VF dmin = LoadF32(tail + 4 * kPackRows);
           const VF dm = hn::Mul(dmin, hn::Set(df, scale[c][sb]));
           acc[c][v] = hn::NegMulAdd(dm, hn::ConvertTo(df, msum[c][v]), acc[c][v]);
         }
@@ -242,7 +261,7 @@ KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* group, int64_t t0
     }
   }
   for (int c = 0; c < C; ++c)
-    for (int v = 0; v < kVecs; ++v) hn::StoreU(acc[c][v], df, out[c] + v * kLanes);
+    for (int v = 0; v < R; ++v) hn::StoreU(acc[c][v], df, out[c] + v * kLanes);
 }
 
 // Float weights: acc[c] += w[k] · x[c][k], w converted to f32 as loaded.
@@ -341,53 +360,66 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   }
 }
 
-// Runs Tile over every group in [begin, end) and token tile, C tokens at a time (fewer at the
-// end), and stores the valid rows with the bias.
-template <int C, template <int> class Tile>
-void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
+// Stores a tile's outputs for token t, group g (its valid rows), adding the bias.
+HWY_INLINE void StoreRows(const MatMulJob& job, int64_t t, int64_t g, const float* tile) {
   const int64_t n = job.w->rows();
+  const int64_t rows = std::min<int64_t>(kPackRows, n - g * kPackRows);
+  float* dst = job.out + t * n + g * kPackRows;
+  for (int64_t r = 0; r < rows; ++r) {
+    dst[r] = tile[r] + (job.bias ? job.bias[g * kPackRows + r] : 0.0f);
+  }
+}
+
+// Runs Tile over groups [begin, end) for every token: whole tiles of C tokens one group at a
+// time (the group's weights stay in L1 across the token tiles), then the tokens left over (all
+// of them in decode) one at a time over G groups at once; a tile for each remainder would
+// multiply code size.
+template <int C, int G, template <int, int> class Tile>
+void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
+  const int64_t whole = job.tokens / C * C;
   for (int64_t g = begin; g < end; ++g) {
-    const auto* group = reinterpret_cast<const uint8_t*>(job.w->group(g));
-    const int64_t rows = std::min<int64_t>(kPackRows, n - g * kPackRows);
-    for (int64_t t0 = 0; t0 < job.tokens; t0 += C) {
-      const int64_t count = std::min<int64_t>(C, job.tokens - t0);
+    const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
+    for (int64_t t0 = 0; t0 < whole; t0 += C) {
       float out[C][kPackRows];
-      auto store = [&](int64_t c) {
-        float* dst = job.out + (t0 + c) * n + g * kPackRows;
-        for (int64_t r = 0; r < rows; ++r) {
-          dst[r] = out[c][r] + (job.bias ? job.bias[g * kPackRows + r] : 0.0f);
-        }
-      };
-      if (count == C) {
-        Tile<C>::Run(job, group, t0, out);
-      } else {
-        // The last tokens one at a time: a tile for each remainder would multiply code size.
-        for (int64_t c = 0; c < count; ++c) {
-          float one[1][kPackRows];
-          Tile<1>::Run(job, group, t0 + c, one);
-          std::memcpy(out[c], one[0], sizeof(one[0]));
-        }
-      }
-      for (int64_t c = 0; c < count; ++c) store(c);
+      Tile<C, 1>::Run(job, group, t0, out);
+      for (int c = 0; c < C; ++c) StoreRows(job, t0 + c, g, out[c]);
+    }
+  }
+  for (int64_t t = whole; t < job.tokens; ++t) {
+    int64_t g = begin;
+    for (; g + G <= end; g += G) {
+      const uint8_t* groups[G];
+      for (int i = 0; i < G; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+      float out[1][G * kPackRows];
+      Tile<1, G>::Run(job, groups, t, out);
+      for (int i = 0; i < G; ++i) StoreRows(job, t, g + i, out[0] + i * kPackRows);
+    }
+    for (; g < end; ++g) {
+      const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
+      float out[1][kPackRows];
+      Tile<1, 1>::Run(job, group, t, out);
+      StoreRows(job, t, g, out[0]);
     }
   }
 }
 
 template <int kBits, bool kMin>
 struct Legacy {
-  template <int C>
+  template <int C, int G>
   struct Tile {
-    static void Run(const MatMulJob& job, const uint8_t* g, int64_t t0, float (&o)[C][kPackRows]) {
-      LegacyTile<C, kBits, kMin>(job, g, t0, o);
+    static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
+                    float (&o)[C][G * kPackRows]) {
+      LegacyTile<C, G, kBits, kMin>(job, g, t0, o);
     }
   };
 };
 template <int kBits, bool kMin>
 struct KQuant {
-  template <int C>
+  template <int C, int G>
   struct Tile {
-    static void Run(const MatMulJob& job, const uint8_t* g, int64_t t0, float (&o)[C][kPackRows]) {
-      KQuantTile<C, kBits, kMin>(job, g, t0, o);
+    static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
+                    float (&o)[C][G * kPackRows]) {
+      KQuantTile<C, G, kBits, kMin>(job, g, t0, o);
     }
   };
 };
@@ -400,17 +432,17 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
     case DType::kBF16:
       return FloatGroups<8, hwy::bfloat16_t>(job, begin, end);
     case DType::kQ4_0:
-      return Groups<4, Legacy<4, false>::Tile>(job, begin, end);
+      return Groups<4, 4, Legacy<4, false>::Tile>(job, begin, end);
     case DType::kQ4_1:
-      return Groups<4, Legacy<4, true>::Tile>(job, begin, end);
+      return Groups<4, 4, Legacy<4, true>::Tile>(job, begin, end);
     case DType::kQ8_0:
-      return Groups<4, Legacy<8, false>::Tile>(job, begin, end);
+      return Groups<4, 4, Legacy<8, false>::Tile>(job, begin, end);
     case DType::kQ4_K:
-      return Groups<4, KQuant<4, true>::Tile>(job, begin, end);
+      return Groups<4, 4, KQuant<4, true>::Tile>(job, begin, end);
     case DType::kQ5_K:
-      return Groups<4, KQuant<8, true>::Tile>(job, begin, end);
+      return Groups<4, 4, KQuant<8, true>::Tile>(job, begin, end);
     case DType::kQ6_K:
-      return Groups<4, KQuant<8, false>::Tile>(job, begin, end);
+      return Groups<4, 4, KQuant<8, false>::Tile>(job, begin, end);
     default:
       return;  // Supports() refused the others
   }
