@@ -153,6 +153,43 @@ TEST(CliBench, MarkdownTable) {
   EXPECT_NE(result.out.find("load "), std::string::npos);
 }
 
+// --profile: every graph run of the timed repetitions is in the profile. A Llama layer has 7
+// matmuls (q, k, v, o, gate, up, down) and the model one lm_head, all f32 here, so a run makes
+// 7 * layers + 1 of them; a pp test is one run a repetition, a tg test one run a token. The ops'
+// time fits inside the repetitions' time.
+TEST(CliBench, ProfileCountsTheMatmulsOfEveryRun) {
+  const std::string model = SourcePath("testdata/reference/llama-gqa");
+  std::ifstream config_file(model + "/config.json");
+  const json config = json::parse(config_file, nullptr, /*allow_exceptions=*/false);
+  ASSERT_TRUE(config.contains("num_hidden_layers"));
+  const int64_t matmuls_per_run = 7 * config["num_hidden_layers"].get<int64_t>() + 1;
+  CommandResult result = RunKite({"bench", "-m", model, "-p", "6", "-n", "3", "-r", "2",
+                                  "--backend", "cpu", "--profile", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const json out = ParseOutput(result);
+  ASSERT_TRUE(out.is_array() && out.size() == 2u) << out.dump();
+  const int64_t runs[2] = {2, 2 * 3};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(out[i]["profile"].is_array()) << out[i].dump();
+    int64_t matmuls = 0;
+    uint64_t ops_ns = 0, test_ns = 0;
+    for (const json& row : out[i]["profile"]) {
+      EXPECT_EQ(row["backend"], "cpu") << row.dump();
+      if (row["op"] == "matmul f32") matmuls = row["calls"].get<int64_t>();
+      ops_ns += row["ns"].get<uint64_t>();
+    }
+    for (const json& ns : out[i]["samples_ns"]) test_ns += ns.get<uint64_t>();
+    EXPECT_EQ(matmuls, runs[i] * matmuls_per_run) << out[i]["profile"].dump();
+    EXPECT_GT(ops_ns, 0u);
+    EXPECT_LE(ops_ns, test_ns);
+  }
+  CommandResult text = RunKite(
+      {"bench", "-m", model, "-p", "0", "-n", "2", "-r", "1", "--backend", "cpu", "--profile"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("profile of tg2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("matmul f32"), std::string::npos) << text.out;
+}
+
 TEST(CliBench, BadFlagsAreClearErrors) {
   const std::string model = SourcePath("testdata/reference/llama-gqa");
   struct Case {

@@ -1,6 +1,7 @@
 #include "backends/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "tensor/tensor.h"
@@ -95,7 +96,14 @@ Status CompiledGraph::Run(const KvCacheView* kv_cache) {
     for (int32_t i = partition.begin; i < partition.end; ++i) {
       const Node& node = nodes[i];
       if (node.is_view()) continue;
+      const auto start =
+          profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       Status status = backend.Execute(node, node_args_[i], args_[node.output.index], context);
+      if (profile_) {
+        const auto elapsed = std::chrono::steady_clock::now() - start;
+        profile_->Add(profile_rows_[i],
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());
+      }
       if (!status) {
         return std::unexpected(std::move(status.error())
                                    .WithContext("node '" + node.name + "' (" +
@@ -105,6 +113,28 @@ Status CompiledGraph::Run(const KvCacheView* kv_cache) {
     }
   }
   return Ok();
+}
+
+// A node's profile row: its op, plus the type of the weight matrix it reads, if any (the type
+// decides which kernel runs and how many bytes it streams).
+void CompiledGraph::set_profile(OpProfile* profile) {
+  profile_ = profile;
+  profile_rows_.assign(graph_.nodes().size(), -1);
+  if (profile == nullptr) return;
+  const std::span<const Node> nodes = graph_.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::string op(nodes[i].op_name());
+    for (const ValueId input : nodes[i].inputs) {
+      const Value& value = graph_.value(input);
+      const Value& source = value.is_view() ? graph_.value(value.alias_of) : value;
+      if (source.kind == ValueKind::kWeight && value.shape.size() >= 2) {
+        op.append(" ").append(DTypeName(value.dtype));
+        break;
+      }
+    }
+    const Backend* backend = backends_[placement_.nodes[i].backend];
+    profile_rows_[i] = profile->RowFor(op, backend->name());
+  }
 }
 
 Result<std::span<const float>> CompiledGraph::OutputF32(size_t index) const {

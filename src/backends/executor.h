@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/op_profile.h"
 #include "backends/partitioner.h"
 #include "base/status.h"
 #include "graph/aligned_buffer.h"
@@ -47,6 +48,10 @@ class CompiledGraph {
   // Runs the partitions in order. `kv_cache` is needed when the graph has attention nodes.
   Status Run(const KvCacheView* kv_cache = nullptr);
 
+  // Times every node of later runs into `profile` (nullptr: stop timing). The profile must
+  // outlive the runs.
+  void set_profile(OpProfile* profile);
+
   // The memory of any value as the kernels see it; node outputs hold the last run's results
   // (values that are not graph outputs may have been overwritten by later nodes).
   const TensorArg& arg(ValueId value) const { return args_[value.index]; }
@@ -65,6 +70,8 @@ class CompiledGraph {
   AlignedBuffer scratch_;
   std::vector<TensorArg> args_;                    // per value
   std::vector<std::vector<TensorArg>> node_args_;  // per node: its inputs' args, in order
+  OpProfile* profile_ = nullptr;
+  std::vector<int32_t> profile_rows_;  // per node: its row in profile_
 };
 
 }  // namespace kite

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "backends/ref/ref_backend.h"
@@ -72,6 +74,34 @@ TEST_F(TinyModel, EmbeddingRmsNormMatMul) {
   EXPECT_EQ(reinterpret_cast<const std::byte*>(again.data()), arena);
   const double expected_again[] = {1, -2, -1, 1, -2, -1};
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(again[i], expected_again[i], 1e-6) << i;
+}
+
+// Each node is timed into the row of its op and weight type: the f16 embedding table and the
+// f32 output matrix name their types, the norm's vector weight does not; runs add up; Clear
+// zeroes; a graph without a profile times nothing.
+TEST_F(TinyModel, ProfileCountsEveryNodePerOpAndWeightType) {
+  OpProfile profile;
+  compiled_->set_profile(&profile);
+  ASSERT_TRUE(compiled_->SetInput("tokens", std::vector<int32_t>{0, 2}));
+  ASSERT_TRUE(compiled_->Run());
+  ASSERT_TRUE(compiled_->Run());
+  const std::vector<OpProfile::Row> rows = profile.SortedRows();
+  ASSERT_EQ(rows.size(), 3u);
+  std::map<std::string, OpProfile::Row> by_op;
+  for (const OpProfile::Row& row : rows) by_op[row.op] = row;
+  for (const char* op : {"embedding f16", "rms_norm", "matmul f32"}) {
+    ASSERT_TRUE(by_op.count(op)) << op;
+    EXPECT_EQ(by_op[op].calls, 2) << op;
+    EXPECT_EQ(by_op[op].backend, "ref") << op;
+  }
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].ns, rows[i].ns);
+  EXPECT_GT(profile.total_ns(), 0u);
+
+  profile.Clear();
+  EXPECT_TRUE(profile.SortedRows().empty());
+  compiled_->set_profile(nullptr);
+  ASSERT_TRUE(compiled_->Run());
+  EXPECT_TRUE(profile.SortedRows().empty());
 }
 
 TEST_F(TinyModel, BadInputsAreErrorsThatNameThem) {

@@ -1,4 +1,5 @@
-// `kite bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--backend NAME] [--ctx N] [--json]`:
+// `kite bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--backend NAME] [--ctx N] [--json]
+// [--profile]`:
 // prompt-processing and generation speed, measured the way llama.cpp's llama-bench measures it,
 // so the two can be set side by side on the same GGUF file (bench/compare.sh).
 //
@@ -54,6 +55,7 @@ struct BenchOptions {
   std::string backend;  // "": cpu when built, else ref
   int32_t ctx = 0;      // 0: the longest test
   bool json = false;
+  bool profile = false;
 };
 
 struct BenchTest {
@@ -61,6 +63,7 @@ struct BenchTest {
   int32_t n_gen = 0;
   std::vector<uint64_t> samples_ns;
   uint64_t peak_rss_bytes = 0;
+  std::vector<OpProfile::Row> profile;  // over the timed repetitions, with --profile
 };
 
 struct ModelFacts {
@@ -146,7 +149,7 @@ ModelFacts DescribeModel(const ModelSpec& spec) {
 class Bench {
  public:
   Bench(Engine& engine, const BenchOptions& options)
-      : session_(engine), options_(options), rng_(kSeed) {
+      : engine_(engine), session_(engine), options_(options), rng_(kSeed) {
     const Tokenizer& tokenizer = engine.tokenizer();
     vocab_ = std::min(tokenizer.vocab_size() > 0 ? tokenizer.vocab_size() : engine.spec().vocab,
                       engine.spec().vocab);
@@ -156,9 +159,13 @@ class Bench {
   Status Run(BenchTest* test) {
     if (test->n_prompt > 0) KITE_TRY(TimeOnce(test->n_prompt, 0));  // warm-up: compiles graphs
     if (test->n_gen > 0) KITE_TRY(TimeOnce(0, 1));
+    OpProfile profile;
+    if (options_.profile) engine_.set_profile(&profile);
     for (int32_t rep = 0; rep < options_.reps; ++rep) {
       test->samples_ns.push_back(KITE_TRY(TimeOnce(test->n_prompt, test->n_gen)));
     }
+    engine_.set_profile(nullptr);
+    test->profile = profile.SortedRows();
     test->peak_rss_bytes = PeakRssBytes();
     return Ok();
   }
@@ -183,6 +190,7 @@ class Bench {
     return NowNs() - start;
   }
 
+  Engine& engine_;
   Session session_;
   const BenchOptions& options_;
   std::mt19937 rng_;
@@ -201,22 +209,31 @@ nlohmann::ordered_json TestJson(const BenchTest& test, const BenchOptions& optio
                                 uint64_t load_ns) {
   const std::vector<double> ts = TokensPerSecond(test);
   const std::vector<double> ns = AsDoubles(test.samples_ns);
-  return {{"model_filename", options.model},
-          {"model_type", model.type},
-          {"model_size", model.size_bytes},
-          {"model_n_params", model.n_params},
-          {"backends", backend},
-          {"n_threads", options.threads},
-          {"n_prompt", test.n_prompt},
-          {"n_gen", test.n_gen},
-          {"avg_ns", static_cast<uint64_t>(Mean(ns))},
-          {"stddev_ns", static_cast<uint64_t>(StdDev(ns))},
-          {"avg_ts", Mean(ts)},
-          {"stddev_ts", StdDev(ts)},
-          {"samples_ns", test.samples_ns},
-          {"samples_ts", ts},
-          {"load_ns", load_ns},
-          {"peak_rss_bytes", test.peak_rss_bytes}};
+  nlohmann::ordered_json json = {{"model_filename", options.model},
+                                 {"model_type", model.type},
+                                 {"model_size", model.size_bytes},
+                                 {"model_n_params", model.n_params},
+                                 {"backends", backend},
+                                 {"n_threads", options.threads},
+                                 {"n_prompt", test.n_prompt},
+                                 {"n_gen", test.n_gen},
+                                 {"avg_ns", static_cast<uint64_t>(Mean(ns))},
+                                 {"stddev_ns", static_cast<uint64_t>(StdDev(ns))},
+                                 {"avg_ts", Mean(ts)},
+                                 {"stddev_ts", StdDev(ts)},
+                                 {"samples_ns", test.samples_ns},
+                                 {"samples_ts", ts},
+                                 {"load_ns", load_ns},
+                                 {"peak_rss_bytes", test.peak_rss_bytes}};
+  if (options.profile) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const OpProfile::Row& row : test.profile) {
+      rows.push_back(
+          {{"op", row.op}, {"backend", row.backend}, {"calls", row.calls}, {"ns", row.ns}});
+    }
+    json["profile"] = std::move(rows);
+  }
+  return json;
 }
 
 std::string SizeText(uint64_t bytes) {
@@ -259,6 +276,25 @@ void PrintTableRow(const BenchTest& test, const BenchOptions& options, const std
               SizeText(model.size_bytes).c_str(), ParamsText(model.n_params).c_str(),
               backend.c_str(), options.threads, TestName(test).c_str(), speed);
   std::fflush(stdout);
+}
+
+// Per token of the test: each op's calls and time, and its share of the test's time; what the
+// ops leave is the runtime around the graph (sampling, session, thread wake-ups between runs).
+void PrintProfile(const BenchTest& test, int32_t reps) {
+  uint64_t test_ns = 0;
+  for (uint64_t ns : test.samples_ns) test_ns += ns;
+  const double tokens = static_cast<double>(test.n_prompt + test.n_gen) * reps;
+  std::printf("\nprofile of %s: %.3f ms a token\n", TestName(test).c_str(), test_ns / tokens / 1e6);
+  std::printf("  %-18s %-8s %12s %10s %7s\n", "op", "backend", "calls/token", "ms/token", "share");
+  uint64_t ops_ns = 0;
+  for (const OpProfile::Row& row : test.profile) {
+    ops_ns += row.ns;
+    std::printf("  %-18s %-8s %12.1f %10.3f %6.1f%%\n", row.op.c_str(), row.backend.c_str(),
+                row.calls / tokens, row.ns / tokens / 1e6, 100.0 * row.ns / test_ns);
+  }
+  const uint64_t rest = test_ns > ops_ns ? test_ns - ops_ns : 0;
+  std::printf("  %-18s %-8s %12s %10.3f %6.1f%%\n", "(outside ops)", "", "", rest / tokens / 1e6,
+              100.0 * rest / test_ns);
 }
 
 Status CheckOptions(const BenchOptions& options) {
@@ -331,6 +367,9 @@ Status RunBench(BenchOptions options) {
     std::printf("\nload %.1f ms, peak RSS %s, KV cache %s, %d reps after a warm-up\n",
                 load_ns / 1e6, SizeText(PeakRssBytes()).c_str(),
                 SizeText(engine->KvCacheBytes()).c_str(), options.reps);
+    if (options.profile) {
+      for (const BenchTest& test : tests) PrintProfile(test, options.reps);
+    }
   }
   return Ok();
 }
@@ -363,6 +402,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 1 << 24));
   bench->add_flag("--json", options->json,
                   "Print a JSON array, one object per test, with llama-bench's field names");
+  bench->add_flag("--profile", options->profile,
+                  "Time every op of the timed repetitions and print, per test, each op kind's "
+                  "calls and milliseconds per token and share of the time (JSON: \"profile\")");
   bench->callback([options, exit_code] {
     if (auto status = RunBench(*options); !status) *exit_code = ReportError(status.error());
   });

@@ -139,6 +139,11 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
   return engine;
 }
 
+void Engine::set_profile(OpProfile* profile) {
+  profile_ = profile;
+  for (auto& [key, cached] : graphs_) cached.graph->set_profile(profile);
+}
+
 Result<CompiledGraph*> Engine::GetGraph(int32_t tokens, bool all_logits) {
   if (tokens < 1 || tokens > options_.prefill_chunk) {
     return InvalidInput("a graph of " + std::to_string(tokens) + " tokens; expected 1.." +
@@ -156,6 +161,8 @@ Result<CompiledGraph*> Engine::GetGraph(int32_t tokens, bool all_logits) {
   for (const auto& backend : backends_) backends.push_back(backend.get());
   auto compiled =
       std::make_unique<CompiledGraph>(KITE_TRY(CompiledGraph::Compile(std::move(graph), backends)));
+
+  if (profile_ != nullptr) compiled->set_profile(profile_);
 
   auto pinned = [&](const GraphKey& k) {
     return k.tokens == 1 || k.tokens == options_.prefill_chunk;

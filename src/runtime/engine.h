@@ -70,6 +70,9 @@ class Engine {
   // life; a few others (the last, shorter chunk of a prompt) are kept most-recent-first.
   Result<CompiledGraph*> GetGraph(int32_t tokens, bool all_logits);
   KvCache& kv_cache() { return kv_cache_; }
+  // Times every node of every compiled graph, those compiled later included, into `profile`
+  // (nullptr: stop). The profile must outlive the runs.
+  void set_profile(OpProfile* profile);
   // The session whose tokens the KV cache holds (nullptr: none).
   const Session* kv_owner() const { return kv_owner_; }
   void set_kv_owner(const Session* session) { kv_owner_ = session; }
@@ -97,6 +100,7 @@ class Engine {
   std::map<GraphKey, CachedGraph> graphs_;
   uint64_t use_counter_ = 0;
   const Session* kv_owner_ = nullptr;
+  OpProfile* profile_ = nullptr;
 };
 
 }  // namespace kite
