@@ -278,29 +278,41 @@ HWY_INLINE VF LoadWeights(const uint8_t* p) {
   }
 }
 
-// out[c][r] += Σ_{k0 <= i < k1} w[r][i] · x[c][i]. With few tokens the FMA latency would bound
-// the loop, so U consecutive k feed U separate accumulators (summed at the end).
-template <int C, typename T>
-void FloatTile(const MatMulJob& job, const uint8_t* group, int64_t t0, int64_t k0, int64_t k1,
-               float (&out)[C][kPackRows]) {
-  constexpr int U = C >= 4 ? 1 : 4 / C;
+// Stores a tile's outputs for token t, group g (its valid rows), adding the bias.
+HWY_INLINE void StoreRows(const MatMulJob& job, int64_t t, int64_t g, const float* tile) {
+  const int64_t n = job.w->rows();
+  const int64_t rows = std::min<int64_t>(kPackRows, n - g * kPackRows);
+  float* dst = job.out + t * n + g * kPackRows;
+  for (int64_t r = 0; r < rows; ++r) {
+    dst[r] = tile[r] + (job.bias ? job.bias[g * kPackRows + r] : 0.0f);
+  }
+}
+
+// out[c][v·kLanes + r] += Σ_{k0 <= i < k1} w[i] · x[c][i] over the vectors of a C x G tile. With
+// few vectors the FMA latency would bound the loop, so U consecutive k feed U separate
+// accumulators (summed at the end).
+template <int C, int G, typename T>
+void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0, int64_t k0,
+               int64_t k1, float (&out)[C][G * kPackRows]) {
+  constexpr int R = G * kVecs;
+  constexpr int U = C * R >= 8 ? 1 : 8 / (C * R);
   const DF df;
   const float* x[C];
   for (int c = 0; c < C; ++c) x[c] = job.x + (t0 + c) * job.x_stride;
-  VF acc[U][C][kVecs];
+  VF acc[U][C][R];
   for (int u = 0; u < U; ++u)
     for (int c = 0; c < C; ++c)
-      for (int v = 0; v < kVecs; ++v) {
+      for (int v = 0; v < R; ++v) {
         acc[u][c][v] = u == 0 ? hn::LoadU(df, out[c] + v * kLanes) : hn::Zero(df);
       }
   auto step = [&](int u, int64_t i) HWY_ATTR {
-    VF w[kVecs];
-    for (int v = 0; v < kVecs; ++v) {
-      w[v] = LoadWeights<T>(group + (i * kPackRows + v * kLanes) * sizeof(T));
+    VF w[R];
+    for (int v = 0; v < R; ++v) {
+      w[v] = LoadWeights<T>(VecAt<G>(groups, v, kLanes * sizeof(T)) + i * kPackRows * sizeof(T));
     }
     for (int c = 0; c < C; ++c) {
       const VF xv = hn::Set(df, x[c][i]);
-      for (int v = 0; v < kVecs; ++v) acc[u][c][v] = hn::MulAdd(w[v], xv, acc[u][c][v]);
+      for (int v = 0; v < R; ++v) acc[u][c][v] = hn::MulAdd(w[v], xv, acc[u][c][v]);
     }
   };
   int64_t i = k0;
@@ -309,64 +321,60 @@ void FloatTile(const MatMulJob& job, const uint8_t* group, int64_t t0, int64_t k
   }
   for (; i < k1; ++i) step(0, i);
   for (int c = 0; c < C; ++c) {
-    for (int v = 0; v < kVecs; ++v) {
+    for (int v = 0; v < R; ++v) {
       for (int u = 1; u < U; ++u) acc[0][c][v] = hn::Add(acc[0][c][v], acc[u][c][v]);
       hn::StoreU(acc[0][c][v], df, out[c] + v * kLanes);
     }
   }
 }
 
-// Float weights, blocked over K for prefill: a block of x [T, kBlock] f32 (128 KB at T = 128)
-// stays in L2 while every group of the thread's range passes over it; partial sums wait in
-// `out`. A decode step (few tokens) takes K whole: nothing to reuse, and the weights stream in
-// order.
-template <int C, typename T>
+// Float weights. Whole tiles of C tokens are blocked over K: a block of x [T, kBlock] f32
+// (128 KB at T = 128) stays in L2 while every group of the thread's range passes over it;
+// partial sums wait in `out`. The tokens left over (all of them in a decode step: nothing to
+// reuse) take K whole, one at a time over G groups at once, the weights streaming in order.
+template <int C, int G, typename T>
 void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   constexpr int64_t kBlock = 256;
   const int64_t n = job.w->rows(), k = job.w->cols();
-  const int64_t step = job.tokens >= C ? kBlock : k;
-  for (int64_t k0 = 0; k0 < k; k0 += step) {
-    const int64_t k1 = std::min(k, k0 + step);
-    const bool last = k1 == k;
+  const int64_t whole = job.tokens / C * C;
+  for (int64_t k0 = 0; whole > 0 && k0 < k; k0 += kBlock) {
+    const int64_t k1 = std::min(k, k0 + kBlock);
     for (int64_t g = begin; g < end; ++g) {
-      const auto* group = reinterpret_cast<const uint8_t*>(job.w->group(g));
+      const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
       const int64_t rows = std::min<int64_t>(kPackRows, n - g * kPackRows);
-      for (int64_t t0 = 0; t0 < job.tokens; t0 += C) {
-        const int64_t count = std::min<int64_t>(C, job.tokens - t0);
+      for (int64_t t0 = 0; t0 < whole; t0 += C) {
         float tile[C][kPackRows] = {};
         if (k0 > 0) {
-          for (int64_t c = 0; c < count; ++c) {
+          for (int c = 0; c < C; ++c) {
             std::memcpy(tile[c], job.out + (t0 + c) * n + g * kPackRows, rows * sizeof(float));
           }
         }
-        if (count == C) {
-          FloatTile<C, T>(job, group, t0, k0, k1, tile);
-        } else {
-          for (int64_t c = 0; c < count; ++c) {
-            float one[1][kPackRows];
-            std::memcpy(one[0], tile[c], sizeof(one[0]));
-            FloatTile<1, T>(job, group, t0 + c, k0, k1, one);
-            std::memcpy(tile[c], one[0], sizeof(one[0]));
-          }
-        }
-        for (int64_t c = 0; c < count; ++c) {
-          float* dst = job.out + (t0 + c) * n + g * kPackRows;
-          for (int64_t r = 0; r < rows; ++r) {
-            dst[r] = tile[c][r] + (last && job.bias ? job.bias[g * kPackRows + r] : 0.0f);
+        FloatTile<C, 1, T>(job, group, t0, k0, k1, tile);
+        for (int c = 0; c < C; ++c) {
+          if (k1 == k) {
+            StoreRows(job, t0 + c, g, tile[c]);
+          } else {
+            std::memcpy(job.out + (t0 + c) * n + g * kPackRows, tile[c], rows * sizeof(float));
           }
         }
       }
     }
   }
-}
-
-// Stores a tile's outputs for token t, group g (its valid rows), adding the bias.
-HWY_INLINE void StoreRows(const MatMulJob& job, int64_t t, int64_t g, const float* tile) {
-  const int64_t n = job.w->rows();
-  const int64_t rows = std::min<int64_t>(kPackRows, n - g * kPackRows);
-  float* dst = job.out + t * n + g * kPackRows;
-  for (int64_t r = 0; r < rows; ++r) {
-    dst[r] = tile[r] + (job.bias ? job.bias[g * kPackRows + r] : 0.0f);
+  for (int64_t t = whole; t < job.tokens; ++t) {
+    int64_t g = begin;
+    for (; g + G <= end; g += G) {
+      const uint8_t* groups[G];
+      for (int i = 0; i < G; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+      float out[1][G * kPackRows] = {};
+      FloatTile<1, G, T>(job, groups, t, 0, k, out);
+      for (int i = 0; i < G; ++i) StoreRows(job, t, g + i, out[0] + i * kPackRows);
+    }
+    for (; g < end; ++g) {
+      const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
+      float out[1][kPackRows] = {};
+      FloatTile<1, 1, T>(job, group, t, 0, k, out);
+      StoreRows(job, t, g, out[0]);
+    }
   }
 }
 
@@ -423,26 +431,33 @@ struct KQuant {
     }
   };
 };
+// Groups a decode tile reads side by side: with AVX-512 (one vector a group) 4 for k-quants and
+// float types, 8 for the legacy types, whose tiles need fewer registers (a thread reading 8
+// streams reaches ~1.7x the bandwidth of one here); fewer with narrower vectors, so that the
+// accumulators still fit in registers.
+constexpr int kStreams = std::max(1, 4 / kVecs);
+constexpr int kLegacyStreams = std::max(1, 8 / kVecs);
+
 void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   switch (job.w->dtype()) {
     case DType::kF32:
-      return FloatGroups<8, float>(job, begin, end);
+      return FloatGroups<8, kStreams, float>(job, begin, end);
     case DType::kF16:
-      return FloatGroups<8, hwy::float16_t>(job, begin, end);
+      return FloatGroups<8, kStreams, hwy::float16_t>(job, begin, end);
     case DType::kBF16:
-      return FloatGroups<8, hwy::bfloat16_t>(job, begin, end);
+      return FloatGroups<8, kStreams, hwy::bfloat16_t>(job, begin, end);
     case DType::kQ4_0:
-      return Groups<4, 4, Legacy<4, false>::Tile>(job, begin, end);
+      return Groups<4, kLegacyStreams, Legacy<4, false>::Tile>(job, begin, end);
     case DType::kQ4_1:
-      return Groups<4, 4, Legacy<4, true>::Tile>(job, begin, end);
+      return Groups<4, kLegacyStreams, Legacy<4, true>::Tile>(job, begin, end);
     case DType::kQ8_0:
-      return Groups<4, 4, Legacy<8, false>::Tile>(job, begin, end);
+      return Groups<4, kLegacyStreams, Legacy<8, false>::Tile>(job, begin, end);
     case DType::kQ4_K:
-      return Groups<4, 4, KQuant<4, true>::Tile>(job, begin, end);
+      return Groups<4, kStreams, KQuant<4, true>::Tile>(job, begin, end);
     case DType::kQ5_K:
-      return Groups<4, 4, KQuant<8, true>::Tile>(job, begin, end);
+      return Groups<4, kStreams, KQuant<8, true>::Tile>(job, begin, end);
     case DType::kQ6_K:
-      return Groups<4, 4, KQuant<8, false>::Tile>(job, begin, end);
+      return Groups<4, kStreams, KQuant<8, false>::Tile>(job, begin, end);
     default:
       return;  // Supports() refused the others
   }
