@@ -96,7 +96,9 @@ TEST(CliInspect, ReportsLlamaCppVocabularyFile) {
   EXPECT_EQ(report["format"], "gguf");
   int64_t token_count = -1;
   for (const json& entry : report["metadata"]) {
-    if (entry["key"] == "tokenizer.ggml.model") EXPECT_EQ(entry["value"], "gpt2");
+    if (entry["key"] == "tokenizer.ggml.model") {
+      EXPECT_EQ(entry["value"], "gpt2");
+    }
     if (entry["key"] == "tokenizer.ggml.tokens") token_count = entry["value"]["length"];
   }
   EXPECT_GT(token_count, 150000);

@@ -5,10 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <vector>
 
 namespace kite {
 
@@ -20,7 +23,44 @@ std::unexpected<Error> OpenError(const std::string& path) {
   return err == ENOENT ? NotFound(message) : InvalidInput(message);
 }
 
+// The live maps, so that ReleaseFilePages can tell a file-backed pointer from any other.
+struct LiveMaps {
+  std::mutex mutex;
+  std::vector<std::span<const uint8_t>> maps;
+};
+LiveMaps& Live() {
+  static LiveMaps* live = new LiveMaps;  // never destroyed: maps may outlive static destructors
+  return *live;
+}
+void Register(const uint8_t* data, size_t size) {
+  if (data == nullptr) return;
+  std::lock_guard lock(Live().mutex);
+  Live().maps.emplace_back(data, size);
+}
+void Unregister(const uint8_t* data) {
+  if (data == nullptr) return;
+  std::lock_guard lock(Live().mutex);
+  auto& maps = Live().maps;
+  std::erase_if(maps, [&](std::span<const uint8_t> map) { return map.data() == data; });
+}
+
 }  // namespace
+
+bool ReleaseFilePages(const void* data, uint64_t bytes) {
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t end = begin + bytes;
+  std::lock_guard lock(Live().mutex);
+  const bool inside = std::any_of(Live().maps.begin(), Live().maps.end(), [&](auto map) {
+    const auto map_begin = reinterpret_cast<uintptr_t>(map.data());
+    return begin >= map_begin && end <= map_begin + map.size();
+  });
+  if (!inside) return false;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = end / page * page;
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return true;
+}
 
 Result<MappedFile> MappedFile::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -45,6 +85,7 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
       return OutOfResources(path + ": mmap failed: " + std::strerror(err));
     }
     file.data_ = static_cast<const uint8_t*>(map);
+    Register(file.data_, file.size_);
   }
   ::close(fd);
   return file;
@@ -58,6 +99,7 @@ MappedFile::MappedFile(MappedFile&& other) noexcept
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
+    Unregister(data_);
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
     data_ = other.data_;
     size_ = other.size_;
@@ -69,6 +111,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 MappedFile::~MappedFile() {
+  Unregister(data_);
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 

@@ -32,6 +32,14 @@ class MappedFile {
   std::string path_;
 };
 
+// Lets the operating system drop this process's pages of [data, data + bytes) when the range
+// lies inside a live MappedFile (madvise MADV_DONTNEED on the whole pages inside it): the map is
+// a read-only private file mapping, so a page touched again is read back from the file (the page
+// cache), and nothing is lost. For a backend that has copied a weight into its own layout and
+// holds only the pointer: the model is then not held in memory twice. Anywhere else (heap,
+// anonymous memory, where dropping pages would zero them) it does nothing and returns false.
+bool ReleaseFilePages(const void* data, uint64_t bytes);
+
 // Reads a whole (small) file into a string: configs, tokenizer.json, templates.
 Result<std::string> ReadTextFile(const std::string& path);
 

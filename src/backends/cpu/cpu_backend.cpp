@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "backends/cpu/kernels.h"
+#include "base/mapped_file.h"
 
 namespace kite {
 
@@ -53,6 +54,9 @@ Status CpuBackend::Prepare(const Graph& graph, const Node& node,
   }
   packed_[w.data] = PackedEntry{w.dtype, n, k, fingerprint,
                                 std::make_unique<cpu::PackedMatrix>(std::move(*packed))};
+  // The kernels read only the packed copy; a weight mapped from the model file need not stay in
+  // memory too (it is read back from the file if another op, or a later Prepare, touches it).
+  ReleaseFilePages(w.data, KITE_TRY(BytesFor(w.dtype, n * k)));
   return Ok();
 }
 

@@ -5,7 +5,8 @@
 //
 // Matmul weights are repacked once, when a graph is compiled (Prepare), into the interleaved
 // layout of packed_matrix.h; the packed copies are shared by every graph of the engine (keyed by
-// the weight's memory) and cost about the weights' size again (packed_bytes()).
+// the weight's memory) and cost about the weights' size (packed_bytes()); a weight mapped from
+// the model file is then let go from memory (ReleaseFilePages), so the process holds it once.
 #pragma once
 
 #include <cstdint>
