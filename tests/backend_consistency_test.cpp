@@ -454,6 +454,10 @@ TEST_F(ConsistencyTest, AttentionOverPagedCache) {
       {13, 5, 6, 3, 16, 4, DType::kF32},     // a prefill chunk after a short history
       {513, 0, 2, 1, 16, 64, DType::kF16},   // a long prefill chunk from position 0
       {40, 100, 4, 2, 128, 7, DType::kF16},  // odd page size, large heads
+      {20, 3, 8, 1, 64, 16, DType::kF16},    // GQA 8:1: a block of rows holds two tokens
+      {9, 0, 32, 2, 32, 64, DType::kF16},    // GQA 16:1: a block is one token's heads
+      {7, 10, 40, 1, 16, 4, DType::kF32},    // 40 heads on one KV head: a token spans blocks
+      {3, 70, 2, 1, 320, 64, DType::kF16},   // heads larger than the prefill kernel takes
   };
   uint32_t seed = 100;
   for (const AttentionCase& c : cases) {

@@ -1,9 +1,13 @@
-// Causal grouped-query attention over the paged KV cache, read in place (f16 or f32 pages).
-// Each (token, query head) runs an online softmax over tiles of cached positions: scores of a
-// tile, one vectorized exp, the running max and sum rescaled, values accumulated in f32. Work
-// units (token, head) are dealt to the threads round-robin, which balances causal prefill.
+// Causal grouped-query attention over the paged KV cache, read in place (f16 or f32 pages), with
+// an online softmax over tiles of cached positions: scores of a tile, one vectorized exp, the
+// running max and sum rescaled, values accumulated in f32.
+//   decode (one token): each query head alone, its keys read straight from the pages;
+//   prefill: the query rows sharing a KV head in blocks of one SIMD lane a row (AttendRows),
+//   each tile converted to f32 once for the whole block.
+// Work units are dealt to the threads round-robin, which balances causal prefill.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/attention.cpp"
@@ -25,6 +29,17 @@ namespace kite::cpu {
 inline constexpr int64_t kMaxHeadDim = 512;
 // Cached positions per online-softmax tile.
 inline constexpr int64_t kTile = 64;
+// Largest head size of the prefill kernel (its tiles live on the stack); larger heads take the
+// one-row kernel.
+inline constexpr int64_t kMaxBlockDim = 256;
+// Query rows that share a KV head, attended together in prefill: one SIMD lane each.
+inline constexpr int64_t kMaxRows = 16;
+struct QueryRows {
+  int64_t count = 0;         // <= kMaxRows
+  const float* q[kMaxRows];  // query row [D]
+  float* out[kMaxRows];      // output row [D]
+  int64_t last[kMaxRows];    // the last position each row sees (causal)
+};
 }  // namespace kite::cpu
 #endif
 
@@ -106,6 +121,151 @@ void Attend(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t l
   }
 }
 
+// Prefill: a block of up to kRows query rows (token, query head) that share a KV head, one row
+// a SIMD lane. A tile's keys and values are converted to f32 once and serve every row: the
+// scores of all rows come from one FMA per key element (Q transposed: no horizontal sums), and
+// the online softmax's max, sum and rescale are vector operations across the rows.
+constexpr int64_t kRows = static_cast<int64_t>(hn::MaxLanes(DF()));
+
+// Rows j0 .. j0 + count of the tile's keys (or values) as f32 [padded][D]; rows count .. padded
+// are zero (their scores are masked; zero values keep 0 · v finite).
+template <typename T>
+HWY_INLINE void TileToF32(const KvLayerView& layer, bool values, int64_t j0, int64_t count,
+                          int64_t padded, int64_t head_offset, int64_t dim, float* dst) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  for (int64_t j = 0; j < padded; ++j) {
+    const std::byte* row =
+        j < count ? (values ? layer.value(j0 + j) : layer.key(j0 + j)) + head_offset : nullptr;
+    for (int64_t i = 0; i < dim; i += lanes) {
+      hn::Store(row ? LoadRow<T>(row + i * sizeof(T)) : hn::Zero(df), df, dst + j * dim + i);
+    }
+  }
+}
+
+// Rows a value pass takes at once (fewer only for a scalar target's single lane).
+constexpr int kRowStep = static_cast<int>(std::min<int64_t>(4, kRows));
+
+// acc[r] = acc[r] · corr[r] + Σ_j p[j][r] · v[j] for kRowStep rows from r0 and VN vectors from
+// i0.
+template <int VN>
+HWY_INLINE void AccumulateValues(const float* p, const float* vf, const float* corr, int64_t count,
+                                 int64_t dim, int64_t r0, int64_t i0, float* acc) {
+  const DF df;
+  using V = hn::Vec<DF>;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  V a[kRowStep][VN];
+  for (int r = 0; r < kRowStep; ++r) {
+    for (int v = 0; v < VN; ++v) {
+      a[r][v] =
+          hn::Mul(hn::Load(df, acc + (r0 + r) * dim + i0 + v * lanes), hn::Set(df, corr[r0 + r]));
+    }
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    V vv[VN];
+    for (int v = 0; v < VN; ++v) vv[v] = hn::Load(df, vf + j * dim + i0 + v * lanes);
+    for (int r = 0; r < kRowStep; ++r) {
+      const V pr = hn::Set(df, p[j * kRows + r0 + r]);
+      for (int v = 0; v < VN; ++v) a[r][v] = hn::MulAdd(pr, vv[v], a[r][v]);
+    }
+  }
+  for (int r = 0; r < kRowStep; ++r) {
+    for (int v = 0; v < VN; ++v) hn::Store(a[r][v], df, acc + (r0 + r) * dim + i0 + v * lanes);
+  }
+}
+
+// Rows [begin, begin + count) of `rows`, count <= kRows.
+template <typename T>
+void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvLayerView& layer,
+                  int64_t kv_head, float scale) {
+  const DF df;
+  using V = hn::Vec<DF>;
+  const int64_t dim = layer.head_dim;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t head_offset = kv_head * dim * static_cast<int64_t>(sizeof(T));
+  HWY_ALIGN float qt[kMaxBlockDim * kRows];   // [D][rows], times the scale
+  HWY_ALIGN float kf[kTile * kMaxBlockDim];   // [tile][D]
+  HWY_ALIGN float vf[kTile * kMaxBlockDim];   // [tile][D]
+  HWY_ALIGN float p[kTile * kRows];           // [tile][rows]: scores, then probabilities
+  HWY_ALIGN float acc[kRows * kMaxBlockDim];  // [rows][D]
+  HWY_ALIGN float last[kRows];
+  HWY_ALIGN float corr[kRows];
+  // Unused lanes repeat the first row, so that every lane stays finite; they are not stored.
+  int64_t max_last = 0;
+  for (int64_t r = 0; r < kRows; ++r) {
+    const int64_t from = begin + (r < count ? r : 0);
+    last[r] = static_cast<float>(rows.last[from]);
+    max_last = std::max(max_last, rows.last[from]);
+    for (int64_t i = 0; i < dim; ++i) qt[i * kRows + r] = scale * rows.q[from][i];
+  }
+  std::memset(acc, 0, sizeof(float) * kRows * dim);
+  const V last_v = hn::Load(df, last);
+  // Masked scores and the first running max are the lowest float, not -inf: Highway's Exp is
+  // defined from -FLT_MAX up, where it gives 0 as exp(-inf) would.
+  const V lowest = hn::Set(df, std::numeric_limits<float>::lowest());
+  V max = lowest;
+  V sum = hn::Zero(df);
+  for (int64_t j0 = 0; j0 <= max_last; j0 += kTile) {
+    const int64_t keys = std::min(kTile, max_last + 1 - j0);
+    const int64_t padded = (keys + 3) / 4 * 4;
+    TileToF32<T>(layer, false, j0, keys, padded, head_offset, dim, kf);
+    TileToF32<T>(layer, true, j0, keys, padded, head_offset, dim, vf);
+    // Scores, four keys at a time (four FMA chains); positions past a row's last: lowest.
+    V tile_max = lowest;
+    for (int64_t j = 0; j < padded; j += 4) {
+      V s[4] = {hn::Zero(df), hn::Zero(df), hn::Zero(df), hn::Zero(df)};
+      for (int64_t i = 0; i < dim; ++i) {
+        const V qi = hn::Load(df, qt + i * kRows);
+        for (int u = 0; u < 4; ++u) s[u] = hn::MulAdd(qi, hn::Set(df, kf[(j + u) * dim + i]), s[u]);
+      }
+      for (int u = 0; u < 4; ++u) {
+        const auto past_last = hn::Gt(hn::Set(df, static_cast<float>(j0 + j + u)), last_v);
+        s[u] = hn::IfThenElse(past_last, lowest, s[u]);
+        tile_max = hn::Max(tile_max, s[u]);
+        hn::Store(s[u], df, p + (j + u) * kRows);
+      }
+    }
+    // Every row sees position 0, so from the first tile on each row's max is finite.
+    const V new_max = hn::Max(max, tile_max);
+    const V correction = hn::Exp(df, hn::Sub(max, new_max));  // 0 on the first tile
+    max = new_max;
+    V tile_sum = hn::Zero(df);
+    for (int64_t j = 0; j < padded; ++j) {
+      const V e = hn::Exp(df, hn::Sub(hn::Load(df, p + j * kRows), max));
+      hn::Store(e, df, p + j * kRows);
+      tile_sum = hn::Add(tile_sum, e);
+    }
+    sum = hn::MulAdd(sum, correction, tile_sum);
+    hn::Store(correction, df, corr);
+    for (int64_t r0 = 0; r0 < count; r0 += kRowStep) {
+      int64_t i0 = 0;
+      for (; i0 + 4 * lanes <= dim; i0 += 4 * lanes) {
+        AccumulateValues<4>(p, vf, corr, padded, dim, r0, i0, acc);
+      }
+      for (; i0 < dim; i0 += lanes) AccumulateValues<1>(p, vf, corr, padded, dim, r0, i0, acc);
+    }
+  }
+  HWY_ALIGN float total[kRows];
+  hn::Store(sum, df, total);
+  for (int64_t r = 0; r < count; ++r) {
+    const V inv = hn::Set(df, 1.0f / total[r]);
+    for (int64_t i = 0; i < dim; i += lanes) {
+      hn::StoreU(hn::Mul(hn::Load(df, acc + r * dim + i), inv), df, rows.out[begin + r] + i);
+    }
+  }
+}
+
+void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head, float scale) {
+  for (int64_t begin = 0; begin < rows.count; begin += kRows) {
+    const int64_t count = std::min(kRows, rows.count - begin);
+    if (layer.dtype == DType::kF16) {
+      AttendBlockT<hwy::float16_t>(rows, begin, count, layer, kv_head, scale);
+    } else {
+      AttendBlockT<float>(rows, begin, count, layer, kv_head, scale);
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kite::cpu
 HWY_AFTER_NAMESPACE();
@@ -114,6 +274,7 @@ HWY_AFTER_NAMESPACE();
 namespace kite::cpu {
 
 HWY_EXPORT(Attend);
+HWY_EXPORT(AttendRows);
 
 namespace {
 
@@ -169,6 +330,31 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
     WriteRow(layer, k.as<const float>() + t * kv_heads * dim, kv_heads * dim, layer.key(p));
     WriteRow(layer, v.as<const float>() + t * kv_heads * dim, kv_heads * dim, layer.value(p));
     work += (p + 1) * q_heads * dim;
+  }
+  if (tokens > 1 && dim <= kMaxBlockDim) {
+    // Prefill: per KV head, its query rows (token-major, then the heads of its group) in blocks
+    // of kMaxRows, dealt to the threads round-robin.
+    const int64_t rows = tokens * group;
+    const int64_t blocks_per_head = (rows + kMaxRows - 1) / kMaxRows;
+    auto attend_block = [&](int64_t unit) {
+      const int64_t kv_head = unit / blocks_per_head;
+      const int64_t first = unit % blocks_per_head * kMaxRows;
+      QueryRows block;
+      block.count = std::min(kMaxRows, rows - first);
+      for (int64_t r = 0; r < block.count; ++r) {
+        const int64_t t = (first + r) / group;
+        const int64_t h = kv_head * group + (first + r) % group;
+        block.q[r] = q.as<const float>() + (t * q_heads + h) * dim;
+        block.out[r] = args.out.as<float>() + (t * q_heads + h) * dim;
+        block.last[r] = pos[t * pos_step];
+      }
+      HWY_DYNAMIC_DISPATCH(AttendRows)(block, layer, kv_head, attrs.scale);
+    };
+    const int64_t units = kv_heads * blocks_per_head;
+    args.pool.Run([&](int32_t thread, int32_t threads) {
+      for (int64_t u = thread; u < units; u += threads) attend_block(u);
+    });
+    return Ok();
   }
   const int64_t units = tokens * q_heads;
   auto attend = [&](int64_t u) {
