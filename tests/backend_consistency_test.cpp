@@ -180,9 +180,9 @@ TEST_F(ConsistencyTest, MatMulEveryTypeAndShape) {
       {DType::kQ5_K, 6, 33, 512},
       {DType::kQ6_K, 1, 16, 256},
       {DType::kQ6_K, 9, 29, 768, true},
-      // enough row groups that each of the 2 threads runs decode tiles of 8 (legacy types) or 4
-      // groups and then single groups (N = 300: 19 groups, 10 and 9 a thread; N = 150: 10, 5
-      // a thread), with whole and leftover token tiles
+      // enough row groups for decode tiles of 8 (legacy types) or 4 groups and then single
+      // groups (N = 300: 19 groups, taken in chunks of 8, the last of 3; N = 150: 10 groups),
+      // with whole and leftover token tiles
       {DType::kQ4_0, 6, 300, 96},
       {DType::kQ4_1, 1, 290, 32, true},
       {DType::kQ8_0, 1, 280, 64},

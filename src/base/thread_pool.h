@@ -41,6 +41,21 @@ class ThreadPool {
     RunErased(&Trampoline<std::remove_reference_t<Fn>>, &fn);
   }
 
+  // Splits [0, n) into chunks of `grain` (the last one shorter) that the threads take in turn
+  // from a shared counter, calling fn(begin, end) for each: a thread that runs slower (a core
+  // shared with another process) takes fewer chunks, so all finish together.
+  template <typename Fn>
+  void ParallelForChunks(int64_t n, int64_t grain, Fn&& fn) {
+    grain = std::max<int64_t>(1, grain);
+    std::atomic<int64_t> next{0};
+    Run([&](int32_t, int32_t) {
+      for (int64_t begin = next.fetch_add(grain, std::memory_order_relaxed); begin < n;
+           begin = next.fetch_add(grain, std::memory_order_relaxed)) {
+        fn(begin, std::min(n, begin + grain));
+      }
+    });
+  }
+
   // Splits [0, n) into size() contiguous chunks of near-equal size (the first ones one larger)
   // and calls fn(begin, end) for each non-empty chunk, in parallel.
   template <typename Fn>

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <numeric>
 #include <set>
@@ -47,6 +48,25 @@ TEST(ThreadPoolTest, ParallelForCoversEachIndexOnceInContiguousChunks) {
     });
     for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n " << n << " index " << i;
     EXPECT_EQ(chunks.load(), std::min<int64_t>(n, 4)) << "n " << n;
+  }
+}
+
+// Chunks start at multiples of the grain and are grain long (the last one shorter); together
+// they cover [0, n) once; a grain of 0 counts as 1.
+TEST(ThreadPoolTest, ParallelForChunksCoversEachIndexOnceInGrainChunks) {
+  ThreadPool pool(3);
+  for (int64_t n : {0, 1, 7, 8, 9, 100, 1001}) {
+    for (int64_t grain : {0, 1, 8, 64, 5000}) {
+      std::vector<std::atomic<int>> hits(n);
+      std::atomic<int> bad_chunks{0};
+      const int64_t g = std::max<int64_t>(1, grain);
+      pool.ParallelForChunks(n, grain, [&](int64_t begin, int64_t end) {
+        if (begin % g != 0 || end - begin != std::min(g, n - begin)) bad_chunks.fetch_add(1);
+        for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+      });
+      EXPECT_EQ(bad_chunks.load(), 0) << n << " " << grain;
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << n << " " << grain << " " << i;
+    }
   }
 }
 
