@@ -190,6 +190,11 @@ TEST_F(ConsistencyTest, MatMulEveryTypeAndShape) {
       {DType::kQ5_K, 5, 140, 256},
       {DType::kQ6_K, 1, 250, 512},
       {DType::kF16, 3, 150, 48},
+      // float prefill: tiles of 3 groups and single groups, K over two blocks of 256 (partial
+      // sums kept between them), a leftover token
+      {DType::kF16, 17, 150, 300, true},
+      {DType::kBF16, 8, 100, 520},
+      {DType::kF32, 16, 60, 257},
   };
   uint32_t seed = 1;
   for (const MatMulCase& c : cases) {

@@ -25,7 +25,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 #undef KITE_VNNI
 #if HWY_TARGET == HWY_AVX3_DL
 // Highway's AVX3_DL target string lacks avx512vnni (it names the VEX avxvnni); the functions
-// that use vpdpbusd on zmm add it (to the whole string: clang replaces, gcc appends). Every AVX3_DL CPU has it (Highway checks VNNI to pick it).
+// that use vpdpbusd on zmm add it (to the whole string: clang replaces, gcc appends). Every AVX3_DL
+// CPU has it (Highway checks VNNI to pick it).
 #define KITE_VNNI __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
 #else
 #define KITE_VNNI
@@ -288,12 +289,12 @@ HWY_INLINE void StoreRows(const MatMulJob& job, int64_t t, int64_t g, const floa
   }
 }
 
-// out[c][v·kLanes + r] += Σ_{k0 <= i < k1} w[i] · x[c][i] over the vectors of a C x G tile. With
-// few vectors the FMA latency would bound the loop, so U consecutive k feed U separate
-// accumulators (summed at the end).
+// out[c][v·kLanes + r] += Σ_{k0 <= i < k1} w[i] · x[c][i] over the vectors of a C x G tile, the
+// groups' weights starting at k = w_first. With few vectors the FMA latency would bound the
+// loop, so U consecutive k feed U separate accumulators (summed at the end).
 template <int C, int G, typename T>
-void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0, int64_t k0,
-               int64_t k1, float (&out)[C][G * kPackRows]) {
+void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t w_first, int64_t t0,
+               int64_t k0, int64_t k1, float (&out)[C][G * kPackRows]) {
   constexpr int R = G * kVecs;
   constexpr int U = C * R >= 8 ? 1 : 8 / (C * R);
   const DF df;
@@ -308,7 +309,8 @@ void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t 
   auto step = [&](int u, int64_t i) HWY_ATTR {
     VF w[R];
     for (int v = 0; v < R; ++v) {
-      w[v] = LoadWeights<T>(VecAt<G>(groups, v, kLanes * sizeof(T)) + i * kPackRows * sizeof(T));
+      w[v] = LoadWeights<T>(VecAt<G>(groups, v, kLanes * sizeof(T)) +
+                            (i - w_first) * kPackRows * sizeof(T));
     }
     for (int c = 0; c < C; ++c) {
       const VF xv = hn::Set(df, x[c][i]);
@@ -329,36 +331,59 @@ void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t 
 }
 
 // Float weights. Whole tiles of C tokens are blocked over K: a block of x [T, kBlock] f32
-// (128 KB at T = 128) stays in L2 while every group of the thread's range passes over it;
-// partial sums wait in `out`. The tokens left over (all of them in a decode step: nothing to
-// reuse) take K whole, one at a time over G groups at once, the weights streaming in order.
-template <int C, int G, typename T>
+// (128 KB at T = 128) stays in L2 while the thread's groups pass over it, PG groups at a time,
+// their block of weights converted to f32 once (32 KB, in L1) for all the token tiles; partial
+// sums wait in `out`. The tokens left over (all of them in a decode step: nothing to reuse) take
+// K whole, one at a time over G groups at once, the weights streaming in order.
+template <int C, int PG, int G, typename T>
 void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   constexpr int64_t kBlock = 256;
+  const DF df;
   const int64_t n = job.w->rows(), k = job.w->cols();
   const int64_t whole = job.tokens / C * C;
-  for (int64_t k0 = 0; whole > 0 && k0 < k; k0 += kBlock) {
-    const int64_t k1 = std::min(k, k0 + kBlock);
-    for (int64_t g = begin; g < end; ++g) {
-      const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
-      const int64_t rows = std::min<int64_t>(kPackRows, n - g * kPackRows);
-      for (int64_t t0 = 0; t0 < whole; t0 += C) {
-        float tile[C][kPackRows] = {};
-        if (k0 > 0) {
-          for (int c = 0; c < C; ++c) {
-            std::memcpy(tile[c], job.out + (t0 + c) * n + g * kPackRows, rows * sizeof(float));
-          }
+  HWY_ALIGN float converted[PG][kBlock * kPackRows];
+  // One pass of the token tiles over `count` (PG or 1) groups from g, for k in [k0, k1).
+  auto tiles = [&]<int NG>(int64_t g, int64_t k0, int64_t k1) HWY_ATTR {
+    const uint8_t* groups[NG];
+    for (int i = 0; i < NG; ++i) {
+      const auto* src = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+      for (int64_t kk = k0; kk < k1; ++kk) {
+        for (size_t v = 0; v < kPackRows; v += kLanes) {
+          hn::Store(LoadWeights<T>(src + (kk * kPackRows + v) * sizeof(T)), df,
+                    converted[i] + (kk - k0) * kPackRows + v);
         }
-        FloatTile<C, 1, T>(job, group, t0, k0, k1, tile);
-        for (int c = 0; c < C; ++c) {
+      }
+      groups[i] = reinterpret_cast<const uint8_t*>(converted[i]);
+    }
+    for (int64_t t0 = 0; t0 < whole; t0 += C) {
+      float tile[C][NG * kPackRows];
+      for (int c = 0; c < C; ++c) {
+        for (int i = 0; i < NG; ++i) {
+          const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
+          float* dst = tile[c] + i * kPackRows;
+          std::fill(dst, dst + kPackRows, 0.0f);
+          if (k0 > 0) std::memcpy(dst, job.out + (t0 + c) * n + (g + i) * kPackRows, rows * 4);
+        }
+      }
+      FloatTile<C, NG, float>(job, groups, k0, t0, k0, k1, tile);
+      for (int c = 0; c < C; ++c) {
+        for (int i = 0; i < NG; ++i) {
+          const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
           if (k1 == k) {
-            StoreRows(job, t0 + c, g, tile[c]);
+            StoreRows(job, t0 + c, g + i, tile[c] + i * kPackRows);
           } else {
-            std::memcpy(job.out + (t0 + c) * n + g * kPackRows, tile[c], rows * sizeof(float));
+            std::memcpy(job.out + (t0 + c) * n + (g + i) * kPackRows, tile[c] + i * kPackRows,
+                        rows * 4);
           }
         }
       }
     }
+  };
+  for (int64_t k0 = 0; whole > 0 && k0 < k; k0 += kBlock) {
+    const int64_t k1 = std::min(k, k0 + kBlock);
+    int64_t g = begin;
+    for (; g + PG <= end; g += PG) tiles.template operator()<PG>(g, k0, k1);
+    for (; g < end; ++g) tiles.template operator()<1>(g, k0, k1);
   }
   for (int64_t t = whole; t < job.tokens; ++t) {
     int64_t g = begin;
@@ -366,13 +391,13 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       const uint8_t* groups[G];
       for (int i = 0; i < G; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
       float out[1][G * kPackRows] = {};
-      FloatTile<1, G, T>(job, groups, t, 0, k, out);
+      FloatTile<1, G, T>(job, groups, 0, t, 0, k, out);
       for (int i = 0; i < G; ++i) StoreRows(job, t, g + i, out[0] + i * kPackRows);
     }
     for (; g < end; ++g) {
       const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
       float out[1][kPackRows] = {};
-      FloatTile<1, 1, T>(job, group, t, 0, k, out);
+      FloatTile<1, 1, T>(job, group, 0, t, 0, k, out);
       StoreRows(job, t, g, out[0]);
     }
   }
@@ -436,16 +461,19 @@ struct KQuant {
 // streams reaches ~1.7x the bandwidth of one here); fewer with narrower vectors, so that the
 // accumulators still fit in registers.
 constexpr int kStreams = std::max(1, 4 / kVecs);
+// Groups a float prefill tile of 8 tokens covers: 24 accumulators with AVX-512, 3 weight loads
+// and 8 broadcasts per 24 FMAs.
+constexpr int kPrefillGroups = std::max(1, 3 / kVecs);
 constexpr int kLegacyStreams = std::max(1, 8 / kVecs);
 
 void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   switch (job.w->dtype()) {
     case DType::kF32:
-      return FloatGroups<8, kStreams, float>(job, begin, end);
+      return FloatGroups<8, kPrefillGroups, kStreams, float>(job, begin, end);
     case DType::kF16:
-      return FloatGroups<8, kStreams, hwy::float16_t>(job, begin, end);
+      return FloatGroups<8, kPrefillGroups, kStreams, hwy::float16_t>(job, begin, end);
     case DType::kBF16:
-      return FloatGroups<8, kStreams, hwy::bfloat16_t>(job, begin, end);
+      return FloatGroups<8, kPrefillGroups, kStreams, hwy::bfloat16_t>(job, begin, end);
     case DType::kQ4_0:
       return Groups<4, kLegacyStreams, Legacy<4, false>::Tile>(job, begin, end);
     case DType::kQ4_1:
