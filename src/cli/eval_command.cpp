@@ -16,7 +16,8 @@ struct PplOptions {
   std::string model;
   std::string text_file;
   int32_t window = 512;
-  std::string backend = "ref";
+  std::string backend = "cpu";
+  int32_t threads = 0;
   bool json = false;
 };
 
@@ -25,6 +26,7 @@ Status RunPerplexity(const PplOptions& options) {
   EngineOptions engine_options;
   engine_options.context_length = options.window;
   engine_options.backend = options.backend;
+  engine_options.threads = options.threads;
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
   engine_options.prefill_chunk = options.window;
   auto engine = KITE_TRY(Engine::Load(options.model, engine_options));
@@ -62,7 +64,9 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   ppl->add_option("-m,--model", options->model, "A Hugging Face model folder or a .gguf file")->required();
   ppl->add_option("-f,--file", options->text_file, "The text to score")->required();
   ppl->add_option("--ctx", options->window, "Window length in tokens (default 512)");
-  ppl->add_option("--backend", options->backend, "Backend to run on (default ref)");
+  ppl->add_option("--backend", options->backend, "Backend to run on: cpu or ref (default cpu)");
+  ppl->add_option("-t,--threads", options->threads, "Threads of the cpu backend (default: all cores)")
+      ->check(CLI::Range(0, 1024));
   ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx} as JSON");
   ppl->callback([options, exit_code] {
     if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());

@@ -27,7 +27,8 @@ GenerationFlags::GenerationFlags(CLI::App* command) {
   Flag(command, "--presence-penalty", &presence_penalty_, "Presence penalty (default 0)");
   Flag(command, "--frequency-penalty", &frequency_penalty_, "Frequency penalty (default 0)");
   Flag(command, "-s,--seed", &seed_, "Random seed: the same seed gives the same output (default 0)");
-  Flag(command, "--backend", &backend_, "Backend to run on (default ref)");
+  Flag(command, "--backend", &backend_, "Backend to run on: cpu or ref (default cpu)");
+  Flag(command, "-t,--threads", &threads_, "Threads of the cpu backend (default: all cores)");
   Flag(command, "--kv-type", &kv_type_, "KV cache type: f16 or f32 (default f16)");
   Flag(command, "--prefill-chunk", &prefill_chunk_, "Tokens per prefill step (default 128)");
   std::string names;
@@ -47,6 +48,7 @@ Result<RunConfig> GenerationFlags::Resolve() const {
   apply(context_, &config.context);
   apply(prefill_chunk_, &config.prefill_chunk);
   apply(backend_, &config.backend);
+  apply(threads_, &config.threads);
   apply(n_predict_, &config.n_predict);
   apply(chat_template_, &config.chat_template);
   apply(temperature_, &config.sampler.temperature);
@@ -68,6 +70,7 @@ Result<RunConfig> GenerationFlags::Resolve() const {
   if (config.model.empty()) return InvalidInput("no model: give -m PATH or \"model\" in the -c config");
   if (config.context < 0) return InvalidInput("--ctx must not be negative");
   if (config.prefill_chunk < 1) return InvalidInput("--prefill-chunk must be at least 1");
+  if (config.threads < 0) return InvalidInput("--threads must not be negative (0: all cores)");
   return config;
 }
 
@@ -77,6 +80,7 @@ EngineOptions EngineOptionsFrom(const RunConfig& config) {
   options.prefill_chunk = config.prefill_chunk;
   options.kv_dtype = config.kv_type;
   options.backend = config.backend;
+  options.threads = config.threads;
   return options;
 }
 

@@ -29,7 +29,7 @@ class GenerationFlags {
 
   std::string config_path_;
   std::optional<std::string> model_, backend_, kv_type_, chat_template_;
-  std::optional<int32_t> context_, prefill_chunk_, n_predict_, top_k_, repeat_last_n_;
+  std::optional<int32_t> context_, prefill_chunk_, n_predict_, top_k_, repeat_last_n_, threads_;
   std::optional<float> temperature_, top_p_, min_p_, repeat_penalty_, presence_penalty_,
       frequency_penalty_;
   std::optional<uint64_t> seed_;

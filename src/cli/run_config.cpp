@@ -99,6 +99,7 @@ Status ApplyRunConfigFile(const std::string& path, RunConfig* config) {
       {"context", IntField(&config->context, 0)},
       {"prefill_chunk", IntField(&config->prefill_chunk, 1)},
       {"backend", StringField(&config->backend)},
+      {"threads", IntField(&config->threads, 0)},
       {"kv_type",
        [&](const json& value, const std::string& where) -> Status {
          if (!value.is_string()) return WrongType(where, value, "\"f16\" or \"f32\"");

@@ -35,7 +35,7 @@ struct EngineOptions {
   int32_t prefill_chunk = 128;   // tokens per prefill graph run
   DType kv_dtype = DType::kF16;  // f16 or f32
   int32_t kv_page_size = 64;     // positions per KV page
-  std::string backend = "ref";   // see AvailableBackends()
+  std::string backend = "cpu";   // see AvailableBackends()
   int32_t threads = 0;           // cpu backend threads; 0: the hardware concurrency
 };
 

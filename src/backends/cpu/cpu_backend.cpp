@@ -4,7 +4,6 @@
 #include <type_traits>
 
 #include "backends/cpu/kernels.h"
-#include "base/mapped_file.h"
 
 namespace kite {
 
@@ -47,16 +46,15 @@ Status CpuBackend::Prepare(const Graph& graph, const Node& node,
     const PackedEntry& e = it->second;
     if (e.dtype == w.dtype && e.n == n && e.k == k && e.fingerprint == fingerprint) return Ok();
   }
-  auto packed = cpu::PackedMatrix::Pack(w.dtype, w.data, n, k, &pool_);
+  // The kernels read only the packed copy; a weight mapped from the model file need not stay in
+  // memory too (it is read back from the file if another op, or a later Prepare, touches it).
+  auto packed = cpu::PackedMatrix::Pack(w.dtype, w.data, n, k, &pool_, /*release_source=*/true);
   if (!packed) {
     return std::unexpected(
         std::move(packed.error()).WithContext("weight '" + graph.value(node.inputs[1]).name + "'"));
   }
   packed_[w.data] = PackedEntry{w.dtype, n, k, fingerprint,
                                 std::make_unique<cpu::PackedMatrix>(std::move(*packed))};
-  // The kernels read only the packed copy; a weight mapped from the model file need not stay in
-  // memory too (it is read back from the file if another op, or a later Prepare, touches it).
-  ReleaseFilePages(w.data, KITE_TRY(BytesFor(w.dtype, n * k)));
   return Ok();
 }
 

@@ -1,9 +1,11 @@
 #include "backends/cpu/packed_matrix.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "base/half.h"
+#include "base/mapped_file.h"
 #include "tensor/quant_blocks.h"
 
 namespace kite::cpu {
@@ -163,7 +165,7 @@ Result<PackLayout> LayoutOf(DType dtype) {
 }
 
 Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, int64_t k,
-                                        ThreadPool* pool) {
+                                        ThreadPool* pool, bool release_source) {
   PackedMatrix m;
   m.dtype_ = dtype;
   m.layout_ = KITE_TRY(LayoutOf(dtype));
@@ -223,10 +225,22 @@ Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, i
       }
     }
   };
-  if (pool != nullptr) {
-    pool->ParallelFor(m.groups(), pack_groups);
-  } else {
-    pack_groups(0, m.groups());
+  // In slices, so that a released source never holds more than one slice in memory beside the
+  // packed copy (a 128k-row embedding is 0.5 GB in f16).
+  constexpr int64_t kSliceGroups = 1024;
+  for (int64_t first = 0; first < m.groups(); first += kSliceGroups) {
+    const int64_t last = std::min(m.groups(), first + kSliceGroups);
+    if (pool != nullptr) {
+      pool->ParallelFor(last - first,
+                        [&](int64_t b, int64_t e) { pack_groups(first + b, first + e); });
+    } else {
+      pack_groups(first, last);
+    }
+    if (release_source) {
+      const int64_t row_end = std::min(n, last * kPackRows);
+      ReleaseFilePages(src + first * kPackRows * row_bytes,
+                       (row_end - first * kPackRows) * row_bytes);
+    }
   }
   return m;
 }

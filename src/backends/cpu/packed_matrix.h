@@ -42,9 +42,11 @@ Result<PackLayout> LayoutOf(DType dtype);
 class PackedMatrix {
  public:
   // w: N rows of K elements of `dtype`, each row BytesFor(dtype, K) bytes, no alignment needed.
-  // Row groups are packed in parallel on `pool` when given.
+  // Row groups are packed in parallel on `pool` when given. `release_source`: w's rows are let
+  // go from memory as they are packed (ReleaseFilePages: only when w lies in a file mapping,
+  // which reads them back if touched again), so the process never holds the whole matrix twice.
   static Result<PackedMatrix> Pack(DType dtype, const void* w, int64_t n, int64_t k,
-                                   ThreadPool* pool = nullptr);
+                                   ThreadPool* pool = nullptr, bool release_source = false);
 
   DType dtype() const { return dtype_; }
   const PackLayout& layout() const { return layout_; }
