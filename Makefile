@@ -40,9 +40,13 @@ test-release: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The whole suite again under AddressSanitizer + UBSan, then each fuzz target for a bounded time.
+# -O1 with line tables only (what the sanitizers' docs advise) compiles in about half the time of
+# -O2 -g and still names file:line in every report; the benchmarks are not built.
 test-sanitize: deps san-deps
 	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DKITE_SANITIZE=ON -DKITE_FUZZ=ON >/dev/null
+	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
+	  -DKITE_SANITIZE=ON -DKITE_FUZZ=ON -DKITE_BENCH=OFF >/dev/null
 	cmake --build $(SAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)

@@ -32,26 +32,45 @@ bool Contains(const std::string& text, const std::string& part) {
 
 // Greedy generation reproduces the reference continuation of each reference model (untied and
 // tied embeddings, GQA, MQA, biases, llama3 and linear rope scaling).
+// On the default backend (cpu, all cores), on cpu with one thread, and on ref.
 TEST(CliRun, GreedyContinuationMatchesPytorchReference) {
+  const std::vector<std::vector<std::string>> backends = {{}, {"-t", "1"}, {"--backend", "ref"}};
   for (const std::string model : {"llama-gqa", "qwen2-bias", "llama3-rope", "mistral"}) {
     const json golden = ReadJson("testdata/reference/" + model + "/golden.json");
     const std::vector<int> expected = golden["greedy"]["new_tokens"];
-    CommandResult result =
-        RunKite({"run", "-m", SourcePath("testdata/reference/" + model), "-p", golden["prompt"],
-                 "--temp", "0", "-n", std::to_string(expected.size()), "--kv-type", "f32", "--json"});
-    ASSERT_EQ(result.exit_code, 0) << model << ": " << result.err;
-    const json out = json::parse(result.out);
-    EXPECT_EQ(out["prompt_ids"], golden["input_ids"]) << model;
-    EXPECT_EQ(out["ids"].get<std::vector<int>>(), expected) << model;
-    EXPECT_EQ(out["stats"]["generated_tokens"], expected.size()) << model;
+    for (const std::vector<std::string>& backend : backends) {
+      std::vector<std::string> args = {"run",
+                                       "-m",
+                                       SourcePath("testdata/reference/" + model),
+                                       "-p",
+                                       golden["prompt"],
+                                       "--temp",
+                                       "0",
+                                       "-n",
+                                       std::to_string(expected.size()),
+                                       "--kv-type",
+                                       "f32",
+                                       "--json"};
+      args.insert(args.end(), backend.begin(), backend.end());
+      const std::string what = model + (backend.empty() ? "" : " " + backend[0] + " " + backend[1]);
+      CommandResult result = RunKite(args);
+      ASSERT_EQ(result.exit_code, 0) << what << ": " << result.err;
+      const json out = json::parse(result.out);
+      EXPECT_EQ(out["prompt_ids"], golden["input_ids"]) << what;
+      EXPECT_EQ(out["ids"].get<std::vector<int>>(), expected) << what;
+      EXPECT_EQ(out["stats"]["generated_tokens"], expected.size()) << what;
+      EXPECT_EQ(out["stats"]["backend"],
+                backend.size() == 2 && backend[0] == "--backend" ? "ref" : "cpu")
+          << what;
+    }
   }
 }
 
 // The demo model's greedy sample in its README (PyTorch, float32 on the F16 weights); the raw
 // text stream is the prompt's continuation.
 TEST(CliRun, DemoModelGreedySampleMatchesReference) {
-  CommandResult result = RunKite(
-      {"run", "-m", SourcePath("models/demo"), "-p", "The secret of life is", "--temp", "0", "-n", "12"});
+  CommandResult result = RunKite({"run", "-m", SourcePath("models/demo"), "-p",
+                                  "The secret of life is", "--temp", "0", "-n", "12"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(result.out, " a man who is a\ncompet of the world\n");  // ids 261 .. 264, then "\n"
   EXPECT_TRUE(Contains(result.err, "generated 12 tokens")) << result.err;
@@ -59,8 +78,9 @@ TEST(CliRun, DemoModelGreedySampleMatchesReference) {
 }
 
 TEST(CliRun, SamplingIsReproducibleBySeedAndStopsOnStopString) {
-  const std::vector<std::string> args = {"run", "-m", SourcePath("models/demo"), "-p", "Love is",
-                                         "-n", "24", "--temp", "1.0", "--json"};
+  const std::vector<std::string> args = {
+      "run", "-m",    SourcePath("models/demo"), "-p", "Love is", "-n", "24", "--temp",
+      "1.0", "--json"};
   auto with_seed = [&](const std::string& seed) {
     std::vector<std::string> a = args;
     a.insert(a.end(), {"--seed", seed});
@@ -73,9 +93,9 @@ TEST(CliRun, SamplingIsReproducibleBySeedAndStopsOnStopString) {
   EXPECT_NE(with_seed("12"), first);  // 24 tokens at temperature 1 over a 4096 vocabulary
 
   // Greedy text from the README sample stops before "world".
-  CommandResult stopped = RunKite({"run", "-m", SourcePath("models/demo"), "-p",
-                                   "The secret of life is", "--temp", "0", "-n", "40", "--stop",
-                                   "world", "--json"});
+  CommandResult stopped =
+      RunKite({"run", "-m", SourcePath("models/demo"), "-p", "The secret of life is", "--temp", "0",
+               "-n", "40", "--stop", "world", "--json"});
   ASSERT_EQ(stopped.exit_code, 0) << stopped.err;
   const json out = json::parse(stopped.out);
   EXPECT_EQ(out["text"], " a man who is a\ncompet of the ");
@@ -105,8 +125,8 @@ TEST(CliRun, PromptLongerThanContextIsAnErrorUnlessTruncated) {
   EXPECT_TRUE(Contains(refused.err, "the context holds 64")) << refused.err;
   EXPECT_TRUE(Contains(refused.err, "--truncate")) << refused.err;
 
-  CommandResult kept = RunKite(
-      {"run", "-m", model, "-p", prompt, "--ctx", "64", "-n", "4", "--temp", "0", "--truncate", "--json"});
+  CommandResult kept = RunKite({"run", "-m", model, "-p", prompt, "--ctx", "64", "-n", "4",
+                                "--temp", "0", "--truncate", "--json"});
   ASSERT_EQ(kept.exit_code, 0) << kept.err;
   const json out = json::parse(kept.out);
   EXPECT_EQ(out["prompt_ids"].size(), 60u);  // 64 - 4 to generate
@@ -126,10 +146,12 @@ TEST(CliRun, BadModelPathNamesIt) {
 // A run.json supplies the settings; a flag given on the command line overrides its field.
 TEST(CliRunConfig, FileSettingsApplyAndFlagsOverride) {
   const std::string path = TempPath("run.json");
-  std::ofstream(path) << json{{"model", SourcePath("models/demo")},
-                              {"n_predict", 5},
-                              {"sampler", {{"temp", 0.0}}}}
-                             .dump();
+  std::ofstream(path) << json{
+      {"model", SourcePath("models/demo")},
+      {"n_predict", 5},
+      {"threads", 1},
+      {"sampler",
+       {{"temp", 0.0}}}}.dump();
   CommandResult from_file = RunKite({"run", "-c", path, "-p", "The secret of life is", "--json"});
   ASSERT_EQ(from_file.exit_code, 0) << from_file.err;
   const json greedy5 = json::parse(from_file.out)["ids"];
@@ -180,8 +202,8 @@ TEST(CliEval, PerplexityMatchesPytorchReference) {
 }
 
 TEST(CliEval, MissingTextFileIsNamed) {
-  CommandResult result =
-      RunKite({"eval", "ppl", "-m", SourcePath("models/demo"), "-f", "/no/such.txt", "--ctx", "64"});
+  CommandResult result = RunKite(
+      {"eval", "ppl", "-m", SourcePath("models/demo"), "-f", "/no/such.txt", "--ctx", "64"});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_TRUE(Contains(result.err, "/no/such.txt")) << result.err;
 }
@@ -239,7 +261,8 @@ TEST(CliInspect, PlacementShowsEveryNodeOnABackend) {
   EXPECT_EQ(placed.size(), 2u * 15u + 3u);
   for (const json& node : placed) EXPECT_FALSE(node["backend"].get<std::string>().empty());
 
-  CommandResult text = RunKite({"inspect", SourcePath("testdata/reference/llama-gqa"), "--placement"});
+  CommandResult text =
+      RunKite({"inspect", SourcePath("testdata/reference/llama-gqa"), "--placement"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_TRUE(Contains(text.out, "blk.1.attn")) << text.out;
 

@@ -1,4 +1,6 @@
 // `kite eval ppl -m MODEL -f TEXT --ctx N [--json]`: perplexity (see eval/perplexity.h).
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 
@@ -30,10 +32,14 @@ Status RunPerplexity(const PplOptions& options) {
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
   engine_options.prefill_chunk = options.window;
   auto engine = KITE_TRY(Engine::Load(options.model, engine_options));
+  // On a terminal the running figure is rewritten in place; into a file or pipe (a script's log)
+  // only the last window is written, on a line of its own.
+  const bool tty = ::isatty(STDERR_FILENO) == 1;
   const auto progress = [&](int64_t done, int64_t total, double ppl) {
-    std::fprintf(stderr, "\rwindow %lld/%lld  ppl %.4f", static_cast<long long>(done),
-                 static_cast<long long>(total), ppl);
-    if (done == total) std::fprintf(stderr, "\n");
+    if (!tty && done != total) return;
+    std::fprintf(stderr, "%swindow %lld/%lld  ppl %.4f%s", tty ? "\r" : "",
+                 static_cast<long long>(done), static_cast<long long>(total), ppl,
+                 done == total ? "\n" : "");
   };
   const PerplexityResult result = KITE_TRY(ComputePerplexity(*engine, text, options.window, progress));
   if (options.json) {
