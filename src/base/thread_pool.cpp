@@ -1,6 +1,11 @@
 #include "base/thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <fstream>
+#include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -37,13 +42,48 @@ T WaitForChange(const std::atomic<T>& value, T old) {
   }
 }
 
+// The CPUs this process may run on, fastest first (cpufreq's cpuinfo_max_freq; CPUs without it,
+// or of equal speed, keep their order).
+std::vector<int32_t> CpusFastestFirst() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};
+  std::vector<std::pair<int64_t, int32_t>> cpus;  // (-max kHz, cpu)
+  for (int32_t cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    int64_t khz = 0;
+    std::ifstream("/sys/devices/system/cpu/cpu" + std::to_string(cpu) +
+                  "/cpufreq/cpuinfo_max_freq") >>
+        khz;
+    cpus.emplace_back(-khz, cpu);
+  }
+  std::stable_sort(cpus.begin(), cpus.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<int32_t> order;
+  for (const auto& [khz, cpu] : cpus) order.push_back(cpu);
+  return order;
+}
+
+void PinTo(std::thread& thread, int32_t cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(thread.native_handle(), sizeof(set), &set);
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int32_t threads) {
   if (threads <= 0)
     threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<int32_t> cpus = CpusFastestFirst();
+  const bool pin = threads > 1 && static_cast<int32_t>(cpus.size()) >= threads;
   workers_.reserve(threads - 1);
-  for (int32_t i = 1; i < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int32_t i = 1; i < threads; ++i) {
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
+    pinned_.push_back(pin ? cpus[i] : -1);
+    if (pin) PinTo(workers_.back(), cpus[i]);
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -9,6 +9,11 @@
 // Waiting workers spin briefly (a kernel follows the last one within microseconds), then sleep
 // on an atomic wait so that an idle engine uses no CPU. Run is not reentrant and is called from
 // one thread at a time.
+//
+// Worker i is pinned to the (i+1)-th fastest CPU the process may use (cpufreq's maximum
+// frequency; on a phone's big.LITTLE the big cores first), leaving the fastest to the caller,
+// which is not pinned (the pool does not change its caller's affinity), when there are at least
+// as many CPUs as threads; with fewer, nobody is pinned.
 #pragma once
 
 #include <algorithm>
@@ -29,6 +34,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int32_t size() const { return static_cast<int32_t>(workers_.size()) + 1; }
+  // The CPU worker `thread` (1..size()-1) is pinned to, or -1 when not pinned.
+  int32_t pinned_cpu(int32_t thread) const { return thread >= 1 ? pinned_[thread - 1] : -1; }
 
   // Calls fn(thread, size()) once on each thread, thread 0 being the caller; returns when all
   // calls have returned.
@@ -79,6 +86,7 @@ class ThreadPool {
   void WorkerLoop(int32_t thread);
 
   std::vector<std::thread> workers_;
+  std::vector<int32_t> pinned_;  // per worker
   Task task_ = nullptr;
   void* context_ = nullptr;
   // Bumped once per Run; a worker runs the task when it sees a generation it has not run.

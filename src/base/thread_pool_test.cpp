@@ -1,6 +1,8 @@
 #include "base/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -68,6 +70,36 @@ TEST(ThreadPoolTest, ParallelForChunksCoversEachIndexOnceInGrainChunks) {
       for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << n << " " << grain << " " << i;
     }
   }
+}
+
+// With as many CPUs as threads, each worker runs on one CPU of its own, never the caller's
+// first pick; the caller's affinity is untouched.
+TEST(ThreadPoolTest, WorkersArePinnedToDistinctCpus) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  const int32_t available = CPU_COUNT(&before);
+  if (available < 2) GTEST_SKIP() << "one CPU: nothing to pin";
+  const int32_t threads = std::min(available, 4);
+  ThreadPool pool(threads);
+  std::vector<int32_t> seen(threads, -2);
+  pool.Run([&](int32_t thread, int32_t) {
+    cpu_set_t mine;
+    CPU_ZERO(&mine);
+    pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine);
+    if (thread == 0) {
+      seen[0] = CPU_EQUAL(&mine, &before) ? -1 : -3;  // -1: unchanged
+    } else {
+      seen[thread] = CPU_COUNT(&mine) == 1 ? sched_getcpu() : -3;
+    }
+  });
+  EXPECT_EQ(seen[0], -1);
+  std::set<int32_t> cpus;
+  for (int32_t t = 1; t < threads; ++t) {
+    EXPECT_EQ(seen[t], pool.pinned_cpu(t)) << t;
+    EXPECT_GE(seen[t], 0) << t;
+    cpus.insert(seen[t]);
+  }
+  EXPECT_EQ(cpus.size(), static_cast<size_t>(threads - 1));
 }
 
 TEST(ThreadPoolTest, ManyRunsInARowSeeEachOthersWrites) {
