@@ -50,7 +50,7 @@ test-sanitize: deps san-deps
 	cmake --build $(SAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
-	./tests/fuzz/run_fuzzers.sh $(SAN_BUILD) $${FUZZ_SECONDS:-30}
+	./tests/fuzz/run_fuzzers.sh $(SAN_BUILD) $${FUZZ_SECONDS:-20}
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)
