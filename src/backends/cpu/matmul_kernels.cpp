@@ -289,6 +289,26 @@ HWY_INLINE void StoreRows(const MatMulJob& job, int64_t t, int64_t g, const floa
   }
 }
 
+// Tokens [first, job.tokens) one at a time over G groups at once (G memory streams), then the
+// groups left over singly: tile.template operator()<NG>(groups, t, out) adds token t's products
+// with NG groups to `out` (zeroed here), which is then stored with the bias.
+template <int G, typename TileFn>
+HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t begin, int64_t end,
+                                 TileFn&& tile) {
+  auto run = [&]<int NG>(int64_t t, int64_t g) HWY_ATTR {
+    const uint8_t* groups[NG];
+    for (int i = 0; i < NG; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+    float out[1][NG * kPackRows] = {};
+    tile.template operator()<NG>(groups, t, out);
+    for (int i = 0; i < NG; ++i) StoreRows(job, t, g + i, out[0] + i * kPackRows);
+  };
+  for (int64_t t = first; t < job.tokens; ++t) {
+    int64_t g = begin;
+    for (; g + G <= end; g += G) run.template operator()<G>(t, g);
+    for (; g < end; ++g) run.template operator()<1>(t, g);
+  }
+}
+
 // out[c][v·kLanes + r] += Σ_{k0 <= i < k1} w[i] · x[c][i] over the vectors of a C x G tile, the
 // groups' weights starting at k = w_first. With few vectors the FMA latency would bound the
 // loop, so U consecutive k feed U separate accumulators (summed at the end).
@@ -385,22 +405,10 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
     for (; g + PG <= end; g += PG) tiles.template operator()<PG>(g, k0, k1);
     for (; g < end; ++g) tiles.template operator()<1>(g, k0, k1);
   }
-  for (int64_t t = whole; t < job.tokens; ++t) {
-    int64_t g = begin;
-    for (; g + G <= end; g += G) {
-      const uint8_t* groups[G];
-      for (int i = 0; i < G; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
-      float out[1][G * kPackRows] = {};
-      FloatTile<1, G, T>(job, groups, 0, t, 0, k, out);
-      for (int i = 0; i < G; ++i) StoreRows(job, t, g + i, out[0] + i * kPackRows);
-    }
-    for (; g < end; ++g) {
-      const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
-      float out[1][kPackRows] = {};
-      FloatTile<1, 1, T>(job, group, 0, t, 0, k, out);
-      StoreRows(job, t, g, out[0]);
-    }
-  }
+  TokensOverGroups<G>(
+      job, whole, begin, end,
+      [&]<int NG>(const uint8_t* const(&groups)[NG], int64_t t, float(&out)[1][NG * kPackRows])
+          HWY_ATTR { FloatTile<1, NG, T>(job, groups, 0, t, 0, k, out); });
 }
 
 // Runs Tile over groups [begin, end) for every token: whole tiles of C tokens one group at a
@@ -418,22 +426,10 @@ void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
       for (int c = 0; c < C; ++c) StoreRows(job, t0 + c, g, out[c]);
     }
   }
-  for (int64_t t = whole; t < job.tokens; ++t) {
-    int64_t g = begin;
-    for (; g + G <= end; g += G) {
-      const uint8_t* groups[G];
-      for (int i = 0; i < G; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
-      float out[1][G * kPackRows];
-      Tile<1, G>::Run(job, groups, t, out);
-      for (int i = 0; i < G; ++i) StoreRows(job, t, g + i, out[0] + i * kPackRows);
-    }
-    for (; g < end; ++g) {
-      const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
-      float out[1][kPackRows];
-      Tile<1, 1>::Run(job, group, t, out);
-      StoreRows(job, t, g, out[0]);
-    }
-  }
+  TokensOverGroups<G>(
+      job, whole, begin, end,
+      [&]<int NG>(const uint8_t* const(&groups)[NG], int64_t t, float(&out)[1][NG * kPackRows])
+          HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
 }
 
 template <int kBits, bool kMin>
