@@ -40,7 +40,7 @@ Result<CompiledGraph> CompiledGraph::Compile(Graph graph, std::span<Backend* con
     if (const auto offset = compiled.plan_.ArenaOffset(graph, ValueId{i})) {
       arg.data = compiled.arena_.data() + *offset;
     } else {  // a weight or a view of one; kernels only read it
-      const Value& source = value.is_view() ? graph.value(value.alias_of) : value;
+      const Value& source = graph.memory_of(value);
       const uint64_t view_bytes = KITE_TRY(BytesFor(value.dtype, value.alias_offset));
       arg.data = const_cast<std::byte*>(static_cast<const std::byte*>(source.data)) + view_bytes;
     }
@@ -126,8 +126,7 @@ void CompiledGraph::set_profile(OpProfile* profile) {
     std::string op(nodes[i].op_name());
     for (const ValueId input : nodes[i].inputs) {
       const Value& value = graph_.value(input);
-      const Value& source = value.is_view() ? graph_.value(value.alias_of) : value;
-      if (source.kind == ValueKind::kWeight && value.shape.size() >= 2) {
+      if (graph_.memory_of(value).kind == ValueKind::kWeight && value.shape.size() >= 2) {
         op.append(" ").append(DTypeName(value.dtype));
         break;
       }

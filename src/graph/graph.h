@@ -74,6 +74,8 @@ class Graph {
   Graph Copy() const;
 
   const Value& value(ValueId id) const { return values_[id.index]; }
+  // The value whose memory `v` uses: v itself, or the value a view aliases.
+  const Value& memory_of(const Value& v) const { return v.is_view() ? value(v.alias_of) : v; }
   int32_t num_values() const { return static_cast<int32_t>(values_.size()); }
   std::span<const Node> nodes() const { return nodes_; }
   std::span<const ValueId> inputs() const { return inputs_; }

@@ -17,8 +17,7 @@ uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 SupportResult Support(const MatMulAttrs&, const Graph& graph, const Node& node) {
   const Value& x = graph.value(node.inputs[0]);
   const Value& w = graph.value(node.inputs[1]);
-  const Value& source = w.is_view() ? graph.value(w.alias_of) : w;
-  if (source.kind != ValueKind::kWeight) {
+  if (graph.memory_of(w).kind != ValueKind::kWeight) {
     return SupportResult::No("weight '" + w.name + "' is computed; the cpu matmul repacks " +
                              "constant weights once and needs them at compile time");
   }

@@ -362,7 +362,7 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t n = job.w->rows(), k = job.w->cols();
   const int64_t whole = job.tokens / C * C;
   HWY_ALIGN float converted[PG][kBlock * kPackRows];
-  // One pass of the token tiles over `count` (PG or 1) groups from g, for k in [k0, k1).
+  // One pass of the token tiles over NG (PG or 1) groups from g, for k in [k0, k1).
   auto tiles = [&]<int NG>(int64_t g, int64_t k0, int64_t k1) HWY_ATTR {
     const uint8_t* groups[NG];
     for (int i = 0; i < NG; ++i) {
