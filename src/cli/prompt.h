@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -25,5 +27,25 @@ Result<ChatTemplate> SelectChatTemplate(const Tokenizer& tokenizer, const std::s
 // in text (a SentencePiece tokenizer.model).
 Result<std::vector<int32_t>> ChatPromptIds(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                                            const std::vector<ChatMessage>& messages);
+
+// The prompt of the next turn of a multi-turn chat.
+struct ChatTurnPrompt {
+  std::vector<int32_t> ids;  // the whole conversation up to the new assistant header
+  std::string rendered;      // the template's text of the same (for the turn after)
+  int32_t new_tokens = 0;    // ids appended to the history; ids.size() when rendered afresh
+};
+// `messages` ends with the new user message; `history` holds the ids of the conversation before
+// it as they were processed (prompts and replies as generated, which re-tokenizing the reply's
+// text need not give back), `rendered` the template's text up to the last reply (the previous
+// turn's ChatTurnPrompt::rendered). When the template writes the earlier turns as before, the
+// prompt is `history` + the ids of what the template writes after the last reply (the end of
+// the assistant's turn, the new user turn, the assistant header), so that only the new turn is
+// computed; otherwise (an empty history, a template that rewrites earlier turns) it is the
+// whole conversation rendered and tokenized anew, and the session reuses the KV of its prefix.
+Result<ChatTurnPrompt> NextChatTurnPrompt(const Tokenizer& tokenizer,
+                                          const ChatTemplate& chat_template,
+                                          const std::vector<ChatMessage>& messages,
+                                          std::span<const int32_t> history,
+                                          std::string_view rendered);
 
 }  // namespace kite::cli

@@ -13,15 +13,15 @@ Normalizer Normalizer::SentencePiece(SpmNormalizerSpec spec) {
 
 // SentencePiece's Normalizer::Normalize for the identity rule set (no precompiled charsmap).
 void Normalizer::ApplySentencePiece(const SpmNormalizerSpec& spec, std::string_view text,
-                                    std::string* out) {
+                                    bool continuation, std::string* out) {
   out->clear();
-  if (spec.remove_extra_whitespaces) {
+  if (spec.remove_extra_whitespaces && !continuation) {
     while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
   }
   if (text.empty()) return;
   const std::string_view space = spec.escape_whitespaces ? kSpaceMarker : std::string_view(" ");
   out->reserve(text.size() * 3 + 3);
-  if (spec.add_dummy_prefix) out->append(space);
+  if (spec.add_dummy_prefix && !continuation) out->append(space);
   if (!spec.remove_extra_whitespaces) {  // the common case: copy between spaces in bulk
     for (size_t pos = 0; pos < text.size();) {
       const size_t hit = std::min(text.find(' ', pos), text.size());
@@ -31,7 +31,9 @@ void Normalizer::ApplySentencePiece(const SpmNormalizerSpec& spec, std::string_v
     }
     return;
   }
-  bool is_prev_space = true;
+  // A continuation follows text that did not end in a space (as far as we know): its first
+  // space is kept.
+  bool is_prev_space = !continuation;
   for (char c : text) {
     if (c == ' ') {
       if (!is_prev_space) out->append(space);
@@ -46,18 +48,19 @@ void Normalizer::ApplySentencePiece(const SpmNormalizerSpec& spec, std::string_v
   out->resize(end);
 }
 
-std::string_view Normalizer::Apply(std::string_view text, std::string* buffer) const {
+std::string_view Normalizer::Apply(std::string_view text, std::string* buffer,
+                                   bool continuation) const {
   if (steps_.empty()) return text;
   std::string scratch;
   std::string_view current = text;
   for (const Step& step : steps_) {
     switch (step.kind) {
       case Kind::kSentencePiece:
-        ApplySentencePiece(spm_, current, &scratch);
+        ApplySentencePiece(spm_, current, continuation, &scratch);
         break;
       case Kind::kPrepend:
         // Hugging Face leaves empty text alone.
-        if (current.empty()) continue;
+        if (current.empty() || continuation) continue;
         scratch.assign(step.a);
         scratch.append(current);
         break;

@@ -41,7 +41,10 @@ class Normalizer {
   }
 
   // The normalized text: `text` itself when nothing changes, else a view of `*buffer`.
-  std::string_view Apply(std::string_view text, std::string* buffer) const;
+  // `continuation`: the text continues text already encoded, so nothing is prepended to it
+  // (SentencePiece's dummy prefix, a Prepend step) and its leading spaces are kept.
+  std::string_view Apply(std::string_view text, std::string* buffer,
+                         bool continuation = false) const;
 
  private:
   enum class Kind { kSentencePiece, kPrepend, kReplace };
@@ -50,7 +53,7 @@ class Normalizer {
     std::string a, b;
   };
   static void ApplySentencePiece(const SpmNormalizerSpec& spec, std::string_view text,
-                                 std::string* out);
+                                 bool continuation, std::string* out);
 
   std::vector<Step> steps_;
   SpmNormalizerSpec spm_;

@@ -59,7 +59,8 @@ void Pipeline::EncodePiece(std::string_view piece, EncodeScratch* scratch,
   }
 }
 
-Status Pipeline::Encode(std::string_view text, bool add_special, std::vector<int32_t>* out) const {
+Status Pipeline::Encode(std::string_view text, bool add_special, std::vector<int32_t>* out,
+                        bool continuation) const {
   KITE_RETURN_IF_ERROR(CheckUtf8(text, name));
   EncodeScratch scratch;
   scratch.use_cache = text.size() >= kCacheMinBytes;
@@ -74,11 +75,14 @@ Status Pipeline::Encode(std::string_view text, bool add_special, std::vector<int
       out->push_back(segment.id);
       continue;
     }
-    const std::string_view normalized = normalizer.Apply(segment.text, &scratch.normalized);
+    const bool continues = continuation && segment.offset == 0;
+    const std::string_view normalized =
+        normalizer.Apply(segment.text, &scratch.normalized, continues);
     if (pre_tokenizer.empty()) {
       scratch.pre.pieces.assign(1, normalized);
     } else {
-      KITE_RETURN_IF_ERROR(pre_tokenizer.Split(normalized, segment.offset == 0, &scratch.pre));
+      KITE_RETURN_IF_ERROR(
+          pre_tokenizer.Split(normalized, segment.offset == 0 && !continues, &scratch.pre));
     }
     scratch.spm.prev_unk = false;
     for (const std::string_view piece : scratch.pre.pieces) {

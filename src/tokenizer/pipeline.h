@@ -54,7 +54,11 @@ struct Pipeline {
   std::vector<int32_t> eos_ids;
   std::string chat_template;
 
-  Status Encode(std::string_view text, bool add_special, std::vector<int32_t>* out) const;
+  // `continuation`: the text continues ids already encoded, so its first segment (up to the
+  // first special token) gets none of the start-of-text rules (see Normalizer::Apply and
+  // PreTokenizer::Split's at_start).
+  Status Encode(std::string_view text, bool add_special, std::vector<int32_t>* out,
+                bool continuation = false) const;
   void EncodePiece(std::string_view piece, EncodeScratch* scratch, std::vector<int32_t>* out) const;
 };
 

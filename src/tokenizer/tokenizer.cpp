@@ -125,6 +125,13 @@ Result<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bool add_s
   return ids;
 }
 
+Result<std::vector<int32_t>> Tokenizer::EncodeContinuation(std::string_view text) const {
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 4);
+  KITE_RETURN_IF_ERROR(pipeline_->Encode(text, /*add_special=*/false, &ids, /*continuation=*/true));
+  return ids;
+}
+
 Result<std::string> Tokenizer::Decode(std::span<const int32_t> ids) const {
   for (size_t i = 0; i < ids.size(); ++i) {
     if (!pipeline_->vocab.Contains(ids[i])) {

@@ -68,6 +68,11 @@ class Tokenizer {
   // `text` must be valid UTF-8 (InvalidInput names the first bad byte). add_special adds BOS/EOS
   // as the model's configuration says; special tokens written in the text are matched either way.
   Result<std::vector<int32_t>> Encode(std::string_view text, bool add_special) const;
+  // Text that continues ids already fed to a model (the next turn of a chat): no BOS/EOS, and
+  // the text before its first special token gets none of the start-of-text rules
+  // (SentencePiece's dummy prefix and removal of leading spaces, a Prepend("▁") normalizer,
+  // Metaspace's "first" prepend), as it would not in the whole text.
+  Result<std::vector<int32_t>> EncodeContinuation(std::string_view text) const;
   // InvalidInput names the first id outside the vocabulary and its position.
   Result<std::string> Decode(std::span<const int32_t> ids) const;
   StreamDecoder NewStreamDecoder() const { return StreamDecoder(this); }

@@ -188,5 +188,28 @@ TEST(Tokenizer, SpecialTokensInTextFollowTheFormat) {
   EXPECT_EQ(llama2->Decode(plain).value(), "<s>");
 }
 
+// A chat turn appended to a conversation: the continuation's ids are those the whole text
+// would have after the first part (no dummy prefix, no Prepend, leading spaces kept), for a
+// boundary that no merge crosses; Encode of the part alone differs.
+TEST(Tokenizer, ContinuationGetsNoStartOfTextRules) {
+  const std::string head = "Hello there";
+  for (const std::string& path : {"tokenizers/llama2", "tokenizers/mistral", "tokenizers/llama3"}) {
+    const Tokenizer* tokenizer = TestTokenizer(path);
+    ASSERT_NE(tokenizer, nullptr);
+    for (const std::string tail : {"\nuser: hi", " world", "  two spaces\n"}) {
+      std::vector<int32_t> joined = tokenizer->Encode(head, false).value();
+      const std::vector<int32_t> rest = tokenizer->EncodeContinuation(tail).value();
+      joined.insert(joined.end(), rest.begin(), rest.end());
+      EXPECT_EQ(joined, tokenizer->Encode(head + tail, false).value()) << path << " + " << tail;
+      if (path != "tokenizers/llama3") {  // byte-level BPE has no start-of-text rule
+        EXPECT_NE(rest, tokenizer->Encode(tail, false).value()) << path << " + " << tail;
+      }
+    }
+  }
+  // After a special token, SentencePiece-style text starts afresh (as in the whole text).
+  const Tokenizer* mistral = TestTokenizer("tokenizers/mistral");
+  EXPECT_EQ(mistral->EncodeContinuation("</s>hi").value(), mistral->Encode("</s>hi", false).value());
+}
+
 }  // namespace
 }  // namespace kite
