@@ -88,6 +88,33 @@ TEST(CliDetokenize, RejectsMalformedInputNamingTheItem) {
   EXPECT_NE(out_of_range.err.find("99999999"), std::string::npos) << out_of_range.err;
 }
 
+// `kite tokenize | kite detokenize` in their default formats gives the text back: detokenize
+// reads the space-separated ids tokenize prints and drops the BOS/EOS it adds (a tokenizer.json
+// decoder would print Mistral's "<s>"). SentencePiece (the demo), Mistral's HF BPE with a
+// Prepend normalizer, Llama 3's byte-level BPE.
+TEST(CliDetokenize, RoundTripsTokenizeDefaultOutput) {
+  const std::vector<std::string> texts = {
+      " leading space, two  spaces,\ta tab\n", "line one\n\nline two", "\n",
+      "h\xc3\xa9llo \xe4\xb8\x96\xe7\x95\x8c \xf0\x9f\x99\x82"};
+  for (const std::string model :
+       {"models/demo", "testdata/tokenizers/mistral", "testdata/tokenizers/llama3"}) {
+    const std::string path = SourcePath(model);
+    for (const std::string& text : texts) {
+      CommandResult ids = RunKite({"tokenize", "-m", path, "-p", text});
+      ASSERT_EQ(ids.exit_code, 0) << ids.err;
+      CommandResult back = RunKite({"detokenize", "-m", path}, ids.out);
+      ASSERT_EQ(back.exit_code, 0) << back.err;
+      EXPECT_EQ(back.out, text) << model << ", ids " << ids.out;
+    }
+  }
+  const std::string mistral = SourcePath("testdata/tokenizers/mistral");
+  CommandResult ids = RunKite({"tokenize", "-m", mistral, "-p", "Hi"});
+  EXPECT_EQ(RunKite({"detokenize", "-m", mistral, "--keep-special"}, ids.out).out, "<s> Hi");
+  CommandResult bad = RunKite({"detokenize", "-m", mistral}, "1 22557 x");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("item 2 is \"x\""), std::string::npos) << bad.err;
+}
+
 TEST(CliInspect, ReportsLlamaCppVocabularyFile) {
   const std::string path = SourcePath("testdata/gguf-vocab/ggml-vocab-qwen2.gguf");
   CommandResult result = RunKite({"inspect", path, "--json"});

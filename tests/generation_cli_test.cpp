@@ -3,12 +3,20 @@
 // models/demo/README.md, testdata/eval/*.ppl.json from tools/reference_ppl.py), or from a second
 // run of kite whose result must agree with the first (prefix reuse, /save and /load).
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cli_runner.h"
+#include "tokenizer/tokenizer.h"
 
 namespace kite::testing {
 namespace {
@@ -245,6 +253,202 @@ TEST(CliChat, ResetForgetsAndSaveLoadRestoresTheConversation) {
 
   CommandResult missing = RunKite(ChatArgs(model), "/load /no/such/file\n");
   EXPECT_TRUE(Contains(missing.err, "/no/such/file")) << missing.err;
+}
+
+// What one /stats line of `kite chat` says about the last turn.
+struct TurnStats {
+  int context = 0;  // tokens in the KV cache after the turn
+  int prompt = 0, reused = 0, computed = 0, generated = 0;
+  std::string stop;
+};
+
+std::vector<TurnStats> StatsLines(const std::string& err) {
+  static const std::regex line(
+      R"(context (\d+)/\d+ tokens \| last turn: prompt (\d+) \((\d+) reused, (\d+) computed\), )"
+      R"([^,]*, (\d+) generated, [^,]*, stop: (\S+))");
+  std::vector<TurnStats> stats;
+  for (auto it = std::sregex_iterator(err.begin(), err.end(), line); it != std::sregex_iterator();
+       ++it) {
+    const std::smatch& m = *it;
+    stats.push_back({std::stoi(m[1]), std::stoi(m[2]), std::stoi(m[3]), std::stoi(m[4]),
+                     std::stoi(m[5]), m[6]});
+  }
+  return stats;
+}
+
+// Each new turn of a chat computes only itself: the KV of every earlier prompt and reply (as
+// generated) is reused, and what is computed is the template's text after the last reply (the
+// end of the assistant's turn, the new user turn, the assistant header), written out here by
+// hand for each template, plus the reply's last token when -n cut the reply before it was fed.
+// On the demo's own template ("role: content\n", reply after "assistant:"), ChatML and Llama 3.
+TEST(CliChat, EachTurnComputesOnlyTheNewTurn) {
+  struct Case {
+    std::vector<std::string> flags;
+    std::function<std::string(const std::string&)> new_turn;
+  };
+  const std::vector<Case> cases = {
+      {{}, [](const std::string& m) { return "\nuser: " + m + "\nassistant:"; }},
+      {{"--chat-template", "chatml"},
+       [](const std::string& m) {
+         return "<|im_end|>\n<|im_start|>user\n" + m + "<|im_end|>\n<|im_start|>assistant\n";
+       }},
+      {{"--chat-template", "llama3"},
+       [](const std::string& m) {
+         return "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n" + m +
+                "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
+       }},
+  };
+  const std::string model = SourcePath("models/demo");
+  auto tokenizer = Tokenizer::Load(model);
+  ASSERT_TRUE(tokenizer.has_value()) << tokenizer.error().message;
+  const std::vector<std::string> messages = {"Hello there", "What is your name?",
+                                             "Tell me a story about a dragon."};
+  for (const Case& c : cases) {
+    std::vector<std::string> args = ChatArgs(model);
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    std::string input;
+    for (const std::string& message : messages) input += message + "\n/stats\n";
+    CommandResult result = RunKite(args, input);
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const std::vector<TurnStats> stats = StatsLines(result.err);
+    ASSERT_EQ(stats.size(), messages.size()) << result.err;
+    EXPECT_EQ(stats[0].reused, 0);
+    EXPECT_EQ(stats[0].computed, stats[0].prompt);
+    for (size_t turn = 1; turn < messages.size(); ++turn) {
+      const TurnStats& before = stats[turn - 1];
+      const TurnStats& now = stats[turn];
+      const int unfed = before.prompt + before.generated - before.context;
+      const int new_turn =
+          static_cast<int>((*tokenizer)->EncodeContinuation(c.new_turn(messages[turn]))->size());
+      const std::string what = (c.flags.empty() ? "demo template" : c.flags[1]) + ", turn " +
+                               std::to_string(turn + 1) + "\n" + result.err;
+      EXPECT_EQ(now.reused, before.context) << what;
+      EXPECT_EQ(now.computed, unfed + new_turn) << what;
+      EXPECT_EQ(now.prompt, before.prompt + before.generated + new_turn) << what;
+    }
+  }
+}
+
+// `kite chat` with its stdin, stdout and stderr as pipes, so that a test can signal it in the
+// middle of a reply.
+class ChatProcess {
+ public:
+  explicit ChatProcess(const std::vector<std::string>& args) {
+    ::signal(SIGPIPE, SIG_IGN);  // a write to a kite that died fails instead of killing the test
+    int in[2], out[2], err[2];
+    if (::pipe(in) || ::pipe(out) || ::pipe(err)) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
+      std::string binary = KITE_BINARY;
+      std::vector<std::string> copies = args;
+      std::vector<char*> argv = {binary.data()};
+      for (std::string& arg : copies) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      std::_Exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    in_ = in[1];
+    fds_[0] = {out[0], POLLIN, 0};
+    fds_[1] = {err[0], POLLIN, 0};
+  }
+  ~ChatProcess() {
+    if (pid_ > 0 && !finished_) {
+      ::kill(pid_, SIGKILL);
+      Finish();
+    }
+  }
+
+  void Write(const std::string& text) {
+    for (size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(in_, text.data() + done, text.size() - done);
+      if (n <= 0) return;
+      done += static_cast<size_t>(n);
+    }
+  }
+  // Reads until `ready` holds; false when it does not within `seconds` or the pipes close.
+  bool WaitFor(const std::function<bool()>& ready, int seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (!ready()) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !Pump(static_cast<int>(left.count()))) return false;
+    }
+    return true;
+  }
+  void Signal(int signal) { ::kill(pid_, signal); }
+  // Closes stdin, reads to the end; the exit status (128 + N for signal N).
+  int Finish() {
+    if (in_ >= 0) ::close(in_);
+    in_ = -1;
+    while (Pump(-1)) {
+    }
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    finished_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::string out, err;
+
+ private:
+  // One poll round; false when both pipes are closed or nothing came within timeout_ms.
+  bool Pump(int timeout_ms) {
+    if (fds_[0].fd < 0 && fds_[1].fd < 0) return false;
+    const int ready = ::poll(fds_, 2, timeout_ms);
+    if (ready < 0 && errno == EINTR) return true;
+    if (ready <= 0) return false;
+    std::string* sinks[2] = {&out, &err};
+    for (int i = 0; i < 2; ++i) {
+      if (fds_[i].fd < 0 || !(fds_[i].revents & (POLLIN | POLLHUP))) continue;
+      char buffer[65536];
+      const ssize_t n = ::read(fds_[i].fd, buffer, sizeof(buffer));
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<size_t>(n));
+      } else {
+        ::close(fds_[i].fd);
+        fds_[i].fd = -1;
+      }
+    }
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int in_ = -1;
+  pollfd fds_[2] = {{-1, POLLIN, 0}, {-1, POLLIN, 0}};
+  bool finished_ = false;
+};
+
+// Ctrl-C in the middle of a reply stops it and returns to the prompt; the partial reply stays in
+// the conversation (the next turn reuses its KV) and the next message is answered. -n is large
+// and the context long, so each reply runs until it is stopped.
+TEST(CliChat, CtrlCStopsTheReplyAndKeepsTheConversation) {
+  ChatProcess chat({"chat", "-m", SourcePath("models/demo"), "--temp", "0", "-n", "100000",
+                    "--ctx", "2048"});
+  for (const std::string message : {"Tell me a long story", "And then?"}) {
+    const size_t before = chat.out.size();
+    const size_t stats_before = StatsLines(chat.err).size();
+    chat.Write(message + "\n");
+    ASSERT_TRUE(chat.WaitFor([&] { return chat.out.size() > before; }, 120))
+        << "no reply to " << message << "\n" << chat.err;
+    chat.Signal(SIGINT);
+    chat.Write("/stats\n");
+    ASSERT_TRUE(chat.WaitFor([&] { return StatsLines(chat.err).size() > stats_before; }, 120))
+        << "no /stats after Ctrl-C\n" << chat.err;
+  }
+  EXPECT_EQ(chat.Finish(), 0) << chat.err;
+  const std::vector<TurnStats> stats = StatsLines(chat.err);
+  ASSERT_EQ(stats.size(), 2u) << chat.err;
+  for (const TurnStats& turn : stats) EXPECT_EQ(turn.stop, "callback") << chat.err;
+  EXPECT_GT(stats[0].generated, 0);
+  EXPECT_LT(stats[0].context, 2000) << "the reply ran to the end of the context";
+  EXPECT_EQ(stats[1].reused, stats[0].context) << chat.err;  // the partial reply is kept
 }
 
 TEST(CliInspect, PlacementShowsEveryNodeOnABackend) {

@@ -26,7 +26,8 @@ namespace {
 
 constexpr const char* kChatHelp =
     "commands: /reset (forget the conversation), /save FILE, /load FILE (KV cache and history; the "
-    "messages go to FILE.json), /stats, /quit\n";
+    "messages go to FILE.json), /stats, /quit. Ctrl-C stops a reply (what it wrote stays in the "
+    "conversation); at the prompt it ends kite\n";
 
 struct ChatState {
   std::vector<ChatMessage> messages;
