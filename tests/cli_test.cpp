@@ -91,13 +91,13 @@ TEST(CliDetokenize, RejectsMalformedInputNamingTheItem) {
 // `kite tokenize | kite detokenize` in their default formats gives the text back: detokenize
 // reads the space-separated ids tokenize prints and drops the BOS/EOS it adds (a tokenizer.json
 // decoder would print Mistral's "<s>"). SentencePiece (the demo), Mistral's HF BPE with a
-// Prepend normalizer, Llama 3's byte-level BPE.
+// Prepend normalizer, GPT-2's byte-level BPE.
 TEST(CliDetokenize, RoundTripsTokenizeDefaultOutput) {
   const std::vector<std::string> texts = {
       " leading space, two  spaces,\ta tab\n", "line one\n\nline two", "\n",
       "h\xc3\xa9llo \xe4\xb8\x96\xe7\x95\x8c \xf0\x9f\x99\x82"};
   for (const std::string model :
-       {"models/demo", "testdata/tokenizers/mistral", "testdata/tokenizers/llama3"}) {
+       {"models/demo", "testdata/tokenizers/mistral", "testdata/tokenizers/gpt2"}) {
     const std::string path = SourcePath(model);
     for (const std::string& text : texts) {
       CommandResult ids = RunKite({"tokenize", "-m", path, "-p", text});

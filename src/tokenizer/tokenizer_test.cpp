@@ -193,7 +193,7 @@ TEST(Tokenizer, SpecialTokensInTextFollowTheFormat) {
 // boundary that no merge crosses; Encode of the part alone differs.
 TEST(Tokenizer, ContinuationGetsNoStartOfTextRules) {
   const std::string head = "Hello there";
-  for (const std::string& path : {"tokenizers/llama2", "tokenizers/mistral", "tokenizers/llama3"}) {
+  for (const std::string path : {"tokenizers/llama2", "tokenizers/mistral", "tokenizers/llama3"}) {
     const Tokenizer* tokenizer = TestTokenizer(path);
     ASSERT_NE(tokenizer, nullptr);
     for (const std::string tail : {"\nuser: hi", " world", "  two spaces\n"}) {
