@@ -24,7 +24,8 @@ TEST(ChatTurn, Llama3AppendsOnlyTheNewTurnToTheIdsAsGenerated) {
   ASSERT_TRUE(chat_template.has_value()) << chat_template.error().message;
 
   std::vector<ChatMessage> messages = {{"user", "Hello"}};
-  const ChatTurnPrompt first = NextChatTurnPrompt(tokenizer, *chat_template, messages, {}, "").value();
+  const ChatTurnPrompt first =
+      NextChatTurnPrompt(tokenizer, *chat_template, messages, {}, "").value();
   EXPECT_EQ(first.ids, cli::ChatPromptIds(tokenizer, *chat_template, messages).value());
   EXPECT_EQ(first.new_tokens, static_cast<int32_t>(first.ids.size()));
 
@@ -62,12 +63,13 @@ TEST(ChatTurn, TemplateThatRewritesEarlierTurnsIsRenderedAnew) {
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   const Tokenizer& tokenizer = **loaded;
   const ChatTemplate chat_template =
-      ChatTemplate::Parse("{{ bos_token }}{% for m in messages %}{% if loop.last %}(last) {% endif %}"
-                          "{{ m.role }}: {{ m.content }}\n{% endfor %}assistant:",
+      ChatTemplate::Parse("{{ bos_token }}{% for m in messages %}{% if loop.last %}(last) "
+                          "{% endif %}{{ m.role }}: {{ m.content }}\n{% endfor %}assistant:",
                           "marks the last message")
           .value();
   std::vector<ChatMessage> messages = {{"user", "Hello"}};
-  const ChatTurnPrompt first = NextChatTurnPrompt(tokenizer, chat_template, messages, {}, "").value();
+  const ChatTurnPrompt first =
+      NextChatTurnPrompt(tokenizer, chat_template, messages, {}, "").value();
   std::vector<int32_t> history = first.ids;
   history.push_back(tokenizer.Encode("Hi", false).value().back());
   messages.push_back({"assistant", "Hi"});

@@ -243,7 +243,7 @@ TEST(CliChat, ResetForgetsAndSaveLoadRestoresTheConversation) {
   ASSERT_EQ(straight.exit_code, 0) << straight.err;
   ASSERT_EQ(straight.out.substr(0, once.out.size()), once.out);
   EXPECT_TRUE(Contains(straight.err, "context ")) << straight.err;  // /stats
-  EXPECT_FALSE(Contains(straight.err, "(0 reused)")) << straight.err;
+  EXPECT_FALSE(Contains(straight.err, "(0 reused,")) << straight.err;
   // The restored conversation answers the second turn as the uninterrupted one did.
   CommandResult restored = RunKite(ChatArgs(model), "/load " + saved + "\nWhat now?\n");
   ASSERT_EQ(restored.exit_code, 0) << restored.err;

@@ -77,7 +77,7 @@ Result<std::string> RenderedBeforeLastReply(const Tokenizer& tokenizer,
                                             const std::vector<ChatMessage>& messages) {
   if (messages.size() < 2 || messages.back().role != "assistant") return std::string();
   const std::vector<ChatMessage> before(messages.begin(), messages.end() - 1);
-  return KITE_TRY(NextChatTurnPrompt(tokenizer, chat_template, before, {}, "")).rendered;
+  return RenderChatPrompt(tokenizer, chat_template, before);
 }
 
 Status SaveChat(Session& session, const ChatState& state, const std::string& path) {
@@ -189,7 +189,8 @@ Status Chat(const GenerationFlags& flags, const std::string& system) {
     state.messages.push_back({"user", line});
     auto turn = NextChatTurnPrompt(engine->tokenizer(), chat_template, state.messages, state.ids,
                                    state.rendered);
-    auto result = turn ? GenerateReply(session, turn->ids, generate) : std::unexpected(turn.error());
+    auto result =
+        turn ? GenerateReply(session, turn->ids, generate) : std::unexpected(turn.error());
     if (!result) {
       state.messages.pop_back();  // the turn did not happen
       std::fprintf(stderr, "kite: %s\n", result.error().message.c_str());

@@ -69,7 +69,8 @@ Status RunDetokenize(const std::string& model, bool keep_special) {
     if (ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), ids.begin())) {
       ids.erase(ids.begin(), ids.begin() + prefix.size());
     }
-    if (ids.size() >= suffix.size() && std::equal(suffix.begin(), suffix.end(), ids.end() - suffix.size())) {
+    if (ids.size() >= suffix.size() &&
+        std::equal(suffix.begin(), suffix.end(), ids.end() - suffix.size())) {
       ids.resize(ids.size() - suffix.size());
     }
   }
@@ -84,7 +85,9 @@ void AddDetokenizeCommand(CLI::App& app, int* exit_code) {
   auto model = std::make_shared<std::string>();
   auto keep_special = std::make_shared<bool>(false);
   CLI::App* command = app.add_subcommand(
-      "detokenize", "Turn token ids (stdin: space-separated as `kite tokenize` prints them, or a JSON array) into text");
+      "detokenize",
+      "Turn token ids (stdin: space-separated as `kite tokenize` prints them, or a JSON array) "
+      "into text");
   command->add_option("-m,--model", *model,
                       "A model folder, tokenizer.json, tokenizer.model or .gguf file")
       ->required();
@@ -92,7 +95,9 @@ void AddDetokenizeCommand(CLI::App& app, int* exit_code) {
                     "Also print the BOS/EOS that `kite tokenize` adds (dropped by default, so that "
                     "tokenize | detokenize gives the text back)");
   command->callback([model, keep_special, exit_code] {
-    if (auto status = RunDetokenize(*model, *keep_special); !status) *exit_code = ReportError(status.error());
+    if (auto status = RunDetokenize(*model, *keep_special); !status) {
+      *exit_code = ReportError(status.error());
+    }
   });
 }
 

@@ -28,23 +28,13 @@ namespace {
 // reply's ids as generated go. Plain text, so that filters like trim leave it alone.
 constexpr std::string_view kReplyMarker = "@@kite-reply@@";
 
-// The conversation as the template writes it, ending with the assistant's header.
-Result<std::string> RenderForReply(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
-                                   const std::vector<ChatMessage>& messages) {
-  ChatTemplateInput input;
-  input.messages = messages;
-  input.add_generation_prompt = true;
-  if (tokenizer.bos_id() >= 0) input.bos_token = std::string(tokenizer.TokenText(tokenizer.bos_id()));
-  if (!tokenizer.eos_ids().empty()) input.eos_token = std::string(tokenizer.TokenText(tokenizer.eos_ids()[0]));
-  return chat_template.Render(input);
-}
-
 Result<std::vector<int32_t>> RenderedIds(const Tokenizer& tokenizer, std::string_view text) {
   std::vector<int32_t> ids;
   const int32_t bos = tokenizer.bos_id();
-  if (bos >= 0 && !tokenizer.TokenText(bos).empty() && text.starts_with(tokenizer.TokenText(bos))) {
+  const std::string_view bos_text = tokenizer.TokenText(bos);  // "" when there is none
+  if (!bos_text.empty() && text.starts_with(bos_text)) {
     ids.push_back(bos);
-    text.remove_prefix(tokenizer.TokenText(bos).size());
+    text.remove_prefix(bos_text.size());
   }
   const std::vector<int32_t> rest = KITE_TRY(tokenizer.Encode(text, /*add_special=*/false));
   ids.insert(ids.end(), rest.begin(), rest.end());
@@ -57,9 +47,21 @@ bool OnlySpaces(std::string_view text) {
 
 }  // namespace
 
+Result<std::string> RenderChatPrompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                     const std::vector<ChatMessage>& messages) {
+  ChatTemplateInput input;
+  input.messages = messages;
+  input.add_generation_prompt = true;
+  const int32_t bos = tokenizer.bos_id();
+  if (bos >= 0) input.bos_token = std::string(tokenizer.TokenText(bos));
+  const std::span<const int32_t> eos = tokenizer.eos_ids();
+  if (!eos.empty()) input.eos_token = std::string(tokenizer.TokenText(eos[0]));
+  return chat_template.Render(input);
+}
+
 Result<std::vector<int32_t>> ChatPromptIds(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                                            const std::vector<ChatMessage>& messages) {
-  return RenderedIds(tokenizer, KITE_TRY(RenderForReply(tokenizer, chat_template, messages)));
+  return RenderedIds(tokenizer, KITE_TRY(RenderChatPrompt(tokenizer, chat_template, messages)));
 }
 
 Result<ChatTurnPrompt> NextChatTurnPrompt(const Tokenizer& tokenizer,
@@ -68,20 +70,20 @@ Result<ChatTurnPrompt> NextChatTurnPrompt(const Tokenizer& tokenizer,
                                           std::span<const int32_t> history,
                                           std::string_view rendered) {
   ChatTurnPrompt turn;
-  turn.rendered = KITE_TRY(RenderForReply(tokenizer, chat_template, messages));
+  turn.rendered = KITE_TRY(RenderChatPrompt(tokenizer, chat_template, messages));
   const size_t n = messages.size();
   if (!history.empty() && !rendered.empty() && n >= 2 && messages[n - 2].role == "assistant") {
     std::vector<ChatMessage> marked = messages;
     marked[n - 2].content = std::string(kReplyMarker);
-    const std::string text = KITE_TRY(RenderForReply(tokenizer, chat_template, marked));
+    const std::string text = KITE_TRY(RenderChatPrompt(tokenizer, chat_template, marked));
     const size_t at = text.find(kReplyMarker);
     // The earlier turns must be written as before; between them and the reply the template may
     // put white space that the generated reply carries itself (the demo's "assistant: ").
     if (at != std::string::npos && text.find(kReplyMarker, at + 1) == std::string::npos &&
         at >= rendered.size() && text.starts_with(rendered) &&
         OnlySpaces(std::string_view(text).substr(rendered.size(), at - rendered.size()))) {
-      const std::vector<int32_t> tail =
-          KITE_TRY(tokenizer.EncodeContinuation(std::string_view(text).substr(at + kReplyMarker.size())));
+      const std::string_view after = std::string_view(text).substr(at + kReplyMarker.size());
+      const std::vector<int32_t> tail = KITE_TRY(tokenizer.EncodeContinuation(after));
       turn.ids.assign(history.begin(), history.end());
       turn.ids.insert(turn.ids.end(), tail.begin(), tail.end());
       turn.new_tokens = static_cast<int32_t>(tail.size());

@@ -22,6 +22,10 @@ Result<std::vector<int32_t>> RawPromptIds(const Tokenizer& tokenizer, const std:
 // without a template and no name is an error listing the built-in names.
 Result<ChatTemplate> SelectChatTemplate(const Tokenizer& tokenizer, const std::string& builtin_name);
 
+// The conversation as the template writes it, ending with the assistant's header.
+Result<std::string> RenderChatPrompt(const Tokenizer& tokenizer, const ChatTemplate& chat_template,
+                                     const std::vector<ChatMessage>& messages);
+
 // Renders the conversation (ending with the assistant's header) and tokenizes it. Templates
 // write BOS as text; it becomes the BOS id even for tokenizers that do not match special tokens
 // in text (a SentencePiece tokenizer.model).

@@ -128,7 +128,8 @@ Result<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bool add_s
 Result<std::vector<int32_t>> Tokenizer::EncodeContinuation(std::string_view text) const {
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
-  KITE_RETURN_IF_ERROR(pipeline_->Encode(text, /*add_special=*/false, &ids, /*continuation=*/true));
+  KITE_RETURN_IF_ERROR(
+      pipeline_->Encode(text, /*add_special=*/false, &ids, /*continuation=*/true));
   return ids;
 }
 

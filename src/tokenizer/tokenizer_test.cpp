@@ -208,7 +208,8 @@ TEST(Tokenizer, ContinuationGetsNoStartOfTextRules) {
   }
   // After a special token, SentencePiece-style text starts afresh (as in the whole text).
   const Tokenizer* mistral = TestTokenizer("tokenizers/mistral");
-  EXPECT_EQ(mistral->EncodeContinuation("</s>hi").value(), mistral->Encode("</s>hi", false).value());
+  EXPECT_EQ(mistral->EncodeContinuation("</s>hi").value(),
+            mistral->Encode("</s>hi", false).value());
 }
 
 }  // namespace
