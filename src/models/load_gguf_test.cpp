@@ -22,24 +22,11 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// A copy of the GGUF at `path` with the integer key `key` set to `value`; returns its path.
+// A copy of the GGUF at `path` with `key` set to `value`.
 std::string WithKey(const std::string& path, const std::string& key, uint32_t value) {
-  auto gguf = GgufFile::Open(path);
-  EXPECT_TRUE(gguf.has_value());
-  if (!gguf) return path;
-  GgufWriter writer;
-  for (const auto& [name, item] : gguf->metadata()) writer.SetValue(name, item);
-  writer.SetUint32(key, value);
-  for (const GgufTensorInfo& info : gguf->tensors()) {
-    const TensorView view = gguf->View(info);
-    EXPECT_TRUE(writer
-                    .AddTensor(info.name, info.dtype, info.shape,
-                               {static_cast<const uint8_t*>(view.data), view.bytes})
-                    .has_value());
-  }
-  const std::string rewritten = path + "." + key + std::to_string(value) + ".gguf";
-  EXPECT_TRUE(writer.Write(rewritten).has_value());
-  return rewritten;
+  auto copy = testing::CopyWithKey(path, key, value, "." + key + ".gguf");
+  EXPECT_TRUE(copy.has_value()) << copy.error().message;
+  return copy.value_or(path);
 }
 
 TEST(LoadGgufTest, ReadsHyperParametersAndWeights) {
