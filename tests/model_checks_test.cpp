@@ -158,9 +158,16 @@ TEST(ModelChecks, NanWeightsAreAnErrorAndCheckTensorsNamesThem) {
     EXPECT_EQ(checked.exit_code, 1) << command[0] << ": " << checked.err;
     EXPECT_TRUE(Contains(checked.err, named)) << command[0] << ": " << checked.err;
   }
+  CommandResult inspect = RunKite({"inspect", demo.path(), "--check-tensors"});
+  EXPECT_EQ(inspect.exit_code, 1) << inspect.err;
+  EXPECT_TRUE(Contains(inspect.err, named)) << inspect.err;
+
   CommandResult clean = RunKite({"run", "-m", SourcePath("models/demo"), "-p", "hi", "-n", "1",
                                  "--check-tensors"});
   EXPECT_EQ(clean.exit_code, 0) << clean.err;
+  CommandResult clean_inspect = RunKite({"inspect", SourcePath("models/demo"), "--check-tensors"});
+  EXPECT_EQ(clean_inspect.exit_code, 0) << clean_inspect.err;
+  EXPECT_TRUE(Contains(clean_inspect.err, "57 weights checked: no NaN or Inf")) << clean_inspect.err;
 }
 
 // models/demo was trained on 256 positions: eval ppl used a 512 window by default and reported a
@@ -177,6 +184,12 @@ TEST(ModelChecks, EvalDefaultsToTheTrainedContextAndLongerContextsWarn) {
   const json got = json::parse(by_default.out), expected = json::parse(trained.out);
   EXPECT_EQ(got["ctx"], 256);
   EXPECT_EQ(got["ppl"], expected["ppl"]);
+  // The README's figure, the PyTorch reference's (tools/reference_ppl.py, window 256), now
+  // without --ctx; a 512 window gave 68.1213.
+  CommandResult readme = RunKite(
+      {"eval", "ppl", "-m", demo, "-f", SourcePath("models/demo/heldout.txt"), "--json"});
+  ASSERT_EQ(readme.exit_code, 0) << readme.err;
+  EXPECT_NEAR(json::parse(readme.out)["ppl"].get<double>(), 59.2746, 5e-5);
 
   const std::string warning = "a context of 512 positions is longer than the 256 " + demo;
   CommandResult longer = RunKite({"eval", "ppl", "-m", demo, "-f", text, "--ctx", "512", "--json"});
