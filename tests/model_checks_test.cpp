@@ -59,7 +59,8 @@ class DemoCopy {
 
   // Overwrites element `index` of the F16 tensor `name` in model.safetensors with NaN.
   void PlantNan(const std::string& name, int64_t index) {
-    std::fstream file(path_ + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream file(path_ + "/model.safetensors",
+                      std::ios::in | std::ios::out | std::ios::binary);
     uint64_t header_bytes = 0;
     file.read(reinterpret_cast<char*>(&header_bytes), 8);
     std::string header(header_bytes, '\0');
@@ -167,7 +168,8 @@ TEST(ModelChecks, NanWeightsAreAnErrorAndCheckTensorsNamesThem) {
   EXPECT_EQ(clean.exit_code, 0) << clean.err;
   CommandResult clean_inspect = RunKite({"inspect", SourcePath("models/demo"), "--check-tensors"});
   EXPECT_EQ(clean_inspect.exit_code, 0) << clean_inspect.err;
-  EXPECT_TRUE(Contains(clean_inspect.err, "57 weights checked: no NaN or Inf")) << clean_inspect.err;
+  EXPECT_TRUE(Contains(clean_inspect.err, "57 weights checked: no NaN or Inf"))
+      << clean_inspect.err;
 }
 
 // models/demo was trained on 256 positions: eval ppl used a 512 window by default and reported a
@@ -179,7 +181,8 @@ TEST(ModelChecks, EvalDefaultsToTheTrainedContextAndLongerContextsWarn) {
   CommandResult by_default = RunKite({"eval", "ppl", "-m", demo, "-f", text, "--json"});
   ASSERT_EQ(by_default.exit_code, 0) << by_default.err;
   EXPECT_FALSE(Contains(by_default.err, "warning")) << by_default.err;
-  CommandResult trained = RunKite({"eval", "ppl", "-m", demo, "-f", text, "--ctx", "256", "--json"});
+  CommandResult trained =
+      RunKite({"eval", "ppl", "-m", demo, "-f", text, "--ctx", "256", "--json"});
   ASSERT_EQ(trained.exit_code, 0) << trained.err;
   const json got = json::parse(by_default.out), expected = json::parse(trained.out);
   EXPECT_EQ(got["ctx"], 256);

@@ -193,7 +193,8 @@ Status FinishSpec(ModelSpec* spec, std::span<const int64_t> config_eos_ids) {
     spec->warnings.push_back(src + ": the tokenizer has " + std::to_string(tokenizer_vocab) +
                              " tokens, the embedding " + std::to_string(spec->vocab) +
                              " rows; ids " + std::to_string(tokenizer_vocab) + ".." +
-                             std::to_string(spec->vocab - 1) + " have no text and are never sampled");
+                             std::to_string(spec->vocab - 1) +
+                             " have no text and are never sampled");
   }
   spec->eos_ids.clear();
   auto add_eos = [&](int64_t id) {

@@ -106,8 +106,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
   }
   std::vector<std::string> warnings = spec.warnings;
   if (context > spec.context_length) {
-    warnings.push_back("a context of " + std::to_string(context) + " positions is longer than the " +
-                       std::to_string(spec.context_length) + " " + spec.source +
+    warnings.push_back("a context of " + std::to_string(context) +
+                       " positions is longer than the " + std::to_string(spec.context_length) +
+                       " " + spec.source +
                        " was trained on (its context_length / max_position_embeddings); "
                        "predictions past position " +
                        std::to_string(spec.context_length) + " may be poor");
