@@ -1,6 +1,9 @@
 // Each subcommand lives in its own file and registers itself on the CLI11 app.
 #pragma once
 
+#include <span>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "base/status.h"
@@ -11,6 +14,8 @@ namespace kite::cli {
 int ExitCodeFor(const Error& error);
 // Prints "kite: <message>" to stderr and returns the exit code.
 int ReportError(const Error& error);
+// Prints "kite: warning: <message>" to stderr for each.
+void ReportWarnings(std::span<const std::string> warnings);
 
 // Each Add*Command adds a subcommand whose callback sets *exit_code.
 void AddTokenizeCommand(CLI::App& app, int* exit_code);

@@ -1,8 +1,10 @@
 // `kite eval ppl -m MODEL -f TEXT --ctx N [--json]`: perplexity (see eval/perplexity.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -14,24 +16,33 @@ namespace kite::cli {
 
 namespace {
 
+// The window without --ctx, unless the model was trained on fewer positions.
+constexpr int32_t kDefaultWindow = 512;
+
 struct PplOptions {
   std::string model;
   std::string text_file;
-  int32_t window = 512;
+  std::optional<int32_t> window;  // --ctx
   std::string backend = "cpu";
   int32_t threads = 0;
+  bool check_tensors = false;
   bool json = false;
 };
 
 Status RunPerplexity(const PplOptions& options) {
   const std::string text = KITE_TRY(ReadTextFile(options.text_file));
+  ModelSpec spec = KITE_TRY(LoadModelSpec(options.model));
+  // Past its trained positions a model predicts worse: the default window never goes there.
+  const int32_t window = options.window.value_or(std::min(kDefaultWindow, spec.context_length));
   EngineOptions engine_options;
-  engine_options.context_length = options.window;
+  engine_options.context_length = window;
   engine_options.backend = options.backend;
   engine_options.threads = options.threads;
+  engine_options.check_tensors = options.check_tensors;
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
-  engine_options.prefill_chunk = options.window;
-  auto engine = KITE_TRY(Engine::Load(options.model, engine_options));
+  engine_options.prefill_chunk = window;
+  auto engine = KITE_TRY(Engine::Create(std::move(spec), engine_options));
+  ReportWarnings(engine->warnings());
   // On a terminal the running figure is rewritten in place; into a file or pipe (a script's log)
   // only the last window is written, on a line of its own.
   const bool tty = ::isatty(STDERR_FILENO) == 1;
@@ -41,18 +52,18 @@ Status RunPerplexity(const PplOptions& options) {
                  static_cast<long long>(done), static_cast<long long>(total), ppl,
                  done == total ? "\n" : "");
   };
-  const PerplexityResult result = KITE_TRY(ComputePerplexity(*engine, text, options.window, progress));
+  const PerplexityResult result = KITE_TRY(ComputePerplexity(*engine, text, window, progress));
   if (options.json) {
     const nlohmann::ordered_json out = {{"ppl", result.ppl},
                                         {"tokens", result.tokens},
                                         {"windows", result.windows},
                                         {"nll", result.nll},
-                                        {"ctx", options.window}};
+                                        {"ctx", window}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("perplexity %.4f over %lld tokens in %lld windows of %d (NLL %.4f nats)\n", result.ppl,
                 static_cast<long long>(result.tokens), static_cast<long long>(result.windows),
-                options.window, result.nll);
+                window, result.nll);
   }
   return Ok();
 }
@@ -69,10 +80,14 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       "scored from [BOS] + window[:-1]; ppl = exp(total NLL / tokens)");
   ppl->add_option("-m,--model", options->model, "A Hugging Face model folder or a .gguf file")->required();
   ppl->add_option("-f,--file", options->text_file, "The text to score")->required();
-  ppl->add_option("--ctx", options->window, "Window length in tokens (default 512)");
+  ppl->add_option_function<int32_t>(
+      "--ctx", [options](const int32_t& window) { options->window = window; },
+      "Window length in tokens (default 512, or the model's trained context when shorter)");
   ppl->add_option("--backend", options->backend, "Backend to run on: cpu or ref (default cpu)");
   ppl->add_option("-t,--threads", options->threads, "Threads of the cpu backend (default: all cores)")
       ->check(CLI::Range(0, 1024));
+  ppl->add_flag("--check-tensors", options->check_tensors,
+                "Scan every weight for NaN and Inf at load and name the first bad one");
   ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx} as JSON");
   ppl->callback([options, exit_code] {
     if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "cli/command.h"
 #include "runtime/chat_template.h"
 
 namespace kite::cli {
@@ -35,6 +36,8 @@ GenerationFlags::GenerationFlags(CLI::App* command) {
   for (const std::string& name : BuiltinChatTemplateNames()) names += (names.empty() ? "" : ", ") + name;
   Flag(command, "--chat-template", &chat_template_,
        "A built-in chat template to use instead of the model's: " + names);
+  command->add_flag("--check-tensors", check_tensors_,
+                    "Scan every weight for NaN and Inf at load and name the first bad one");
   command->add_option("--stop", stop_, "Stop before this text (repeatable)")->allow_extra_args(false);
 }
 
@@ -61,6 +64,7 @@ Result<RunConfig> GenerationFlags::Resolve() const {
   apply(frequency_penalty_, &config.sampler.frequency_penalty);
   apply(seed_, &config.sampler.seed);
   if (!stop_.empty()) config.stop = stop_;
+  if (check_tensors_) config.check_tensors = true;
   if (kv_type_) {
     if (*kv_type_ != "f16" && *kv_type_ != "f32") {
       return InvalidInput("--kv-type: \"" + *kv_type_ + "\" is not a KV cache type (f16, f32)");
@@ -81,6 +85,7 @@ EngineOptions EngineOptionsFrom(const RunConfig& config) {
   options.kv_dtype = config.kv_type;
   options.backend = config.backend;
   options.threads = config.threads;
+  options.check_tensors = config.check_tensors;
   return options;
 }
 
@@ -88,6 +93,7 @@ Result<std::unique_ptr<Engine>> LoadEngine(const RunConfig& config, double* load
   const auto start = std::chrono::steady_clock::now();
   auto engine = Engine::Load(config.model, EngineOptionsFrom(config));
   *load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (engine) ReportWarnings((*engine)->warnings());
   return engine;
 }
 

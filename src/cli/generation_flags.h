@@ -34,6 +34,7 @@ class GenerationFlags {
       frequency_penalty_;
   std::optional<uint64_t> seed_;
   std::vector<std::string> stop_;
+  bool check_tensors_ = false;
 };
 
 EngineOptions EngineOptionsFrom(const RunConfig& config);

@@ -6,8 +6,22 @@
 #include "cli/command.h"
 #include "cli/inspect_placement.h"
 #include "cli/inspect_report.h"
+#include "models/check_tensors.h"
 
 namespace kite::cli {
+
+namespace {
+
+// `--check-tensors`: the weights as `kite run` would load them, each scanned.
+Status CheckModelTensors(const std::string& path, int32_t threads) {
+  const ModelSpec spec = KITE_TRY(LoadModelSpec(path));
+  ThreadPool pool(threads);
+  KITE_RETURN_IF_ERROR(CheckTensorsFinite(spec, &pool));
+  std::fprintf(stderr, "kite: %zu weights checked: no NaN or Inf\n", spec.weights.size());
+  return Ok();
+}
+
+}  // namespace
 
 void AddInspectCommand(CLI::App& app, int* exit_code) {
   struct Options {
@@ -15,6 +29,7 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
     bool json = false;
     bool all_tensors = false;
     bool placement = false;
+    bool check_tensors = false;
     EngineOptions engine;
   };
   auto options = std::make_shared<Options>();
@@ -27,6 +42,9 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
   command->add_flag("--placement", options->placement,
                     "Compile the decode step and a prefill chunk and show which backend runs each "
                     "node, and why others declined");
+  command->add_flag("--check-tensors", options->check_tensors,
+                    "Also load the model and scan every weight for NaN and Inf, naming the first "
+                    "bad one");
   command->add_option("--backend", options->engine.backend,
                       "With --placement: the preferred backend (ref falls back for the rest)")
       ->default_str(options->engine.backend);
@@ -36,6 +54,12 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
                       "With --placement: tokens per prefill graph")
       ->default_str(std::to_string(options->engine.prefill_chunk));
   command->callback([options, exit_code] {
+    if (options->check_tensors) {
+      if (auto status = CheckModelTensors(options->path, options->engine.threads); !status) {
+        *exit_code = ReportError(status.error());
+        return;
+      }
+    }
     auto report = options->placement ? InspectPlacement(options->path, options->engine)
                                      : InspectModel(options->path);
     if (!report) {

@@ -12,6 +12,12 @@ int ReportError(const Error& error) {
   return ExitCodeFor(error);
 }
 
+void ReportWarnings(std::span<const std::string> warnings) {
+  for (const std::string& warning : warnings) {
+    std::fprintf(stderr, "kite: warning: %s\n", warning.c_str());
+  }
+}
+
 }  // namespace kite::cli
 
 int main(int argc, char** argv) {

@@ -28,6 +28,7 @@ struct RunConfig {
   std::string backend = "cpu";
   int32_t threads = 0;  // cpu backend threads; 0: all cores
   DType kv_type = DType::kF16;
+  bool check_tensors = false;  // scan the weights for NaN/Inf at load
   int32_t n_predict = 128;
   std::vector<std::string> stop;
   std::string chat_template;  // a built-in template's name; "" = the model's own

@@ -32,7 +32,9 @@ Result<PerplexityResult> ComputePerplexity(Engine& engine, std::string_view text
   const std::vector<int32_t> ids = KITE_TRY(tokenizer.Encode(text, /*add_special=*/false));
   if (ids.size() < 2) return InvalidInput("text has " + std::to_string(ids.size()) + " tokens; perplexity needs at least 2");
   const int32_t bos = tokenizer.bos_id();
-  const int32_t vocab = tokenizer.vocab_size();
+  // Rows of the logits: the embedding's, which may be padded past the tokenizer's ids. The
+  // softmax runs over all of them, as PyTorch does (tools/reference_ppl.py).
+  const int32_t vocab = engine.spec().vocab;
   const int64_t total_windows = (static_cast<int64_t>(ids.size()) + window - 1) / window;
 
   PerplexityResult result;
@@ -56,7 +58,19 @@ Result<PerplexityResult> ComputePerplexity(Engine& engine, std::string_view text
     const std::span<const float> logits = KITE_TRY(session.Feed(input, /*all_logits=*/true));
     // logits: [input.size(), vocab]; row r predicts targets[r + first_target].
     for (size_t r = 0; r < input.size(); ++r) {
-      result.nll += NegativeLogLikelihood(logits.subspan(r * vocab, vocab), targets[r + first_target]);
+      const size_t target = r + first_target;
+      const double nll = NegativeLogLikelihood(logits.subspan(r * vocab, vocab), targets[target]);
+      // Any NaN or Inf in the row makes the softmax's sum, and so the NLL, non-finite: checking
+      // it costs nothing and stops before the total becomes `perplexity nan`.
+      if (!std::isfinite(nll)) {
+        return InvalidInput("the logits predicting token " + std::to_string(start + target) +
+                            " of the text (window " + std::to_string(result.windows + 1) +
+                            ", position " + std::to_string(r) + ") are not finite (NLL " +
+                            std::to_string(nll) +
+                            "); the weights may hold NaN or Inf: run with --check-tensors to "
+                            "find them");
+      }
+      result.nll += nll;
       ++result.tokens;
     }
     ++result.windows;

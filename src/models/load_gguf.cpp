@@ -170,6 +170,14 @@ Result<ModelSpec> LoadGgufModel(const std::string& path) {
         return std::optional<TensorView>(file.View(*info));
       },
       [](const std::string& name) { return name; }));
+  std::vector<std::string> file_tensors;
+  for (const GgufTensorInfo& info : file.tensors()) file_tensors.push_back(info.name);
+  KITE_RETURN_IF_ERROR(RefuseUnusedTensors(
+      spec, file_tensors,
+      // rope_freqs.weight (Llama 3.x GGUFs) is not a graph weight: SetRopeScaling read it into
+      // spec.rope above.
+      [](std::string_view name) { return name == "rope_freqs.weight"; },
+      "key '" + keys.Key("block_count") + "'"));
 
   spec.tokenizer = KITE_TRY(Tokenizer::FromGguf(file));
   spec.gguf = std::move(gguf);

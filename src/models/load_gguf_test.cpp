@@ -22,6 +22,13 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+// A copy of the GGUF at `path` with `key` set to `value`.
+std::string WithKey(const std::string& path, const std::string& key, uint32_t value) {
+  auto copy = testing::CopyWithKey(path, key, value, "." + key + ".gguf");
+  EXPECT_TRUE(copy.has_value()) << copy.error().message;
+  return copy.value_or(path);
+}
+
 TEST(LoadGgufTest, ReadsHyperParametersAndWeights) {
   TestModelOptions options;  // 2 layers, hidden 32, 4 heads (2 kv) of 8, ffn 48, vocab 300
   auto spec = LoadGgufModel(Write(options, "llama"));
@@ -102,23 +109,9 @@ TEST(LoadGgufTest, MissingTensorIsNamed) {
 TEST(LoadGgufTest, WrongShapeGivesBothShapes) {
   TestModelOptions options;
   options.n_kv_heads = 4;  // k and v written [32, 32] ...
-  const std::string path = Write(options, "wrong_shape");
   // ... while the header says 2 kv heads: rewrite only that key.
-  auto gguf = GgufFile::Open(path);
-  ASSERT_TRUE(gguf.has_value());
-  GgufWriter writer;
-  for (const auto& [key, value] : gguf->metadata()) writer.SetValue(key, value);
-  writer.SetUint32("llama.attention.head_count_kv", 2);
-  for (const GgufTensorInfo& info : gguf->tensors()) {
-    const TensorView view = gguf->View(info);
-    ASSERT_TRUE(writer
-                    .AddTensor(info.name, info.dtype, info.shape,
-                               {static_cast<const uint8_t*>(view.data), view.bytes})
-                    .has_value());
-  }
-  const std::string bad = path + ".kv2.gguf";
-  ASSERT_TRUE(writer.Write(bad).has_value());
-  auto spec = LoadGgufModel(bad);
+  auto spec = LoadGgufModel(
+      WithKey(Write(options, "wrong_shape"), "llama.attention.head_count_kv", 2));
   ASSERT_FALSE(spec.has_value());
   EXPECT_EQ(spec.error().code, ErrorCode::kInvalidInput);
   EXPECT_TRUE(
@@ -135,10 +128,46 @@ TEST(LoadGgufTest, TokenizerLargerThanEmbeddingIsRefused) {
   EXPECT_TRUE(Contains(spec.error().message, "300 tokens")) << spec.error().message;
   EXPECT_TRUE(Contains(spec.error().message, "only 280 rows")) << spec.error().message;
 
-  options.vocab = 320;  // padding rows past the tokenizer are fine
+  options.vocab = 320;  // padding rows past the tokenizer are fine, with a warning
   auto padded = LoadGgufModel(Write(options, "padded"));
   ASSERT_TRUE(padded.has_value()) << padded.error().message;
   EXPECT_EQ(padded->vocab, 320);
+  ASSERT_EQ(padded->warnings.size(), 1u);
+  EXPECT_TRUE(Contains(padded->warnings[0], "300 tokens, the embedding 320 rows"))
+      << padded->warnings[0];
+
+  options.vocab = 300;
+  auto exact = LoadGgufModel(Write(options, "exact_vocab"));
+  ASSERT_TRUE(exact.has_value()) << exact.error().message;
+  EXPECT_TRUE(exact->warnings.empty());
+}
+
+// llama.cpp refuses such a file ("wrong number of tensors"); Kite used to run the first layers.
+TEST(LoadGgufTest, FewerLayersThanTheWeightsIsRefusedNamingTheUnusedTensors) {
+  TestModelOptions options;
+  options.n_layers = 3;  // 9 tensors per layer
+  auto spec = LoadGgufModel(WithKey(Write(options, "three_layers"), "llama.block_count", 1));
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_EQ(spec.error().code, ErrorCode::kInvalidInput);
+  const std::string& message = spec.error().message;
+  EXPECT_TRUE(Contains(message, "18 tensors are not used: blk.1.attn_norm.weight, ")) << message;
+  EXPECT_TRUE(Contains(message, "blk.2.attn_norm.weight and 8 more")) << message;  // ten listed
+  EXPECT_TRUE(Contains(message, "the weights hold 3 layers but key 'llama.block_count' is 1"))
+      << message;
+}
+
+TEST(LoadGgufTest, APartThatBlockZeroLacksIsRefused) {
+  TestModelOptions options;
+  options.qkv_bias = true;
+  options.skip = {"blk.0.attn_q.bias", "blk.0.attn_k.bias", "blk.0.attn_v.bias"};
+  auto spec = LoadGgufModel(Write(options, "bias_in_block_1"));
+  ASSERT_FALSE(spec.has_value());
+  const std::string& message = spec.error().message;
+  EXPECT_TRUE(Contains(message,
+                       "3 tensors are not used: blk.1.attn_q.bias, blk.1.attn_k.bias, "
+                       "blk.1.attn_v.bias;"))
+      << message;
+  EXPECT_TRUE(Contains(message, "block 0 included")) << message;
 }
 
 TEST(LoadModelSpecTest, PicksTheLoaderByPath) {

@@ -120,6 +120,23 @@ Result<ModelSpec> LoadHfModel(const std::string& folder) {
         return std::optional<TensorView>(KITE_TRY(weights.GetTensor(hf_name)));
       },
       HfName));
+  std::vector<std::string> file_tensors;
+  for (const SafetensorsModel::Entry& entry : weights.tensors()) {
+    file_tensors.push_back(entry.tensor->name);
+  }
+  const bool tied = spec.tied_embeddings;
+  KITE_RETURN_IF_ERROR(RefuseUnusedTensors(
+      spec, file_tensors,
+      [tied](std::string_view name) {
+        // Older transformers releases saved RoPE's inverse frequencies as a buffer in every layer
+        // (model.layers.N.self_attn.rotary_emb.inv_freq); Kite computes them from rope_theta
+        // and rope_scaling, as transformers itself does when loading.
+        if (name.ends_with(".rotary_emb.inv_freq")) return true;
+        // With tie_word_embeddings some checkpoints still store lm_head.weight; transformers
+        // ties it to model.embed_tokens.weight after loading, so the stored copy is never used.
+        return tied && name == "lm_head.weight";
+      },
+      "config.json num_hidden_layers"));
 
   spec.tokenizer = KITE_TRY(Tokenizer::Load(folder));
   KITE_RETURN_IF_ERROR(FinishSpec(&spec, config.eos_token_ids));

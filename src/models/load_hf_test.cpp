@@ -6,6 +6,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/mapped_file.h"
 #include "models/model_spec.h"
@@ -109,10 +110,18 @@ class BrokenFolder {
   }
 
   // Writes model.safetensors with every source tensor, each passed through `edit` (which may
-  // rename it, change its shape and bytes, or drop it by returning false).
-  void WriteTensors(const std::function<bool(std::string&, nlohmann::json&, std::string&)>& edit) {
+  // rename it, change its shape and bytes, or drop it by returning false), then `extra` F32
+  // tensors of shape [2] (zeros).
+  void WriteTensors(const std::function<bool(std::string&, nlohmann::json&, std::string&)>& edit,
+                    const std::vector<std::string>& extra = {}) {
     nlohmann::json header = nlohmann::json::object();
     std::string data;
+    for (const std::string& name : extra) {
+      header[name] = {{"dtype", "F32"},
+                      {"shape", {2}},
+                      {"data_offsets", {data.size(), data.size() + 8}}};
+      data += std::string(8, '\0');
+    }
     for (const SafetensorsTensor& t : source_->tensors()) {
       std::string name = t.name;
       nlohmann::json shape = t.shape;
@@ -198,6 +207,65 @@ TEST(LoadHfTest, TokenizerLargerThanEmbeddingIsRefused) {
   ASSERT_FALSE(spec.has_value());
   EXPECT_TRUE(Contains(spec.error().message, "1000 tokens")) << spec.error().message;
   EXPECT_TRUE(Contains(spec.error().message, "only 900 rows")) << spec.error().message;
+}
+
+TEST(LoadHfTest, FewerLayersThanTheWeightsIsRefusedNamingTheUnusedTensors) {
+  BrokenFolder folder("llama-gqa", "one_layer");
+  folder.EditConfig([](nlohmann::json& c) { c["num_hidden_layers"] = 1; });
+  folder.WriteTensors([](auto&, auto&, auto&) { return true; });
+  auto spec = LoadHfModel(folder.path());
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_EQ(spec.error().code, ErrorCode::kInvalidInput);
+  const std::string& message = spec.error().message;
+  // Sorted by name, as the safetensors reader lists them.
+  EXPECT_TRUE(Contains(message,
+                       "9 tensors are not used: model.layers.1.input_layernorm.weight, "
+                       "model.layers.1.mlp.down_proj.weight"))
+      << message;
+  EXPECT_TRUE(Contains(message, "the weights hold 2 layers but config.json num_hidden_layers is 1"))
+      << message;
+}
+
+TEST(LoadHfTest, ATensorNoLayerUsesIsRefused) {
+  BrokenFolder folder("llama-gqa", "stray");
+  folder.WriteTensors([](auto&, auto&, auto&) { return true; },
+                      {"model.layers.0.self_attn.q_norm.weight"});
+  auto spec = LoadHfModel(folder.path());
+  ASSERT_FALSE(spec.has_value());
+  EXPECT_TRUE(Contains(spec.error().message,
+                       "1 tensor is not used: model.layers.0.self_attn.q_norm.weight;"))
+      << spec.error().message;
+}
+
+TEST(LoadHfTest, TensorsTransformersIgnoresAreAccepted) {
+  // RoPE's saved inverse frequencies, and lm_head.weight beside tie_word_embeddings.
+  BrokenFolder folder("llama-gqa", "ignorable");
+  folder.EditConfig([](nlohmann::json& c) { c["tie_word_embeddings"] = true; });
+  folder.WriteTensors([](auto&, auto&, auto&) { return true; },
+                      {"model.layers.0.self_attn.rotary_emb.inv_freq",
+                       "model.layers.1.self_attn.rotary_emb.inv_freq"});
+  auto spec = LoadHfModel(folder.path());
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  EXPECT_TRUE(spec->tied_embeddings);
+  EXPECT_FALSE(spec->Weight("output.weight").has_value());
+}
+
+TEST(LoadHfTest, PaddedEmbeddingWarnsWithBothSizes) {
+  BrokenFolder folder("llama-gqa", "padded");
+  folder.EditConfig([](nlohmann::json& c) { c["vocab_size"] = 1024; });
+  // Embedding and lm_head grown to 1024 rows (64 f32 each) of zeros past the 1000 tokens.
+  folder.WriteTensors([](std::string& name, nlohmann::json& shape, std::string& bytes) {
+    if (name == "model.embed_tokens.weight" || name == "lm_head.weight") {
+      shape = {1024, 64};
+      bytes.resize(1024 * 64 * 4);
+    }
+    return true;
+  });
+  auto spec = LoadHfModel(folder.path());
+  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  ASSERT_EQ(spec->warnings.size(), 1u);
+  EXPECT_TRUE(Contains(spec->warnings[0], "1000 tokens, the embedding 1024 rows"))
+      << spec->warnings[0];
 }
 
 }  // namespace

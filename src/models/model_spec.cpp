@@ -1,10 +1,36 @@
 #include "models/model_spec.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 namespace kite {
+
+namespace {
+
+// Unused tensors listed by name in an error; the rest are counted.
+constexpr size_t kListedTensors = 10;
+
+// The layer a tensor name belongs to: N in "blk.N." (GGUF) or "layers.N." (transformers).
+std::optional<int64_t> LayerIndex(std::string_view name) {
+  for (std::string_view prefix : {"blk.", "layers."}) {
+    size_t at = name.find(prefix);
+    if (at == std::string_view::npos || (at > 0 && name[at - 1] != '.')) continue;
+    size_t i = at + prefix.size();
+    int64_t layer = 0;
+    const size_t digits = i;
+    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) &&
+           i - digits < 9) {
+      layer = layer * 10 + (name[i++] - '0');
+    }
+    if (i > digits && i < name.size() && name[i] == '.') return layer;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 Result<const TensorView*> ModelSpec::Weight(std::string_view name) const {
   auto it = weights.find(name);
@@ -90,7 +116,43 @@ Status BindWeights(ModelSpec* spec,
     bound.name = expected.name;
     spec->weights[expected.name] = std::move(bound);
   }
+  spec->file_name = file_name;
   return Ok();
+}
+
+Status RefuseUnusedTensors(const ModelSpec& spec, std::span<const std::string> file_tensors,
+                           const std::function<bool(std::string_view)>& read_otherwise,
+                           std::string_view layer_key) {
+  std::set<std::string, std::less<>> used;
+  for (const auto& [name, view] : spec.weights) used.insert(spec.file_name(name));
+  std::vector<std::string_view> unused;
+  int64_t last_layer = -1;
+  for (const std::string& name : file_tensors) {
+    if (used.contains(name) || read_otherwise(name)) continue;
+    unused.push_back(name);
+    last_layer = std::max(last_layer, LayerIndex(name).value_or(-1));
+  }
+  if (unused.empty()) return Ok();
+  std::string list;
+  for (size_t i = 0; i < std::min(unused.size(), kListedTensors); ++i) {
+    list += (i == 0 ? "" : ", ") + std::string(unused[i]);
+  }
+  if (unused.size() > kListedTensors) {
+    list += " and " + std::to_string(unused.size() - kListedTensors) + " more";
+  }
+  const std::string layers = std::to_string(spec.n_layers);
+  std::string why;
+  if (last_layer >= spec.n_layers) {
+    why = "the weights hold " + std::to_string(last_layer + 1) + " layers but " +
+          std::string(layer_key) + " is " + layers;
+  } else {
+    why = "tensors a " + spec.architecture + " model of " + layers +
+          " layers does not have (optional parts such as biases must be in every layer, block 0 "
+          "included)";
+  }
+  return InvalidInput(spec.source + ": " + std::to_string(unused.size()) + " tensor" +
+                      (unused.size() == 1 ? " is" : "s are") + " not used: " + list + "; " + why +
+                      ". Kite reads a model completely or not at all");
 }
 
 Status FinishSpec(ModelSpec* spec, std::span<const int64_t> config_eos_ids) {
@@ -121,11 +183,18 @@ Status FinishSpec(ModelSpec* spec, std::span<const int64_t> config_eos_ids) {
   if (spec->tokenizer == nullptr) return Internal(src + ": no tokenizer loaded");
   const int32_t tokenizer_vocab = spec->tokenizer->vocab_size();
   if (tokenizer_vocab > spec->vocab) {
-    // Fewer tokens than embedding rows is normal (rows padded to a multiple of 64 or 128);
-    // more would let the tokenizer emit ids the model has no row for.
+    // More would let the tokenizer emit ids the model has no row for.
     return InvalidInput(src + ": the tokenizer has " + std::to_string(tokenizer_vocab) +
                         " tokens but the model's embedding has only " +
                         std::to_string(spec->vocab) + " rows");
+  }
+  if (tokenizer_vocab < spec->vocab) {
+    // Common (rows padded to a multiple of 64 or 128); the session never samples those ids.
+    spec->warnings.push_back(src + ": the tokenizer has " + std::to_string(tokenizer_vocab) +
+                             " tokens, the embedding " + std::to_string(spec->vocab) +
+                             " rows; ids " + std::to_string(tokenizer_vocab) + ".." +
+                             std::to_string(spec->vocab - 1) +
+                             " have no text and are never sampled");
   }
   spec->eos_ids.clear();
   auto add_eos = [&](int64_t id) {

@@ -75,6 +75,12 @@ struct ModelSpec {
   // blk.N.attn_norm.weight, blk.N.attn_{q,k,v,output}.{weight,bias}, blk.N.ffn_norm.weight,
   // blk.N.ffn_{gate,up,down}.{weight,bias}, output_norm.weight, output.weight.
   std::map<std::string, TensorView, std::less<>> weights;
+  // The file's own spelling of a canonical weight name (transformers' names in an HF folder),
+  // for messages; set by BindWeights.
+  std::function<std::string(const std::string&)> file_name;
+  // What the loader accepted but the user should know (a tokenizer smaller than the
+  // embedding), each once; front ends print them after loading.
+  std::vector<std::string> warnings;
 
   std::unique_ptr<Tokenizer> tokenizer;
   std::vector<int32_t> eos_ids;  // the tokenizer's and the config's, each once
@@ -109,8 +115,19 @@ Status BindWeights(ModelSpec* spec,
                    const std::function<Result<std::optional<TensorView>>(const std::string&)>& find,
                    const std::function<std::string(const std::string&)>& file_name);
 
+// Refuses a file holding tensors the model would not read (llama.cpp: "wrong number of
+// tensors"): a config that declares fewer layers than the weights hold, or a part (a bias) that
+// block 0 lacks but another block has. Call after BindWeights. `file_tensors`: every tensor of
+// the file as it spells them; `read_otherwise`: names the loader reads in another way or knows
+// to be safely unused (each loader says why for each); `layer_key`: where n_layers came from,
+// for the message. InvalidInput listing the first ten unused names and how many more.
+Status RefuseUnusedTensors(const ModelSpec& spec, std::span<const std::string> file_tensors,
+                           const std::function<bool(std::string_view)>& read_otherwise,
+                           std::string_view layer_key);
+
 // Checks what every loader must: sizes positive, heads dividing, the tokenizer's vocabulary not
-// larger than the embedding, and fills eos_ids and chat_template from the tokenizer.
+// larger than the embedding (smaller adds a warning), and fills eos_ids and chat_template from
+// the tokenizer.
 Status FinishSpec(ModelSpec* spec, std::span<const int64_t> config_eos_ids);
 
 // A Hugging Face folder (config.json, *.safetensors, tokenizer files): LlamaForCausalLM,

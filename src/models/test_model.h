@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -139,6 +140,45 @@ inline Status WriteTestModel(const std::string& path, const TestModelOptions& o)
                              [&](int64_t i) { return freqs[i]; }));
   }
   return writer.Write(path);
+}
+
+// A copy of the GGUF at `path`, at `path` + `suffix`, with the integer key `key` set to `value`
+// (a header that disagrees with the tensors); returns the copy's path.
+inline Result<std::string> CopyWithKey(const std::string& path, const std::string& key,
+                                       uint32_t value, const std::string& suffix) {
+  const GgufFile gguf = KITE_TRY(GgufFile::Open(path));
+  GgufWriter writer;
+  for (const auto& [name, item] : gguf.metadata()) writer.SetValue(name, item);
+  writer.SetUint32(key, value);
+  for (const GgufTensorInfo& info : gguf.tensors()) {
+    const TensorView view = gguf.View(info);
+    KITE_RETURN_IF_ERROR(writer.AddTensor(info.name, info.dtype, info.shape,
+                                          {static_cast<const uint8_t*>(view.data), view.bytes}));
+  }
+  const std::string copy = path + suffix;
+  KITE_RETURN_IF_ERROR(writer.Write(copy));
+  return copy;
+}
+
+// Overwrites element `index` of the F32 tensor `name` in the GGUF at `path` (to plant a NaN).
+inline Status SetTestModelValue(const std::string& path, const std::string& name, int64_t index,
+                                float value) {
+  uint64_t at = 0;
+  {
+    const GgufFile gguf = KITE_TRY(GgufFile::Open(path));
+    const GgufTensorInfo* info = gguf.FindTensor(name);
+    if (info == nullptr || info->dtype != DType::kF32 ||
+        static_cast<uint64_t>(index + 1) * 4 > info->bytes) {
+      return InvalidInput(path + ": no f32 tensor '" + name + "' with element " +
+                          std::to_string(index));
+    }
+    at = gguf.data_offset() + info->offset + index * 4;
+  }
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekp(static_cast<std::streamoff>(at));
+  file.write(reinterpret_cast<const char*>(&value), 4);
+  if (!file) return InvalidInput(path + ": could not write");
+  return Ok();
 }
 
 }  // namespace kite::testing

@@ -7,7 +7,9 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
+#include "base/thread_pool.h"
 #include "models/build_graph.h"
+#include "models/check_tensors.h"
 
 namespace kite {
 
@@ -98,6 +100,20 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
                        ", which Kite does not implement; use a context up to the window");
   }
 
+  if (options.check_tensors) {
+    ThreadPool pool(options.threads);
+    KITE_RETURN_IF_ERROR(CheckTensorsFinite(spec, &pool));
+  }
+  std::vector<std::string> warnings = spec.warnings;
+  if (context > spec.context_length) {
+    warnings.push_back("a context of " + std::to_string(context) +
+                       " positions is longer than the " + std::to_string(spec.context_length) +
+                       " " + spec.source +
+                       " was trained on (its context_length / max_position_embeddings); "
+                       "predictions past position " +
+                       std::to_string(spec.context_length) + " may be poor");
+  }
+
   // The pool holds every layer's pages for the whole context, allocated now so that a context
   // too large fails here, with the number, not in the middle of a conversation.
   const int64_t pages_per_layer =
@@ -133,6 +149,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
   std::unique_ptr<Engine> engine(new Engine(std::move(spec), options, context, std::move(*cache),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));
+  engine->warnings_ = std::move(warnings);
   // The decode step is compiled now: it proves the model builds and runs on the backends, and
   // the decode loop then finds it ready.
   KITE_RETURN_IF_ERROR(engine->GetGraph(1, false));

@@ -37,6 +37,7 @@ struct EngineOptions {
   int32_t kv_page_size = 64;     // positions per KV page
   std::string backend = "cpu";   // see AvailableBackends()
   int32_t threads = 0;           // cpu backend threads; 0: the hardware concurrency
+  bool check_tensors = false;    // scan every weight for NaN/Inf at load (models/check_tensors.h)
 };
 
 // Backend names EngineOptions::backend accepts.
@@ -58,6 +59,9 @@ class Engine {
   const Tokenizer& tokenizer() const { return *spec_.tokenizer; }
   const EngineOptions& options() const { return options_; }
   int32_t context_length() const { return context_length_; }
+  // What the user should know about this model and these options, each said once: the
+  // loader's (a tokenizer smaller than the embedding) and a context beyond the trained one.
+  const std::vector<std::string>& warnings() const { return warnings_; }
 
   // The placement of every compiled graph (decode step, and prefill chunks once used): which
   // node runs on which backend, and why others declined it.
@@ -101,6 +105,7 @@ class Engine {
   uint64_t use_counter_ = 0;
   const Session* kv_owner_ = nullptr;
   OpProfile* profile_ = nullptr;
+  std::vector<std::string> warnings_;
 };
 
 }  // namespace kite

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "models/test_model.h"
@@ -125,6 +126,40 @@ TEST(EngineTest, CompiledGraphsAreCachedPerShape) {
   EXPECT_EQ(*(*engine)->GetGraph(1, false), decode);  // the decode step and full chunks stay
   EXPECT_EQ(*(*engine)->GetGraph(16, false), chunk);
   EXPECT_NE(*(*engine)->GetGraph(16, true), chunk);
+}
+
+TEST(EngineTest, ContextBeyondTheTrainedOneWarnsWithBothNumbers) {
+  EngineOptions options;
+  options.context_length = 200;  // llama-gqa was trained on 128 positions
+  auto engine = Engine::Load(kReference + "llama-gqa", options);
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  ASSERT_EQ((*engine)->warnings().size(), 1u);
+  EXPECT_TRUE(Contains((*engine)->warnings()[0],
+                       "a context of 200 positions is longer than the 128 " + kReference))
+      << (*engine)->warnings()[0];
+
+  options.context_length = 128;
+  auto trained = Engine::Load(kReference + "llama-gqa", options);
+  ASSERT_TRUE(trained.has_value()) << trained.error().message;
+  EXPECT_TRUE((*trained)->warnings().empty());
+}
+
+TEST(EngineTest, CheckTensorsNamesANanWeight) {
+  const std::string path = ::testing::TempDir() + "kite_engine_nan.gguf";
+  ASSERT_TRUE(testing::WriteTestModel(path, testing::TestModelOptions{}).has_value());
+  ASSERT_TRUE(testing::SetTestModelValue(path, "blk.1.ffn_up.weight", 35,
+                                         std::numeric_limits<float>::quiet_NaN())
+                  .has_value());
+  EngineOptions options;
+  EXPECT_TRUE(Engine::Load(path, options).has_value());  // nothing scans by default
+  options.check_tensors = true;
+  auto engine = Engine::Load(path, options);
+  ASSERT_FALSE(engine.has_value());
+  EXPECT_EQ(engine.error().code, ErrorCode::kInvalidInput);
+  EXPECT_TRUE(Contains(engine.error().message,
+                       "tensor 'blk.1.ffn_up.weight' [48, 32] f32 holds nan at element 35 (row 1, "
+                       "column 3)"))
+      << engine.error().message;
 }
 
 }  // namespace

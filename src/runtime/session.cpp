@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "runtime/stop_strings.h"
@@ -12,6 +13,19 @@ namespace {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// NaN or infinite logits mean broken weights or an overflow; sampling from them would give
+// arbitrary tokens (and NaN breaks the ordering the sampler sorts by). One pass over [vocab]
+// floats, small beside the lm_head matmul that produced them.
+Status CheckLogitsFinite(std::span<const float> logits, int32_t position) {
+  const auto bad =
+      std::find_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); });
+  if (bad == logits.end()) return Ok();
+  return InvalidInput("the logits for position " + std::to_string(position) +
+                      " are not finite (token id " + std::to_string(bad - logits.begin()) +
+                      " has " + std::to_string(*bad) +
+                      "); the weights may hold NaN or Inf: load with --check-tensors to find them");
 }
 
 }  // namespace
@@ -136,7 +150,10 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
   result.reused_tokens = prompt.reused;
   result.prefill_tokens = result.prompt_tokens - prompt.reused;
 
-  Sampler sampler(options.sampler, spec.vocab);
+  // Embedding rows past the tokenizer's vocabulary (padding to a multiple of 64 or 128) have no
+  // text: the sampler sees only the tokenizer's ids, as if the others' logits were -inf.
+  const int32_t n_tokens = tokenizer.vocab_size();
+  Sampler sampler(options.sampler, n_tokens);
   Tokenizer::StreamDecoder decoder = tokenizer.NewStreamDecoder();
   // The continuation's text is decoded after the prompt's last token, so that a leading space
   // (SentencePiece's "▁") is kept as it would be in the whole text.
@@ -150,15 +167,15 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
   std::span<const float> logits = prompt.logits;
   result.stop_reason = "max_tokens";
   for (int32_t step = 0; step < options.max_tokens; ++step) {
-    const int32_t id = sampler.Sample(logits, history_);
+    const std::span<const float> candidates = logits.first(n_tokens);  // [n_tokens]
+    KITE_RETURN_IF_ERROR(CheckLogitsFinite(candidates, n_past()));
+    const int32_t id = sampler.Sample(candidates, history_);
     if (std::find(spec.eos_ids.begin(), spec.eos_ids.end(), id) != spec.eos_ids.end()) {
       result.stop_reason = "eos";
       break;
     }
     result.ids.push_back(id);
-    // Embedding rows past the tokenizer's vocabulary (padding) have no text.
-    const std::string piece = id < tokenizer.vocab_size() ? KITE_TRY(decoder.Push(id)) : "";
-    if (!emit(id, filter.Push(piece))) {
+    if (!emit(id, filter.Push(KITE_TRY(decoder.Push(id))))) {
       result.stop_reason = "callback";
       return result;
     }

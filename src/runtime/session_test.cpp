@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -236,6 +237,58 @@ TEST(SessionTest, SaveWithoutTheCacheStillRestoresByRefeeding) {
     ASSERT_FLOAT_EQ(restored_logits[i], (*direct)[i]) << i;
   }
   std::filesystem::remove(path);
+}
+
+// A GGUF test model written to the temporary folder.
+std::unique_ptr<Engine> LoadTestModel(const testing::TestModelOptions& model,
+                                      const std::string& name) {
+  const std::string path = ::testing::TempDir() + "kite_session_" + name + ".gguf";
+  EXPECT_TRUE(testing::WriteTestModel(path, model).has_value());
+  auto engine = Engine::Load(path, EngineOptions{});
+  EXPECT_TRUE(engine.has_value()) << engine.error().message;
+  return engine ? std::move(*engine) : nullptr;
+}
+
+TEST(SessionTest, IdsPastTheTokenizerAreNeverSampled) {
+  // 320 embedding rows, 300 tokens; lm_head's padding row 310 wins after any input, so without
+  // the mask every sampled id was 310, which has no text (detokenize refuses it).
+  testing::TestModelOptions model;
+  model.vocab = 320;
+  model.tokenizer_vocab = 300;
+  model.winner = 310;
+  auto engine = LoadTestModel(model, "padded_winner");
+  ASSERT_TRUE(engine);
+  ASSERT_EQ(engine->warnings().size(), 1u);  // the loader's, said once
+  for (float temperature : {0.0f, 1.0f}) {
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+      Session session(*engine);
+      Session::GenerateOptions options = Greedy(8);
+      options.sampler.temperature = temperature;
+      options.sampler.seed = seed;
+      auto result = session.Generate(std::vector<int32_t>{1, 100, 200}, options);
+      ASSERT_TRUE(result.has_value()) << result.error().message;
+      for (int32_t id : result->ids) {
+        ASSERT_LT(id, 300) << "temperature " << temperature << " seed " << seed;
+      }
+    }
+  }
+}
+
+TEST(SessionTest, NonFiniteLogitsStopGenerationNamingThePosition) {
+  const std::string path = ::testing::TempDir() + "kite_session_nan.gguf";
+  ASSERT_TRUE(testing::WriteTestModel(path, testing::TestModelOptions{}).has_value());
+  ASSERT_TRUE(testing::SetTestModelValue(path, "blk.0.ffn_up.weight", 3,
+                                         std::numeric_limits<float>::quiet_NaN())
+                  .has_value());
+  auto engine = Engine::Load(path, EngineOptions{});
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  Session session(**engine);
+  auto result = session.Generate(std::vector<int32_t>{1, 100, 200}, Greedy(4));
+  ASSERT_FALSE(result.has_value());
+  EXPECT_EQ(result.error().code, ErrorCode::kInvalidInput);
+  EXPECT_TRUE(Contains(result.error().message, "the logits for position 3 are not finite"))
+      << result.error().message;
+  EXPECT_TRUE(Contains(result.error().message, "--check-tensors")) << result.error().message;
 }
 
 }  // namespace
