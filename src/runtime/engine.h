@@ -37,7 +37,12 @@ struct EngineOptions {
   int32_t kv_page_size = 64;     // positions per KV page
   std::string backend = "cpu";   // see AvailableBackends()
   int32_t threads = 0;           // cpu backend threads; 0: the hardware concurrency
+  bool check_tensors = false;    // scan every weight for NaN and infinity while loading
 };
+
+// Most cpu backend threads Engine::Load accepts: creating tens of thousands of threads aborts
+// the process (std::system_error out of the pool), so an absurd count is refused instead.
+inline constexpr int32_t kMaxEngineThreads = 1024;
 
 // Backend names EngineOptions::backend accepts.
 std::vector<std::string> AvailableBackends();
