@@ -8,6 +8,7 @@
 
 #include "base/mapped_file.h"
 #include "cli/command.h"
+#include "cli/setting_flags.h"
 #include "eval/perplexity.h"
 
 namespace kite::cli {
@@ -69,12 +70,14 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       "scored from [BOS] + window[:-1]; ppl = exp(total NLL / tokens)");
   ppl->add_option("-m,--model", options->model, "A Hugging Face model folder or a .gguf file")->required();
   ppl->add_option("-f,--file", options->text_file, "The text to score")->required();
-  ppl->add_option("--ctx", options->window, "Window length in tokens (default 512)");
-  ppl->add_option("--backend", options->backend, "Backend to run on: cpu or ref (default cpu)");
-  ppl->add_option("-t,--threads", options->threads, "Threads of the cpu backend (default: all cores)")
-      ->check(CLI::Range(0, 1024));
+  ppl->add_option("-c,--ctx,--ctx-size", options->window, "Window length in tokens (default 512)");
+  auto settings = std::make_shared<SettingFlags>(ppl, std::vector<std::string>{"backend", "threads"});
   ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx} as JSON");
-  ppl->callback([options, exit_code] {
+  ppl->callback([options, settings, exit_code] {
+    RunSettings chosen;
+    PrintWarnings(settings->ApplyTo(&chosen));
+    options->backend = chosen.engine.backend;
+    options->threads = chosen.engine.threads;
     if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());
   });
 }

@@ -29,7 +29,7 @@ Result<RunSettings> GenerationFlags::Resolve() const {
   if (settings_.Given("stop")) {
     for (std::string& stop : settings.stop) stop = Unescaped(stop);
   }
-  for (const std::string& warning : warnings) std::fprintf(stderr, "kite: %s\n", warning.c_str());
+  PrintWarnings(warnings);
   not_applicable_.Note();
   if (settings.model.empty()) {
     return InvalidInput("no model: give -m PATH or \"model\" in the --config file");

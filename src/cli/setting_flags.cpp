@@ -44,11 +44,8 @@ SettingFlags::SettingFlags(CLI::App* command, const std::vector<std::string>& ke
                                  HelpLine(setting));
       continue;
     }
-    // CLI11 reports errors by exception; the table's message becomes the parse error's.
     const auto parse = [this, entry](const std::string& text) {
-      Result<SettingValue> value = ParseSettingText(*entry, MessageName(*entry), text, &warnings_);
-      if (!value) throw CLI::ValidationError(value.error().message);
-      return *value;
+      return ParseFlagValue(entry->key, MessageName(*entry), text, &warnings_);
     };
     if (setting.type == SettingType::kStringList) {
       command
@@ -80,6 +77,18 @@ bool SettingFlags::Given(std::string_view key) const {
 std::vector<std::string> SettingFlags::ApplyTo(RunSettings* settings) const {
   for (const auto& [setting, value] : given_) setting->store(*settings, value);
   return warnings_;
+}
+
+SettingValue ParseFlagValue(std::string_view key, std::string_view flag, const std::string& text,
+                            std::vector<std::string>* warnings) {
+  Result<SettingValue> value = ParseSettingText(*FindSetting(key), flag, text, warnings);
+  // CLI11 reports errors by exception; the table's message becomes the parse error's.
+  if (!value) throw CLI::ValidationError(value.error().message);
+  return *value;
+}
+
+void PrintWarnings(const std::vector<std::string>& warnings) {
+  for (const std::string& warning : warnings) std::fprintf(stderr, "kite: %s\n", warning.c_str());
 }
 
 NotApplicableFlags::NotApplicableFlags(CLI::App* command) {

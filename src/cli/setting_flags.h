@@ -34,6 +34,14 @@ class SettingFlags {
   std::vector<std::string> warnings_;
 };
 
+// For an option callback: `text` given after `flag`, parsed and checked as the table's setting
+// `key` says; a refused value throws CLI::ValidationError with the table's message.
+SettingValue ParseFlagValue(std::string_view key, std::string_view flag, const std::string& text,
+                            std::vector<std::string>* warnings);
+
+// Prints each warning as "kite: <warning>" on stderr.
+void PrintWarnings(const std::vector<std::string>& warnings);
+
 // llama.cpp flags that have no meaning for Kite (-ngl/--n-gpu-layers N, -fa/--flash-attn [on|off]):
 // accepted so that a pasted llama.cpp command line runs, with one note on stderr each.
 class NotApplicableFlags {
