@@ -65,7 +65,8 @@ SettingFlags::SettingFlags(CLI::App* command, const std::vector<std::string>& ke
             Names(setting),
             [this, entry, parse](const std::string& text) { given_.emplace_back(entry, parse(text)); },
             HelpLine(setting))
-        ->type_name(TypeName(setting.type));
+        ->type_name(TypeName(setting.type))
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // as llama.cpp: the last one counts
   }
 }
 
