@@ -12,9 +12,11 @@ GenerationFlags::GenerationFlags(CLI::App* command)
     : settings_(command), not_applicable_(command) {
   command->add_option("--config", config_path_,
                       "A run.json holding any of these settings, or Genie's genie_config.json");
-  command->add_flag("-e,--escape,!--no-escape", escape_,
+  command->add_flag("-e,--escape", escape_,
                     "Turn \\n \\t \\r \\\\ \\\" \\' \\xHH in -p and --stop into their characters "
-                    "(default on; --no-escape: take them as typed)");
+                    "(default on)");
+  command->add_flag_callback("--no-escape", [this] { escape_ = false; },
+                             "Take -p and --stop as typed, backslashes included");
 }
 
 std::string GenerationFlags::Unescaped(const std::string& text) const {
