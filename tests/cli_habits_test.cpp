@@ -251,9 +251,29 @@ TEST(CliHabits, GenieConfigIsReadAndUnusedFieldsAreNamed) {
   file["dialog"]["tokenizer"]["path"] = SourcePath("models/demo/tokenizer.model");
   const std::string path = TempPath("genie_config.json");
   file["dialog"]["sampler"]["greedy"] = true;
+  file["dialog"]["sampler"]["token-penalty"] = {{"version", 1},
+                                                {"penalize-last-n", 64},
+                                                {"repetition-penalty", 1.0},
+                                                {"presence-penalty", 0.0},
+                                                {"frequency-penalty", 0.0}};
+  file["dialog"]["max-num-tokens"] = 5;
+  file["dialog"]["stop-sequence"] = {"no such text"};
   std::ofstream(path) << file.dump();
-  const json greedy = RunJson({"run", "--config", path, "-p", "The secret of life is", "-n", "5", "--json"});
+  const json greedy = RunJson({"run", "--config", path, "-p", "The secret of life is", "--json"});
   EXPECT_EQ(greedy["ids"], json({261, 439, 452, 304, 261}));  // README greedy ids
+  file["dialog"]["stop-sequence"] = {""};
+  std::ofstream(path) << file.dump();
+  CommandResult empty_stop = RunKite({"run", "--config", path, "-p", "hi"});
+  EXPECT_EQ(empty_stop.exit_code, 1);
+  EXPECT_TRUE(Contains(empty_stop.err, "\"dialog.stop-sequence\" = [\"\"]: must not be empty")) << empty_stop.err;
+  file["dialog"]["stop-sequence"] = {"no such text"};
+  file["dialog"]["sampler"]["token-penalty"]["repetition-penalty"] = -1;
+  std::ofstream(path) << file.dump();
+  CommandResult penalty = RunKite({"run", "--config", path, "-p", "hi"});
+  EXPECT_EQ(penalty.exit_code, 1);
+  EXPECT_TRUE(Contains(penalty.err, "\"dialog.sampler.token-penalty.repetition-penalty\" = -1: must be > 0"))
+      << penalty.err;
+  file["dialog"]["sampler"]["token-penalty"]["repetition-penalty"] = 1.0;
   file["dialog"]["sampler"]["top-p"] = 2;
   std::ofstream(path) << file.dump();
   CommandResult refused = RunKite({"run", "--config", path, "-p", "hi"});
