@@ -268,8 +268,8 @@ TEST(CliInspect, PlacementShowsEveryNodeOnABackend) {
 
   CommandResult unknown = RunKite(
       {"inspect", SourcePath("testdata/reference/llama-gqa"), "--placement", "--backend", "tpu"});
-  EXPECT_EQ(unknown.exit_code, 1);
-  EXPECT_TRUE(Contains(unknown.err, "'tpu'")) << unknown.err;
+  EXPECT_EQ(unknown.exit_code, 2);  // refused by the settings table, as in run and chat
+  EXPECT_TRUE(Contains(unknown.err, "--backend tpu: must be one of ref, cpu")) << unknown.err;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/inspect_placement.h"
 #include "cli/inspect_report.h"
+#include "cli/setting_flags.h"
 
 namespace kite::cli {
 
@@ -27,15 +28,13 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
   command->add_flag("--placement", options->placement,
                     "Compile the decode step and a prefill chunk and show which backend runs each "
                     "node, and why others declined");
-  command->add_option("--backend", options->engine.backend,
-                      "With --placement: the preferred backend (ref falls back for the rest)")
-      ->default_str(options->engine.backend);
-  command->add_option("--ctx", options->engine.context_length,
-                      "With --placement: context length (0: the model's, at most 4096)");
-  command->add_option("--prefill-chunk", options->engine.prefill_chunk,
-                      "With --placement: tokens per prefill graph")
-      ->default_str(std::to_string(options->engine.prefill_chunk));
-  command->callback([options, exit_code] {
+  // With --placement: --backend, -c/--ctx/--ctx-size, --prefill-chunk, checked by the settings table.
+  auto engine_flags = std::make_shared<SettingFlags>(
+      command, std::vector<std::string>{"backend", "context", "prefill_chunk"});
+  command->callback([options, engine_flags, exit_code] {
+    RunSettings chosen;
+    PrintWarnings(engine_flags->ApplyTo(&chosen));
+    options->engine = chosen.engine;
     auto report = options->placement ? InspectPlacement(options->path, options->engine)
                                      : InspectModel(options->path);
     if (!report) {
