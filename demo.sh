@@ -11,4 +11,4 @@ echo "== kite inspect $model (summary)"
 "$kite" inspect "$model" | sed -n '1,12p'
 echo
 echo "== kite run -m $model -p \"$prompt\" -n 96 --temp 0.7 --top-p 0.9 --seed 7 --stop '\\n%'"
-"$kite" run -m "$model" -p "$prompt" -n 96 --temp 0.7 --top-p 0.9 --seed 7 --stop $'\n%'
+"$kite" run -m "$model" -p "$prompt" -n 96 --temp 0.7 --top-p 0.9 --seed 7 --stop '\n%'

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/setting_flags.h"
 #include "runtime/session.h"
 
 namespace kite::cli {
@@ -51,6 +52,7 @@ struct BenchOptions {
   std::vector<int32_t> n_prompt = {512};
   std::vector<int32_t> n_gen = {128};
   int32_t threads = 2;
+  std::vector<std::string> warnings;  // of the flags (a clamped thread count)
   int32_t reps = 5;
   std::string backend;  // "": cpu when built, else ref
   int32_t ctx = 0;      // 0: the longest test
@@ -392,8 +394,17 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       ->add_option("-n,--n-gen", options->n_gen,
                    "Generated lengths, comma separated; 0 skips (default 128)")
       ->delimiter(',');
-  bench->add_option("-t,--threads", options->threads, "Threads (default 2)")
-      ->check(CLI::Range(1, 1024));
+  // Checked and clamped to the CPUs as the settings table does for run and chat.
+  bench
+      ->add_option_function<std::string>(
+          "-t,--threads",
+          [options](const std::string& text) {
+            const int64_t threads = std::get<int64_t>(ParseFlagValue("threads", "--threads", text, &options->warnings));
+            options->threads = threads == 0 ? UsableCpuCount() : static_cast<int32_t>(threads);
+          },
+          "Threads (>= 0; default 2; 0: all CPUs; more than the CPUs is lowered to their count)")
+      ->type_name("INT");
+  auto not_applicable = std::make_shared<NotApplicableFlags>(bench);
   bench->add_option("-r,--repetitions", options->reps, "Timed repetitions of each test (default 5)")
       ->check(CLI::Range(1, 100000));
   bench->add_option("--backend", options->backend,
@@ -405,7 +416,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   bench->add_flag("--profile", options->profile,
                   "Time every op of the timed repetitions and print, per test, each op kind's "
                   "calls and milliseconds per token and share of the time (JSON: \"profile\")");
-  bench->callback([options, exit_code] {
+  bench->callback([options, not_applicable, exit_code] {
+    PrintWarnings(options->warnings);
+    not_applicable->Note();
     if (auto status = RunBench(*options); !status) *exit_code = ReportError(status.error());
   });
 }

@@ -159,7 +159,7 @@ bool HandleCommand(const std::string& line, Session& session, Engine& engine,
 }
 
 Status Chat(const GenerationFlags& flags, const std::string& system) {
-  const RunConfig config = KITE_TRY(flags.Resolve());
+  const RunSettings config = KITE_TRY(flags.Resolve());
   double load_seconds = 0;
   auto engine = KITE_TRY(LoadEngine(config, &load_seconds));
   const ChatTemplate chat_template = KITE_TRY(SelectChatTemplate(engine->tokenizer(), config.chat_template));
@@ -170,6 +170,7 @@ Status Chat(const GenerationFlags& flags, const std::string& system) {
   ChatState state;
   Session::GenerateOptions generate;
   generate.max_tokens = config.n_predict;
+  generate.ignore_eos = config.ignore_eos;
   generate.stop_strings = config.stop;
   generate.sampler = config.sampler;
   generate.on_token = [](int32_t, std::string_view text) {

@@ -10,12 +10,12 @@
 
 namespace kite::cli {
 
-// Exit codes: 0 ok, 1 runtime error from Kite, 2 bad command line (CLI11's own).
+// Exit codes: 0 ok, 1 runtime error from Kite (a bad file, a run.json value out of range), 2 bad
+// command line (an unknown subcommand or flag, a flag value the parser or the settings table
+// refuses; main.cpp), 70 a bug in Kite.
 int ExitCodeFor(const Error& error);
 // Prints "kite: <message>" to stderr and returns the exit code.
 int ReportError(const Error& error);
-// Prints "kite: warning: <message>" to stderr for each.
-void ReportWarnings(std::span<const std::string> warnings);
 
 // Each Add*Command adds a subcommand whose callback sets *exit_code.
 void AddTokenizeCommand(CLI::App& app, int* exit_code);

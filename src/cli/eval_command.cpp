@@ -10,6 +10,7 @@
 
 #include "base/mapped_file.h"
 #include "cli/command.h"
+#include "cli/setting_flags.h"
 #include "eval/perplexity.h"
 
 namespace kite::cli {
@@ -42,7 +43,7 @@ Status RunPerplexity(const PplOptions& options) {
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
   engine_options.prefill_chunk = window;
   auto engine = KITE_TRY(Engine::Create(std::move(spec), engine_options));
-  ReportWarnings(engine->warnings());
+  PrintWarnings(engine->warnings());
   // On a terminal the running figure is rewritten in place; into a file or pipe (a script's log)
   // only the last window is written, on a line of its own.
   const bool tty = ::isatty(STDERR_FILENO) == 1;
@@ -81,15 +82,17 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   ppl->add_option("-m,--model", options->model, "A Hugging Face model folder or a .gguf file")->required();
   ppl->add_option("-f,--file", options->text_file, "The text to score")->required();
   ppl->add_option_function<int32_t>(
-      "--ctx", [options](const int32_t& window) { options->window = window; },
+      "-c,--ctx,--ctx-size", [options](const int32_t& window) { options->window = window; },
       "Window length in tokens (default 512, or the model's trained context when shorter)");
-  ppl->add_option("--backend", options->backend, "Backend to run on: cpu or ref (default cpu)");
-  ppl->add_option("-t,--threads", options->threads, "Threads of the cpu backend (default: all cores)")
-      ->check(CLI::Range(0, 1024));
-  ppl->add_flag("--check-tensors", options->check_tensors,
-                "Scan every weight for NaN and Inf at load and name the first bad one");
+  auto settings = std::make_shared<SettingFlags>(
+      ppl, std::vector<std::string>{"backend", "threads", "check_tensors"});
   ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx} as JSON");
-  ppl->callback([options, exit_code] {
+  ppl->callback([options, settings, exit_code] {
+    RunSettings chosen;
+    PrintWarnings(settings->ApplyTo(&chosen));
+    options->backend = chosen.engine.backend;
+    options->threads = chosen.engine.threads;
+    options->check_tensors = chosen.engine.check_tensors;
     if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());
   });
 }

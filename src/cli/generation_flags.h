@@ -1,16 +1,17 @@
-// The flags `kite run` and `kite chat` share: model, context, backend and sampler settings. Each
-// overrides the same field of a -c run.json (see run_config.h), which overrides the defaults.
+// The flags `kite run` and `kite chat` share: every setting of the table (runtime/settings.h),
+// --config FILE (a run.json or Genie's genie_config.json, see run_config.h), -e/--escape and
+// --no-escape, and llama.cpp's -ngl/-fa (accepted, noted, ignored). A flag given on the command
+// line overrides the file's value, which overrides the table's default.
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "cli/run_config.h"
+#include "cli/setting_flags.h"
 #include "runtime/engine.h"
+#include "runtime/settings.h"
 
 namespace kite::cli {
 
@@ -19,26 +20,23 @@ class GenerationFlags {
   // Adds the flags to `command`.
   explicit GenerationFlags(CLI::App* command);
 
-  // Defaults, then the -c file, then every flag given on the command line.
-  Result<RunConfig> Resolve() const;
+  // Defaults, then the --config file, then every flag given on the command line. Prints the
+  // warnings (a clamped thread count, Genie fields Kite does not use), the notes of -ngl/-fa and,
+  // for --seed -1, the seed drawn ("seed: N") to stderr.
+  Result<RunSettings> Resolve() const;
+
+  // `text` typed on the command line (a -p prompt) with its escapes processed, unless
+  // --no-escape was given.
+  std::string Unescaped(const std::string& text) const;
 
  private:
-  template <typename T>
-  void Flag(CLI::App* command, const std::string& names, std::optional<T>* target,
-            const std::string& help);
-
   std::string config_path_;
-  std::optional<std::string> model_, backend_, kv_type_, chat_template_;
-  std::optional<int32_t> context_, prefill_chunk_, n_predict_, top_k_, repeat_last_n_, threads_;
-  std::optional<float> temperature_, top_p_, min_p_, repeat_penalty_, presence_penalty_,
-      frequency_penalty_;
-  std::optional<uint64_t> seed_;
-  std::vector<std::string> stop_;
-  bool check_tensors_ = false;
+  bool escape_ = true;
+  SettingFlags settings_;
+  NotApplicableFlags not_applicable_;
 };
 
-EngineOptions EngineOptionsFrom(const RunConfig& config);
-// Engine::Load with the settings of `config`; *load_seconds is how long it took.
-Result<std::unique_ptr<Engine>> LoadEngine(const RunConfig& config, double* load_seconds);
+// Engine::Load with the settings; *load_seconds is how long it took.
+Result<std::unique_ptr<Engine>> LoadEngine(const RunSettings& settings, double* load_seconds);
 
 }  // namespace kite::cli

@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/inspect_placement.h"
 #include "cli/inspect_report.h"
+#include "cli/setting_flags.h"
 #include "models/check_tensors.h"
 
 namespace kite::cli {
@@ -29,7 +30,6 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
     bool json = false;
     bool all_tensors = false;
     bool placement = false;
-    bool check_tensors = false;
     EngineOptions engine;
   };
   auto options = std::make_shared<Options>();
@@ -42,19 +42,15 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
   command->add_flag("--placement", options->placement,
                     "Compile the decode step and a prefill chunk and show which backend runs each "
                     "node, and why others declined");
-  command->add_flag("--check-tensors", options->check_tensors,
-                    "Also load the model and scan every weight for NaN and Inf, naming the first "
-                    "bad one");
-  command->add_option("--backend", options->engine.backend,
-                      "With --placement: the preferred backend (ref falls back for the rest)")
-      ->default_str(options->engine.backend);
-  command->add_option("--ctx", options->engine.context_length,
-                      "With --placement: context length (0: the model's, at most 4096)");
-  command->add_option("--prefill-chunk", options->engine.prefill_chunk,
-                      "With --placement: tokens per prefill graph")
-      ->default_str(std::to_string(options->engine.prefill_chunk));
-  command->callback([options, exit_code] {
-    if (options->check_tensors) {
+  // --check-tensors, and with --placement: --backend, -c/--ctx/--ctx-size, --prefill-chunk,
+  // checked by the settings table.
+  auto engine_flags = std::make_shared<SettingFlags>(
+      command, std::vector<std::string>{"backend", "context", "prefill_chunk", "check_tensors"});
+  command->callback([options, engine_flags, exit_code] {
+    RunSettings chosen;
+    PrintWarnings(engine_flags->ApplyTo(&chosen));
+    options->engine = chosen.engine;
+    if (options->engine.check_tensors) {
       if (auto status = CheckModelTensors(options->path, options->engine.threads); !status) {
         *exit_code = ReportError(status.error());
         return;

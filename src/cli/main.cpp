@@ -1,7 +1,10 @@
 // `kite`: one binary, one file per subcommand.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
+#include "cli/setting_flags.h"
 
 namespace kite::cli {
 
@@ -12,16 +15,58 @@ int ReportError(const Error& error) {
   return ExitCodeFor(error);
 }
 
-void ReportWarnings(std::span<const std::string> warnings) {
-  for (const std::string& warning : warnings) {
-    std::fprintf(stderr, "kite: warning: %s\n", warning.c_str());
+namespace {
+
+constexpr int kBadCommandLine = 2;
+
+std::string SubcommandNames(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names += (names.empty() ? "" : ", ") + command->get_name();
   }
+  return names;
 }
+
+bool IsSubcommand(const CLI::App& app, const std::string& name) {
+  return !app.get_subcommands([&](const CLI::App* command) { return command->get_name() == name; })
+              .empty();
+}
+
+// CLI11's own exit codes (104-114) would tell a script nothing: every bad command line exits 2,
+// with the parser's message and where to find the flags.
+int Parse(CLI::App& app, int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "%s", app.help().c_str());
+    return kBadCommandLine;
+  }
+  const std::string first = argv[1];
+  if (!first.starts_with("-") && !IsSubcommand(app, first)) {
+    std::fprintf(stderr, "kite: unknown subcommand '%s' (subcommands: %s; kite --help)\n",
+                 first.c_str(), SubcommandNames(app).c_str());
+    return kBadCommandLine;
+  }
+  std::vector<std::string> args = LongSpellingsOfLlamaCppFlags(argc, argv);
+  std::vector<char*> pointers;
+  for (std::string& arg : args) pointers.push_back(arg.data());
+  try {
+    app.parse(static_cast<int>(pointers.size()), pointers.data());
+  } catch (const CLI::Success& done) {  // --help, --version
+    return app.exit(done);
+  } catch (const CLI::ParseError& error) {
+    const std::vector<CLI::App*> chosen = app.get_subcommands();
+    const std::string help = chosen.empty() ? "kite --help" : "kite " + chosen.front()->get_name() + " --help";
+    std::fprintf(stderr, "kite: %s (%s)\n", error.what(), help.c_str());
+    return kBadCommandLine;
+  }
+  return 0;
+}
+
+}  // namespace
 
 }  // namespace kite::cli
 
 int main(int argc, char** argv) {
-  CLI::App app{"Kite: LLM inference for NPUs and CPUs"};
+  CLI::App app{"Kite: LLM inference for NPUs and CPUs", "kite"};
   app.set_version_flag("--version", "kite 0.1.0");
   app.require_subcommand(1);
   int exit_code = 0;
@@ -34,6 +79,6 @@ int main(int argc, char** argv) {
   kite::cli::AddConvertCommand(app, &exit_code);
   kite::cli::AddSynthCommand(app, &exit_code);
   kite::cli::AddBenchCommand(app, &exit_code);
-  CLI11_PARSE(app, argc, argv);
+  if (const int parse_status = kite::cli::Parse(app, argc, argv); parse_status != 0) return parse_status;
   return exit_code;
 }

@@ -25,9 +25,10 @@ struct RunOptions {
 };
 
 // Keeps BOS (if the prompt starts with it) and the last tokens, leaving room to generate
-// min(n_predict, context / 2) tokens.
+// min(n_predict, context / 2) tokens (context / 2 for -n -1, "until the context is full").
 void TruncatePrompt(std::vector<int32_t>* ids, int32_t bos, int32_t context, int32_t n_predict) {
-  const size_t budget = static_cast<size_t>(context - std::min(n_predict, context / 2));
+  const int32_t room = n_predict < 0 ? context / 2 : std::min(n_predict, context / 2);
+  const size_t budget = static_cast<size_t>(context - room);
   if (ids->size() <= budget) return;
   const bool keep_bos = bos >= 0 && !ids->empty() && ids->front() == bos;
   const size_t tail = budget - (keep_bos ? 1 : 0);
@@ -37,8 +38,8 @@ void TruncatePrompt(std::vector<int32_t>* ids, int32_t bos, int32_t context, int
 double PerSecond(int64_t count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
 
 Status Run(const GenerationFlags& flags, const RunOptions& options) {
-  const RunConfig config = KITE_TRY(flags.Resolve());
-  std::string prompt = options.prompt;
+  const RunSettings config = KITE_TRY(flags.Resolve());
+  std::string prompt = flags.Unescaped(options.prompt);
   if (!options.prompt_file.empty()) prompt = KITE_TRY(ReadTextFile(options.prompt_file));
   double load_seconds = 0;
   auto engine = KITE_TRY(LoadEngine(config, &load_seconds));
@@ -65,6 +66,7 @@ Status Run(const GenerationFlags& flags, const RunOptions& options) {
   Session session(*engine);
   Session::GenerateOptions generate;
   generate.max_tokens = config.n_predict;
+  generate.ignore_eos = config.ignore_eos;
   generate.stop_strings = config.stop;
   generate.sampler = config.sampler;
   const auto start = std::chrono::steady_clock::now();
@@ -91,7 +93,7 @@ Status Run(const GenerationFlags& flags, const RunOptions& options) {
       {"decode_seconds", result.decode_seconds},
       {"decode_tokens_per_second", PerSecond(result.decode_tokens, result.decode_seconds)},
       {"stop_reason", result.stop_reason},
-      {"backend", config.backend},
+      {"backend", config.engine.backend},
       {"context", engine->context_length()}};
   if (options.json) {
     nlohmann::ordered_json out = {

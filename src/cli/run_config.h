@@ -1,41 +1,34 @@
-// The one JSON run config (Genie-style): model, context, backend, sampler and stop settings.
-// `kite run`/`kite chat` read it with -c and let command-line flags override each field.
+// The JSON file given to --config: Kite's run.json, or Genie's genie_config.json (recognised by
+// its top-level "dialog" object, see genie_config.h). run.json holds the settings of the table
+// (runtime/settings.h) under their keys:
 //
 // {
 //   "model": "models/demo",        // relative paths are relative to the config file's folder
 //   "context": 2048, "prefill_chunk": 128, "backend": "cpu", "threads": 2, "kv_type": "f16",
-//   "n_predict": 128, "stop": ["\n\n"], "chat_template": "chatml",
+//   "check_tensors": false, "n_predict": 128, "ignore_eos": false, "stop": ["\n\n"],
+//   "chat_template": "chatml",
 //   "sampler": {"temp": 0.8, "top_k": 40, "top_p": 0.95, "min_p": 0.05, "repeat_penalty": 1.0,
 //               "repeat_last_n": 64, "presence_penalty": 0.0, "frequency_penalty": 0.0, "seed": 42}
 // }
-// Unknown keys and ill-typed values are errors naming the file and the key.
+// Unknown keys, ill-typed and out-of-range values are errors naming the file and the key, in the
+// table's words ("run.json: \"sampler.top_p\" = 2: must be in [0, 1]").
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/sampler.h"
-#include "tensor/dtype.h"
+#include "runtime/settings.h"
 
 namespace kite::cli {
 
-struct RunConfig {
-  std::string model;
-  int32_t context = 0;  // 0: the model's own limit, capped at 4096
-  int32_t prefill_chunk = 128;
-  std::string backend = "cpu";
-  int32_t threads = 0;  // cpu backend threads; 0: all cores
-  DType kv_type = DType::kF16;
-  bool check_tensors = false;  // scan the weights for NaN/Inf at load
-  int32_t n_predict = 128;
-  std::vector<std::string> stop;
-  std::string chat_template;  // a built-in template's name; "" = the model's own
-  SamplerConfig sampler;
-};
+// Settings present in the file replace those of *settings; warnings (a clamped thread count,
+// Genie fields Kite does not use) are appended to *warnings.
+Status ApplyConfigFile(const std::string& path, RunSettings* settings,
+                       std::vector<std::string>* warnings);
 
-// Fields present in the file replace those of `config`.
-Status ApplyRunConfigFile(const std::string& path, RunConfig* config);
+// `path` as written in the config file at `config_path`: relative paths are taken from the
+// config file's folder.
+std::string PathFromConfig(const std::string& config_path, const std::string& path);
 
 }  // namespace kite::cli

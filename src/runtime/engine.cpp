@@ -55,9 +55,9 @@ Status CheckOptions(const EngineOptions& options) {
   if (options.kv_page_size < 1) {
     return InvalidInput("KV page size " + std::to_string(options.kv_page_size) + ", expected >= 1");
   }
-  if (options.threads < 0) {
-    return InvalidInput("threads " + std::to_string(options.threads) +
-                        ", expected >= 0 (0: one per hardware thread)");
+  if (options.threads < 0 || options.threads > kMaxEngineThreads) {
+    return InvalidInput("threads " + std::to_string(options.threads) + ", expected 0 to " +
+                        std::to_string(kMaxEngineThreads) + " (0: one per hardware thread)");
   }
   if (options.kv_dtype != DType::kF16 && options.kv_dtype != DType::kF32) {
     return InvalidInput("KV cache type " + std::string(DTypeName(options.kv_dtype)) +

@@ -40,6 +40,10 @@ struct EngineOptions {
   bool check_tensors = false;    // scan every weight for NaN/Inf at load (models/check_tensors.h)
 };
 
+// Most cpu backend threads Engine::Load accepts: creating tens of thousands of threads aborts
+// the process (std::system_error out of the pool), so an absurd count is refused instead.
+inline constexpr int32_t kMaxEngineThreads = 1024;
+
 // Backend names EngineOptions::backend accepts.
 std::vector<std::string> AvailableBackends();
 

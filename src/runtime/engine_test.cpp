@@ -74,6 +74,12 @@ TEST(EngineTest, RefusesBadOptions) {
   options = EngineOptions{};
   options.context_length = -1;
   EXPECT_FALSE(Engine::Load(kReference + "llama-gqa", options).has_value());
+  // Tens of thousands of threads aborted the process (std::system_error out of the pool).
+  options = EngineOptions{};
+  options.threads = 40000;
+  engine = Engine::Load(kReference + "llama-gqa", options);
+  ASSERT_FALSE(engine.has_value());
+  EXPECT_TRUE(Contains(engine.error().message, "threads 40000")) << engine.error().message;
 }
 
 TEST(EngineTest, ContextPastTheSlidingWindowIsUnsupported) {

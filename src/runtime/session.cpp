@@ -166,11 +166,12 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
 
   std::span<const float> logits = prompt.logits;
   result.stop_reason = "max_tokens";
-  for (int32_t step = 0; step < options.max_tokens; ++step) {
+  for (int32_t step = 0; options.max_tokens < 0 || step < options.max_tokens; ++step) {
     const std::span<const float> candidates = logits.first(n_tokens);  // [n_tokens]
     KITE_RETURN_IF_ERROR(CheckLogitsFinite(candidates, n_past()));
     const int32_t id = sampler.Sample(candidates, history_);
-    if (std::find(spec.eos_ids.begin(), spec.eos_ids.end(), id) != spec.eos_ids.end()) {
+    if (!options.ignore_eos &&
+        std::find(spec.eos_ids.begin(), spec.eos_ids.end(), id) != spec.eos_ids.end()) {
       result.stop_reason = "eos";
       break;
     }

@@ -44,7 +44,8 @@ class Session {
   Result<PromptResult> FeedPrompt(std::span<const int32_t> ids);
 
   struct GenerateOptions {
-    int32_t max_tokens = 256;
+    int32_t max_tokens = 256;  // < 0: until an EOS token or the context is full
+    bool ignore_eos = false;   // EOS tokens are sampled and fed like any other
     std::vector<std::string> stop_strings;  // generation ends before the first one appears
     SamplerConfig sampler;
     // Called with each token and the text it releases (possibly "", while text that may start
@@ -65,7 +66,7 @@ class Session {
     double decode_seconds = 0.0;
   };
   // FeedPrompt(prompt_ids), then samples up to max_tokens tokens, feeding each back. Stops on
-  // any EOS id of the model, on a stop string, at max_tokens, when the context is full or when
+  // any EOS id of the model (unless ignore_eos), on a stop string, at max_tokens, when the context is full or when
   // on_token says so. InvalidInput when the prompt is empty or longer than the context (both
   // numbers in the message; `kite run --truncate` trims it first).
   Result<GenerateResult> Generate(std::span<const int32_t> prompt_ids,

@@ -85,6 +85,17 @@ TEST(SessionTest, GenerationStopsWhenTheContextIsFull) {
   EXPECT_EQ(session.n_past(), 16);
 }
 
+// max_tokens -1 (`-n -1`): until EOS or, here, the context is full.
+TEST(SessionTest, NegativeMaxTokensGeneratesUntilTheContextIsFull) {
+  auto engine = LoadGqa(/*context=*/16);
+  ASSERT_TRUE(engine);
+  Session session(*engine);
+  auto result = session.Generate(kPrompt, Greedy(-1));
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  EXPECT_EQ(result->stop_reason, "context_full");
+  EXPECT_EQ(result->ids, std::vector<int32_t>(kGreedy.begin(), kGreedy.begin() + 4));
+}
+
 TEST(SessionTest, StopStringEndsGenerationAndIsNotEmitted) {
   auto engine = LoadGqa();
   ASSERT_TRUE(engine);
@@ -130,7 +141,8 @@ TEST(SessionTest, CallbackCanStopGeneration) {
 }
 
 // Generates greedily with a test model whose lm_head makes `winner` win after any input.
-Result<Session::GenerateResult> GenerateWithWinner(int32_t winner, int32_t max_tokens) {
+Result<Session::GenerateResult> GenerateWithWinner(int32_t winner, int32_t max_tokens,
+                                                   bool ignore_eos = false) {
   const std::string path =
       ::testing::TempDir() + "kite_session_winner_" + std::to_string(winner) + ".gguf";
   testing::TestModelOptions model;
@@ -139,7 +151,9 @@ Result<Session::GenerateResult> GenerateWithWinner(int32_t winner, int32_t max_t
   auto engine = KITE_TRY(Engine::Load(path, EngineOptions{}));
   Session session(*engine);
   const std::vector<int32_t> prompt = {1, 270, 271};
-  return session.Generate(prompt, Greedy(max_tokens));
+  Session::GenerateOptions options = Greedy(max_tokens);
+  options.ignore_eos = ignore_eos;
+  return session.Generate(prompt, options);
 }
 
 TEST(SessionTest, EosEndsGenerationWithoutEmittingIt) {
@@ -155,6 +169,13 @@ TEST(SessionTest, EosEndsGenerationWithoutEmittingIt) {
   EXPECT_EQ(result->stop_reason, "max_tokens");
   EXPECT_EQ(result->ids, (std::vector<int32_t>{299, 299, 299}));
   EXPECT_EQ(result->text, " w299 w299 w299");  // "▁w299" pieces after the prompt
+}
+
+TEST(SessionTest, IgnoreEosGeneratesPastIt) {
+  auto result = GenerateWithWinner(/*</s>*/ 2, 3, /*ignore_eos=*/true);
+  ASSERT_TRUE(result.has_value()) << result.error().message;
+  EXPECT_EQ(result->stop_reason, "max_tokens");
+  EXPECT_EQ(result->ids, (std::vector<int32_t>{2, 2, 2}));
 }
 
 TEST(SessionTest, SampledGenerationIsReproducibleFromItsSeed) {
