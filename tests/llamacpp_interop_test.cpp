@@ -140,7 +140,7 @@ TEST(LlamaCppInteropTest, LlamaQuantizedKiteSynthFileLoadsInKiteAndLlamaCpp) {
     ASSERT_EQ(kite.exit_code, 0) << kite.err;
     const auto llama_cpp = RunProgram("node", {SourcePath("tools/llamacpp/check_gguf.mjs"), out,
                                                "hi", "4"});
-    ASSERT_EQ(llama_cpp.exit_code, 0) << llama_cpp.err;
+    ASSERT_EQ(llama_cpp.exit_code, 0) << llama_cpp.err << "(exit 127: no node on PATH)";
     const auto report = nlohmann::json::parse(llama_cpp.out, nullptr, false);
     ASSERT_TRUE(report.is_object()) << llama_cpp.out;
     EXPECT_EQ(report["generated_ids"].size(), 4u) << llama_cpp.out;
