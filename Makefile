@@ -13,7 +13,7 @@ SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # Test oracles only, never runtime dependencies.
 ORACLE_PACKAGES := sentencepiece python3-sentencepiece
 
-.PHONY: all deps san-deps build demo test test-release test-sanitize fuzz clean
+.PHONY: all deps san-deps llamacpp build demo test test-release test-sanitize fuzz clean
 
 all: build
 
@@ -27,6 +27,20 @@ san-deps:
 	if [ -n "$$missing" ]; then echo "installing: $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
+# llama.cpp as a test oracle (tests/llamacpp_interop_test.cpp): the pinned npm package
+# node-llama-cpp with its x86-64 CPU libraries only. --omit=optional leaves out the CUDA, Vulkan
+# and other platforms' builds (83 MB installed instead of 730 MB); the prebuilt libraries need no
+# install script. Reinstalled only when the lock file changes.
+LLAMACPP := tools/llamacpp
+llamacpp: $(LLAMACPP)/node_modules/.package-lock.json
+
+$(LLAMACPP)/node_modules/.package-lock.json: $(LLAMACPP)/package.json $(LLAMACPP)/package-lock.json
+	@if [ "$$(uname -m)" != x86_64 ]; then \
+	  echo "llamacpp: node-llama-cpp's CPU libraries here are x86-64 only; its test will skip"; \
+	elif ! command -v npm >/dev/null; then \
+	  echo "llamacpp: npm (Node.js 20 or newer) is needed to install the llama.cpp oracle" >&2; exit 1; \
+	else cd $(LLAMACPP) && npm ci --omit=optional --ignore-scripts --no-audit --no-fund; fi
+
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
@@ -36,13 +50,13 @@ demo: build
 
 test: test-release test-sanitize
 
-test-release: build
+test-release: build llamacpp
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The whole suite again under AddressSanitizer + UBSan, then each fuzz target for a bounded time.
 # -O1 with line tables only (what the sanitizers' docs advise) compiles in about half the time of
 # -O2 -g and still names file:line in every report; the benchmarks are not built.
-test-sanitize: deps san-deps
+test-sanitize: deps san-deps llamacpp
 	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \

@@ -29,6 +29,11 @@ std::string SourcePath(const std::string& relative) {
 }
 
 CommandResult RunKite(const std::vector<std::string>& args, const std::string& input) {
+  return RunProgram(KITE_BINARY, args, input);
+}
+
+CommandResult RunProgram(const std::string& program, const std::vector<std::string>& args,
+                         const std::string& input) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe(in_pipe) || ::pipe(out_pipe) || ::pipe(err_pipe)) return {};
   const pid_t pid = ::fork();
@@ -38,12 +43,12 @@ CommandResult RunKite(const std::vector<std::string>& args, const std::string& i
     ::dup2(err_pipe[1], 2);
     for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
     std::vector<char*> argv;
-    std::string binary = KITE_BINARY;
+    std::string binary = program;
     argv.push_back(binary.data());
     std::vector<std::string> copies = args;
     for (std::string& arg : copies) argv.push_back(arg.data());
     argv.push_back(nullptr);
-    ::execv(binary.c_str(), argv.data());
+    ::execvp(binary.c_str(), argv.data());
     std::_Exit(127);
   }
   ::close(in_pipe[0]);

@@ -15,6 +15,10 @@ struct CommandResult {
 // args are passed to KITE_BINARY as they are (no shell); `input` is written to its stdin.
 CommandResult RunKite(const std::vector<std::string>& args, const std::string& input = "");
 
+// The same for any program, looked up on PATH when its name has no slash (an oracle like node).
+CommandResult RunProgram(const std::string& program, const std::vector<std::string>& args,
+                         const std::string& input = "");
+
 std::string SourcePath(const std::string& relative);  // KITE_SOURCE_DIR + "/" + relative
 
 }  // namespace kite::testing

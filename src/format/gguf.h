@@ -109,7 +109,8 @@ class GgufFile {
  private:
   GgufFile() = default;
   Status ParseHeader();                 // fills everything below from bytes_
-  Status CheckTensorPlacement() const;  // alignment, bounds and overlaps of tensor data
+  // Alignment, bounds and overlaps of tensor data laid out at `alignment` from `data_offset`.
+  Status CheckTensorPlacement(uint64_t alignment, uint64_t data_offset) const;
 
   std::string name_;
   std::unique_ptr<MappedFile> file_;  // null when parsed from caller-owned bytes
@@ -124,11 +125,15 @@ class GgufFile {
 };
 
 // Writes GGUF v3. Metadata and tensors are written in the order they were added; tensor data is
-// aligned to `alignment` (at least 64, stored as general.alignment when not 32), so the file can
-// be mmap'd and each tensor read in place.
+// aligned to `alignment` (stored as general.alignment when not 32), so the file can be mmap'd and
+// each tensor read in place.
+// The default is GGUF's own 32 with no general.alignment key, like llama.cpp: its gguf writer
+// (llama-quantize, v0.4.0) copies that key into its output but lays the output out at 32, so a
+// file declaring 64 comes back unreadable. Kite gains nothing from more: the CPU backend repacks
+// weights at compile time and reads the file's bytes without alignment.
 class GgufWriter {
  public:
-  explicit GgufWriter(uint64_t alignment = 64);
+  explicit GgufWriter(uint64_t alignment = 32);
 
   void SetValue(std::string key, GgufValue value);  // replaces an existing key in place
   void SetString(std::string key, std::string value);

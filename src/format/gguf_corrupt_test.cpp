@@ -254,6 +254,30 @@ TEST(GgufCorruptTest, AcceptsArraysNestedToTheLimit) {
   EXPECT_EQ(value->AsInt(), 7);
 }
 
+// llama-quantize (llama.cpp v0.4.0) copies general.alignment from its input but lays its output
+// out at 32; the file is refused (no reader can load it) with a message saying what happened.
+TEST(GgufCorruptTest, ExplainsALayoutThatIgnoresTheDeclaredAlignment) {
+  GgufBytes b;
+  b.Header(3, 1, 1);
+  b.Key("general.alignment", kTU32).U32(64);
+  b.TensorInfo("w", {16}, kGgmlF32, 0);
+  b.PadTo(32);
+  ASSERT_NE(b.size() % 64, 0u);  // so that the two layouts differ
+  b.bytes.resize(b.size() + 64, 0);
+  auto file = GgufFile::Parse(b.bytes, "quantized.gguf");
+  ASSERT_FALSE(file.has_value());
+  const std::string& message = file.error().message;
+  EXPECT_EQ(file.error().code, ErrorCode::kInvalidInput);
+  for (const char* part : {"quantized.gguf: tensor 'w'", "past the end",
+                           "declares 'general.alignment' 64", "default alignment 32",
+                           "llama-quantize"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << "missing \"" << part << "\" in: " << message;
+  }
+
+  b.PadTo(64);  // the same file laid out as it declares reads
+  EXPECT_TRUE(GgufFile::Parse(b.bytes, "aligned.gguf").has_value());
+}
+
 // Cutting a valid file anywhere must give a truncation error, never a crash or a partial file.
 TEST(GgufCorruptTest, EveryPrefixOfAValidFileIsRefused) {
   GgufBytes b;

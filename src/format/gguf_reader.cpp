@@ -311,23 +311,40 @@ Status GgufFile::ParseHeader() {
 
   // The data section starts at the first multiple of the alignment after the infos. A file with
   // no tensors may end before it (llama.cpp writes vocab-only files without the padding).
-  data_offset_ = (in.pos() + alignment_ - 1) / alignment_ * alignment_;
-  return CheckTensorPlacement();
+  const uint64_t infos_end = in.pos();
+  auto data_start = [&](uint64_t alignment) {
+    return (infos_end + alignment - 1) / alignment * alignment;
+  };
+  data_offset_ = data_start(alignment_);
+  auto placed = CheckTensorPlacement(alignment_, data_offset_);
+  // llama.cpp's gguf writer (llama-quantize, v0.4.0) copies general.alignment from its input but
+  // lays its output out at the default alignment. Such a file is refused like any other, but the
+  // message says what happened instead of leaving the user with an offset past the end.
+  if (!placed && alignment_ != gguf::kDefaultAlignment &&
+      CheckTensorPlacement(gguf::kDefaultAlignment, data_start(gguf::kDefaultAlignment))) {
+    return InvalidInput(placed.error().message + "; the file declares " +
+                        Quote(gguf::kAlignmentKey) + " " + std::to_string(alignment_) +
+                        " but its tensors are laid out at the default alignment " +
+                        std::to_string(gguf::kDefaultAlignment) +
+                        ", as llama-quantize writes them from an input that has the key: " +
+                        "quantize an input without " + Quote(gguf::kAlignmentKey));
+  }
+  return placed;
 }
 
-Status GgufFile::CheckTensorPlacement() const {
+Status GgufFile::CheckTensorPlacement(uint64_t alignment, uint64_t data_offset) const {
   for (const GgufTensorInfo& info : tensors_) {
-    if (info.offset % alignment_ != 0) {
+    if (info.offset % alignment != 0) {
       return InvalidInput("tensor " + Quote(info.name) + ": offset " + std::to_string(info.offset) +
-                          " is not a multiple of the alignment " + std::to_string(alignment_));
+                          " is not a multiple of the alignment " + std::to_string(alignment));
     }
     uint64_t end = 0;
-    if (__builtin_add_overflow(data_offset_, info.offset, &end) ||
+    if (__builtin_add_overflow(data_offset, info.offset, &end) ||
         __builtin_add_overflow(end, info.bytes, &end) || end > bytes_.size()) {
       return InvalidInput("tensor " + Quote(info.name) + ": data at offset " +
                           std::to_string(info.offset) + " + " + std::to_string(info.bytes) +
                           " bytes runs past the end of the file (data section starts at byte " +
-                          std::to_string(data_offset_) + ", file has " +
+                          std::to_string(data_offset) + ", file has " +
                           std::to_string(bytes_.size()) + " bytes)");
     }
   }

@@ -39,10 +39,31 @@ TEST(GgufWriterTest, WritesTheSpecLayoutAtAlignment32) {
   EXPECT_EQ(SerializeOk(writer), expected.bytes);
 }
 
-TEST(GgufWriterTest, DefaultAlignmentIs64AndIsStoredAsTheFirstKey) {
+// The default is GGUF's own alignment with no general.alignment key: llama-quantize (llama.cpp
+// v0.4.0) copies that key but writes its output at 32, so a file declaring 64 comes back broken.
+TEST(GgufWriterTest, DefaultAlignmentIs32WithoutTheKey) {
   const std::vector<float> a(3, 0.5f);
   const std::vector<float> b = {7.f, 8.f};
   GgufWriter writer;
+  writer.SetUint32("n", 9);
+  ASSERT_TRUE(writer.AddTensor("a", DType::kF32, {3}, AsBytes(a)).has_value());
+  ASSERT_TRUE(writer.AddTensor("b", DType::kF32, {1, 2}, AsBytes(b)).has_value());
+
+  GgufBytes expected;
+  expected.Header(3, 2, 1);
+  expected.Key("n", kTU32).U32(9);
+  expected.TensorInfo("a", {3}, kGgmlF32, 0);
+  expected.TensorInfo("b", {2, 1}, kGgmlF32, 32);  // ne[] innermost first; a padded to 32
+  expected.PadTo(32);
+  expected.Put(0.5f).Put(0.5f).Put(0.5f).PadTo(32);
+  expected.Put(7.f).Put(8.f).PadTo(32);
+  EXPECT_EQ(SerializeOk(writer), expected.bytes);
+}
+
+TEST(GgufWriterTest, AnotherAlignmentIsStoredAsTheFirstKey) {
+  const std::vector<float> a(3, 0.5f);
+  const std::vector<float> b = {7.f, 8.f};
+  GgufWriter writer(64);
   writer.SetUint32("n", 9);
   ASSERT_TRUE(writer.AddTensor("a", DType::kF32, {3}, AsBytes(a)).has_value());
   ASSERT_TRUE(writer.AddTensor("b", DType::kF32, {1, 2}, AsBytes(b)).has_value());
@@ -52,7 +73,7 @@ TEST(GgufWriterTest, DefaultAlignmentIs64AndIsStoredAsTheFirstKey) {
   expected.Key("general.alignment", kTU32).U32(64);
   expected.Key("n", kTU32).U32(9);
   expected.TensorInfo("a", {3}, kGgmlF32, 0);
-  expected.TensorInfo("b", {2, 1}, kGgmlF32, 64);  // ne[] innermost first; a padded to 64
+  expected.TensorInfo("b", {2, 1}, kGgmlF32, 64);
   expected.PadTo(64);
   expected.Put(0.5f).Put(0.5f).Put(0.5f).PadTo(64);
   expected.Put(7.f).Put(8.f).PadTo(64);
@@ -123,7 +144,7 @@ GgufWriter CopyOf(const GgufFile& file) {
 
 TEST(GgufWriterTest, RoundTripsValuesAndTensors) {
   Fixture fixture;
-  GgufWriter writer;
+  GgufWriter writer(64);
   fixture.Fill(writer);
   const std::vector<uint8_t> bytes = SerializeOk(writer);
   auto file = GgufFile::Parse(bytes, "round.gguf");

@@ -1,0 +1,156 @@
+// A user's first interop step: a GGUF that `kite synth` writes goes through llama.cpp's own
+// quantizer (what `llama-quantize` calls) and the result loads, and generates the same greedy
+// text, in Kite and in llama.cpp. llama.cpp is the pinned npm package node-llama-cpp 3.21.1
+// (llama.cpp v0.4.0, its prebuilt CPU libraries), installed in tools/llamacpp by `make test`;
+// the quantizer is called in this process through dlopen, the loader through node
+// (tools/llamacpp/check_gguf.mjs). Without the package the test skips.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "cli_runner.h"
+#include "format/gguf.h"
+
+namespace kite {
+namespace {
+
+using testing::RunKite;
+using testing::RunProgram;
+using testing::SourcePath;
+
+const std::string kLibllama =
+    SourcePath("tools/llamacpp/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64/"
+               "libllama.v0.4.0.so");
+
+// llama_model_quantize_params field for field as include/llama.h of llama.cpp v0.4.0 (the
+// release node-llama-cpp 3.21.1 bundles) declares it; the enums are int-sized.
+struct LlamaQuantizeParams {
+  int32_t nthread;
+  int32_t ftype;                 // enum llama_ftype
+  int32_t output_tensor_type;    // enum ggml_type
+  int32_t token_embedding_type;  // enum ggml_type
+  bool allow_requantize;
+  bool quantize_output_tensor;
+  bool only_copy;
+  bool pure;
+  bool keep_split;
+  bool dry_run;
+  const void* imatrix;
+  const void* kv_overrides;
+  const void* tensor_types;
+  const int32_t* prune_layers;
+  size_t max_buf_size;
+};
+constexpr int32_t kLlamaFtypeQ4_0 = 2;  // LLAMA_FTYPE_MOSTLY_Q4_0
+constexpr int32_t kLlamaFtypeQ8_0 = 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+constexpr int32_t kGgmlTypeCount = 43;  // GGML_TYPE_COUNT: "no override"
+
+using DefaultParamsFn = LlamaQuantizeParams (*)();
+using QuantizeFn = uint32_t (*)(const char*, const char*, const LlamaQuantizeParams*);
+using LogFn = void (*)(int, const char*, void*);
+using LogSetFn = void (*)(LogFn, void*);
+
+void AppendLog(int /*level*/, const char* text, void* log) {
+  static_cast<std::string*>(log)->append(text);
+}
+
+// The symbols of libllama this test calls. The library stays loaded until the process ends
+// (ggml registers its backends in static objects).
+struct Llama {
+  DefaultParamsFn default_params = nullptr;
+  QuantizeFn quantize = nullptr;
+  LogSetFn log_set = nullptr;
+};
+
+Llama LoadLlama(std::string* error) {
+  void* library = dlopen(kLibllama.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (library == nullptr) {
+    *error = dlerror();
+    return {};
+  }
+  Llama llama;
+  llama.default_params =
+      reinterpret_cast<DefaultParamsFn>(dlsym(library, "llama_model_quantize_default_params"));
+  llama.quantize = reinterpret_cast<QuantizeFn>(dlsym(library, "llama_model_quantize"));
+  llama.log_set = reinterpret_cast<LogSetFn>(dlsym(library, "llama_log_set"));
+  if (!llama.default_params || !llama.quantize || !llama.log_set) {
+    *error = kLibllama + " lacks llama_model_quantize, its default params or llama_log_set";
+  }
+  return llama;
+}
+
+struct Quantization {
+  int32_t ftype;
+  const char* name;
+  DType matrices;   // what the attention and FFN weights become
+  DType embedding;  // token_embd: llama.cpp keeps it at q8_0 when 576 is no multiple of 256
+};
+
+TEST(LlamaCppInteropTest, LlamaQuantizedKiteSynthFileLoadsInKiteAndLlamaCpp) {
+  if (!std::filesystem::exists(kLibllama)) {
+    GTEST_SKIP() << "llama.cpp is not installed (" << kLibllama
+                 << " is absent): `make llamacpp` installs the pinned npm package "
+                    "node-llama-cpp 3.21.1 in tools/llamacpp (make test does it first)";
+  }
+  std::string error;
+  const Llama llama = LoadLlama(&error);
+  ASSERT_TRUE(error.empty()) << error;
+  std::string log;
+  llama.log_set(AppendLog, &log);
+
+  // Defaults as llama-quant.cpp sets them: a check that the struct above matches the library's.
+  LlamaQuantizeParams params = llama.default_params();
+  ASSERT_EQ(params.ftype, kLlamaFtypeQ8_0);
+  ASSERT_EQ(params.output_tensor_type, kGgmlTypeCount);
+  ASSERT_EQ(params.token_embedding_type, kGgmlTypeCount);
+  ASSERT_TRUE(params.quantize_output_tensor);
+  ASSERT_EQ(params.max_buf_size, size_t{8} << 30);
+  params.nthread = 1;
+
+  const std::string dir = ::testing::TempDir() + "kite_llamacpp_interop";
+  std::filesystem::create_directories(dir);
+  const std::string source = dir + "/synth-f16.gguf";
+  const auto synth = RunKite({"synth", "--preset", "smollm2-135m", "--type", "f16", "--layers",
+                              "2", "-o", source});
+  ASSERT_EQ(synth.exit_code, 0) << synth.err;
+
+  for (const Quantization& q : {Quantization{kLlamaFtypeQ4_0, "q4_0", DType::kQ4_0, DType::kQ8_0},
+                                Quantization{kLlamaFtypeQ8_0, "q8_0", DType::kQ8_0, DType::kQ8_0}}) {
+    SCOPED_TRACE(q.name);
+    const std::string out = dir + "/llama-" + q.name + ".gguf";
+    params.ftype = q.ftype;
+    log.clear();
+    ASSERT_EQ(llama.quantize(source.c_str(), out.c_str(), &params), 0u) << log;
+
+    // Kite reads every tensor inside the file, with llama.cpp's types.
+    auto file = GgufFile::Open(out);
+    ASSERT_TRUE(file.has_value()) << file.error().message;
+    EXPECT_EQ(file->FindTensor("blk.1.ffn_up.weight")->dtype, q.matrices);
+    EXPECT_EQ(file->FindTensor("token_embd.weight")->dtype, q.embedding);
+    const auto inspect = RunKite({"inspect", out});
+    ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+    EXPECT_NE(inspect.out.find(q.name), std::string::npos) << inspect.out;
+
+    const auto kite = RunKite({"run", "-m", out, "-p", "hi", "-n", "4", "--temp", "0"});
+    ASSERT_EQ(kite.exit_code, 0) << kite.err;
+    const auto llama_cpp = RunProgram("node", {SourcePath("tools/llamacpp/check_gguf.mjs"), out,
+                                               "hi", "4"});
+    ASSERT_EQ(llama_cpp.exit_code, 0) << llama_cpp.err << "(exit 127: no node on PATH)";
+    const auto report = nlohmann::json::parse(llama_cpp.out, nullptr, false);
+    ASSERT_TRUE(report.is_object()) << llama_cpp.out;
+    EXPECT_EQ(report["generated_ids"].size(), 4u) << llama_cpp.out;
+    // Greedy decoding on these random weights has wide margins: measured the same 4 tokens from
+    // both at f16, q8_0 and q4_0.
+    EXPECT_EQ(kite.out, report["text"].get<std::string>() + "\n");
+    std::remove(out.c_str());
+  }
+  std::remove(source.c_str());
+}
+
+}  // namespace
+}  // namespace kite
