@@ -41,7 +41,7 @@ Status SaveChat(const Session& session, const ChatState& state, const std::strin
 }
 
 Status LoadChat(Session& session, ChatState& state, const std::string& path) {
-  const std::string text = KITE_TRY(ReadTextFile(path + ".json"));
+  const std::string text = KITE_TRY(ReadTextFile(path + ".json", kConfigFileLimit));
   const nlohmann::json messages = KITE_TRY(ParseJson(text, path + ".json"));
   std::vector<ChatMessage> loaded;
   for (size_t i = 0; messages.is_array() && i < messages.size(); ++i) {

@@ -24,7 +24,7 @@ struct PplOptions {
 };
 
 Status RunPerplexity(const PplOptions& options) {
-  const std::string text = KITE_TRY(ReadTextFile(options.text_file));
+  const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
   EngineOptions engine_options;
   engine_options.context_length = options.window;
   engine_options.backend = options.backend;

@@ -39,7 +39,7 @@ double PerSecond(int64_t count, double seconds) { return seconds > 0 ? count / s
 Status Run(const GenerationFlags& flags, const RunOptions& options) {
   const RunConfig config = KITE_TRY(flags.Resolve());
   std::string prompt = options.prompt;
-  if (!options.prompt_file.empty()) prompt = KITE_TRY(ReadTextFile(options.prompt_file));
+  if (!options.prompt_file.empty()) prompt = KITE_TRY(ReadTextFile(options.prompt_file, kTextFileLimit));
   double load_seconds = 0;
   auto engine = KITE_TRY(LoadEngine(config, &load_seconds));
   const Tokenizer& tokenizer = engine->tokenizer();

@@ -66,7 +66,7 @@ Status ApplyObject(const json& object, const std::string& where,
 }  // namespace
 
 Status ApplyRunConfigFile(const std::string& path, RunConfig* config) {
-  const std::string text = KITE_TRY(ReadTextFile(path));
+  const std::string text = KITE_TRY(ReadTextFile(path, kConfigFileLimit));
   const json root = KITE_TRY(ParseJson(text, path));
   SamplerConfig& sampler = config->sampler;
   const std::map<std::string, Setter> sampler_fields = {

@@ -141,7 +141,7 @@ Result<GgufTokenizer> PresetTokenizer(const SynthPreset& preset, const SynthOpti
   std::error_code error;
   if (!preset.chat_template.empty() && (own || tokenizer.chat_template.empty()) &&
       std::filesystem::is_regular_file(template_path, error)) {
-    tokenizer.chat_template = KITE_TRY(ReadTextFile(template_path.string()));
+    tokenizer.chat_template = KITE_TRY(ReadTextFile(template_path.string(), kConfigFileLimit));
   }
   return tokenizer;
 }
@@ -229,7 +229,14 @@ Status SynthesizeGguf(const SynthOptions& options, const std::string& out_path) 
       tensors.push_back(RandomTensor(planned, options.seed));
     }
   }
-  auto written = WriteGgufStreaming(writer, tensors, out_path, options.progress);
+  // The tokenizer (a file or a folder) and the template were read: neither may be the output.
+  const std::filesystem::path data(options.data_dir);
+  std::vector<std::string> inputs = {
+      options.tokenizer.empty() ? (data / plan.preset->tokenizer).string() : options.tokenizer};
+  if (!plan.preset->chat_template.empty()) {
+    inputs.push_back((data / plan.preset->chat_template).string());
+  }
+  auto written = WriteGgufStreaming(writer, tensors, out_path, inputs, options.progress);
   if (!written) return std::unexpected(std::move(written.error()).WithContext(out_path));
   return Ok();
 }
