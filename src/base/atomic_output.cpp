@@ -172,21 +172,26 @@ Result<AtomicOutput> AtomicOutput::Create(const std::string& target,
                            std::to_string(::getpid()) + "-";
   for (int attempt = 0; attempt < 100 && out.fd_ < 0; ++attempt) {
     out.temp_name_ = stem + std::to_string(counter++);
+    // The signal handler knows the name before the file exists, so that no signal can leave it
+    // behind. (Should the name be taken, it is a temporary left by a killed process of the same
+    // pid: removing that one on a signal is no loss.)
+    out.slot_ = ClaimSlot(out.dir_fd_, out.temp_name_);
+    if (out.slot_ < 0) {
+      return OutOfResources(target + ": more than " + std::to_string(kSlots) +
+                            " files are being written at once");
+    }
     out.fd_ = ::openat(out.dir_fd_, out.temp_name_.c_str(),
                        O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (out.fd_ < 0 && errno != EEXIST) {
-      return SystemError(target + ": cannot create " + out.temp_name_ + " in " + dir, errno);
+    if (out.fd_ >= 0) break;
+    const int err = errno;
+    ReleaseSlot(std::exchange(out.slot_, -1));
+    if (err != EEXIST) {
+      return SystemError(target + ": cannot create " + out.temp_name_ + " in " + dir, err);
     }
   }
   if (out.fd_ < 0) return Internal(target + ": no unused temporary name in " + dir);
   out.temp_path_ = (slash == std::string::npos ? "" : target.substr(0, slash + 1)) + out.temp_name_;
   if (exists) ::fchmod(out.fd_, target_st.st_mode & 07777);  // best effort, as editors do
-  out.slot_ = ClaimSlot(out.dir_fd_, out.temp_name_);
-  if (out.slot_ < 0) {
-    ::unlinkat(out.dir_fd_, out.temp_name_.c_str(), 0);
-    return OutOfResources(target + ": more than " + std::to_string(kSlots) +
-                          " files are being written at once");
-  }
   return out;
 }
 
@@ -221,7 +226,9 @@ void AtomicOutput::Discard() {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   if (slot_ >= 0) {
-    if (!ReleaseSlot(slot_)) ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
+    // Removed before the slot is freed: a signal in between finds it gone, not left behind.
+    ::unlinkat(dir_fd_, temp_name_.c_str(), 0);
+    ReleaseSlot(slot_);
     slot_ = -1;
   }
   if (dir_fd_ >= 0) ::close(dir_fd_);

@@ -4,12 +4,12 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_output.h"
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
@@ -30,14 +30,15 @@ struct ChatState {
   Session::GenerateResult last;
 };
 
-Status SaveChat(const Session& session, const ChatState& state, const std::string& path) {
+Status SaveChat(const Session& session, const Engine& engine, const ChatState& state,
+                const std::string& path) {
   KITE_RETURN_IF_ERROR(session.Save(path));
   nlohmann::json messages = nlohmann::json::array();
   for (const ChatMessage& m : state.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
-  std::ofstream out(path + ".json");
-  out << messages.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  if (!out) return InvalidInput(path + ".json: cannot write");
-  return Ok();
+  AtomicOutput out = KITE_TRY(AtomicOutput::Create(path + ".json", {engine.spec().source}));
+  KITE_RETURN_IF_ERROR(
+      out.Write(messages.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+  return out.Commit();
 }
 
 Status LoadChat(Session& session, ChatState& state, const std::string& path) {
@@ -81,7 +82,7 @@ bool HandleCommand(const std::string& line, Session& session, Engine& engine, Ch
     state = ChatState{};
     std::fprintf(stderr, "conversation reset\n");
   } else if (name == "/save" && !arg.empty()) {
-    status = SaveChat(session, state, arg);
+    status = SaveChat(session, engine, state, arg);
     if (status) std::fprintf(stderr, "saved %d tokens to %s\n", session.n_past(), arg.c_str());
   } else if (name == "/load" && !arg.empty()) {
     status = LoadChat(session, state, arg);

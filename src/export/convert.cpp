@@ -117,9 +117,7 @@ Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
     tensors.push_back(FromView(expected.name, *view, dtype, permute && qk ? spec.head_dim : 0));
   }
   // The folder stands for its weights, config and tokenizer files: none may be the output.
-  auto written = WriteGgufStreaming(writer, tensors, out_path, {folder}, options.progress);
-  if (!written) return std::unexpected(std::move(written.error()).WithContext(out_path));
-  return Ok();
+  return WriteGgufStreaming(writer, tensors, out_path, {folder}, options.progress);
 }
 
 }  // namespace kite

@@ -58,7 +58,7 @@ Status FillTensors(const std::vector<StreamedTensor>& tensors, AtomicOutput& out
       auto filled = tensor.fill(first, count, chunk);
       if (!filled) {
         return std::unexpected(
-            std::move(filled.error()).WithContext("tensor '" + tensor.name + "'"));
+            std::move(filled.error()).WithContext(path + ": tensor '" + tensor.name + "'"));
       }
       KITE_RETURN_IF_ERROR(out.WriteAt(offset, chunk));
       offset += chunk.size();
@@ -92,8 +92,9 @@ Status WriteGgufStreaming(const GgufWriter& metadata, const std::vector<Streamed
     return OutOfResources(path + ": cannot map " + std::to_string(largest) + " bytes");
   GgufWriter writer = metadata;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    KITE_RETURN_IF_ERROR(writer.AddTensor(tensors[i].name, tensors[i].dtype, tensors[i].shape,
-                                          {zeros.data(), sizes[i]}));
+    auto added = writer.AddTensor(tensors[i].name, tensors[i].dtype, tensors[i].shape,
+                                  {zeros.data(), sizes[i]});
+    if (!added) return std::unexpected(std::move(added.error()).WithContext(path));
   }
   // Checked and created before any tensor is generated: a refused output costs nothing.
   AtomicOutput out = KITE_TRY(AtomicOutput::Create(path, inputs));
