@@ -101,8 +101,8 @@ std::unexpected<Error> SystemError(const std::string& what, int err) {
 }
 
 // The target may be absent or a regular file; anything else is refused, never replaced.
-Status CheckTarget(const std::string& target, int dir_fd, const std::string& name,
-                   struct stat* st, bool* exists) {
+Status CheckTarget(const std::string& target, int dir_fd, const std::string& name, struct stat* st,
+                   bool* exists) {
   *exists = false;
   if (::fstatat(dir_fd, name.c_str(), st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return Ok();
@@ -126,8 +126,7 @@ Status CheckNotAnInput(const std::string& target, const struct stat& target_st,
                        const std::vector<std::string>& inputs) {
   const auto same = [&](const char* path) {
     struct stat st {};
-    return ::stat(path, &st) == 0 && st.st_dev == target_st.st_dev &&
-           st.st_ino == target_st.st_ino;
+    return ::stat(path, &st) == 0 && st.st_dev == target_st.st_dev && st.st_ino == target_st.st_ino;
   };
   const auto refuse = [&](const std::string& input) {
     return InvalidInput(target + ": is the same file as " + input +
@@ -154,7 +153,9 @@ Result<AtomicOutput> AtomicOutput::Create(const std::string& target,
   AtomicOutput out;
   out.target_ = target;
   const size_t slash = target.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : target.substr(0, slash);
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : target.substr(0, slash);
   out.name_ = slash == std::string::npos ? target : target.substr(slash + 1);
   if (out.name_.empty() || out.name_ == "." || out.name_ == "..") {
     return InvalidInput(target + ": names a folder; expected the path of a file to write");
@@ -168,8 +169,8 @@ Result<AtomicOutput> AtomicOutput::Create(const std::string& target,
   if (exists) KITE_RETURN_IF_ERROR(CheckNotAnInput(target, target_st, inputs));
 
   static std::atomic<uint64_t> counter{0};
-  const std::string stem = out.name_.substr(0, NAME_MAX - 40) + ".kite-tmp-" +
-                           std::to_string(::getpid()) + "-";
+  const std::string stem =
+      out.name_.substr(0, NAME_MAX - 40) + ".kite-tmp-" + std::to_string(::getpid()) + "-";
   for (int attempt = 0; attempt < 100 && out.fd_ < 0; ++attempt) {
     out.temp_name_ = stem + std::to_string(counter++);
     // The signal handler knows the name before the file exists, so that no signal can leave it
@@ -180,8 +181,8 @@ Result<AtomicOutput> AtomicOutput::Create(const std::string& target,
       return OutOfResources(target + ": more than " + std::to_string(kSlots) +
                             " files are being written at once");
     }
-    out.fd_ = ::openat(out.dir_fd_, out.temp_name_.c_str(),
-                       O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    out.fd_ =
+        ::openat(out.dir_fd_, out.temp_name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (out.fd_ >= 0) break;
     const int err = errno;
     ReleaseSlot(std::exchange(out.slot_, -1));
@@ -249,8 +250,8 @@ Status AtomicOutput::WriteAt(uint64_t offset, std::span<const uint8_t> bytes) {
   if (fd_ < 0) return Internal(target_ + ": written after Commit");
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,
-                               static_cast<off_t>(offset + done));
+    const ssize_t n =
+        ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return SystemError(target_ + ": write failed", n < 0 ? errno : ENOSPC);
     done += static_cast<size_t>(n);

@@ -197,5 +197,36 @@ TEST_F(AtomicOutputTest, ASignalRemovesTheTemporaryAndKeepsThePreviousFile) {
   EXPECT_EQ(current.sa_handler, SIG_DFL);
 }
 
+// A program with its own SIGINT handler (chat's Ctrl-C) keeps running: the temporary is removed,
+// the program's handler runs, and Commit says that the file was not written.
+volatile sig_atomic_t g_interrupts = 0;
+extern "C" void CountInterrupt(int) { g_interrupts = g_interrupts + 1; }
+
+TEST_F(AtomicOutputTest, WithTheProgramsOwnHandlerCommitReportsTheInterruption) {
+  struct sigaction own {};
+  struct sigaction previous {};
+  own.sa_handler = CountInterrupt;
+  sigemptyset(&own.sa_mask);
+  ASSERT_EQ(::sigaction(SIGINT, &own, &previous), 0);
+  const std::string target = dir_ + "/out.gguf";
+  Put(target, "previous");
+  {
+    auto out = AtomicOutput::Create(target);
+    ASSERT_TRUE(out.has_value()) << out.error().message;
+    ASSERT_TRUE(out->Write("partial").has_value());
+    ::raise(SIGINT);
+    EXPECT_EQ(g_interrupts, 1);
+    auto committed = out->Commit();
+    ASSERT_FALSE(committed.has_value());
+    EXPECT_NE(committed.error().message.find("interrupted by a signal"), std::string::npos)
+        << committed.error().message;
+  }
+  EXPECT_EQ(Slurp(target), "previous");
+  EXPECT_EQ(Names(), std::vector<std::string>{"out.gguf"});
+  struct sigaction current {};
+  ::sigaction(SIGINT, &previous, &current);
+  EXPECT_EQ(current.sa_handler, CountInterrupt);  // the program's handler is back
+}
+
 }  // namespace
 }  // namespace kite

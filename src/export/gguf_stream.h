@@ -3,7 +3,7 @@
 //
 //   GgufWriter metadata;                    // keys only: tensors come from `tensors`
 //   metadata.SetString("general.architecture", "llama");
-//   KITE_RETURN_IF_ERROR(WriteGgufStreaming(metadata, tensors, "out.gguf", {"hf-folder"}, progress));
+//   KITE_RETURN_IF_ERROR(WriteGgufStreaming(metadata, tensors, "out.gguf", {"in/"}, progress));
 #pragma once
 
 #include <cstdint>
