@@ -230,6 +230,7 @@ TEST_F(FileSafetyTest, AFifoModelFailsAtOnce) {
            {"bench", "-m", fifo},
            {"eval", "ppl", "-m", fifo, "-f", text},
            {"run", "-m", SourcePath("models/demo"), "-f", fifo, "-n", "1"},
+           {"tokenize", "-m", fifo, "-p", "hi"},
        }) {
     const Finished finished = RunWithTimeout(args, err_path);
     EXPECT_FALSE(finished.timed_out) << args[0] << " blocked on the FIFO";

@@ -87,7 +87,8 @@ Result<std::unique_ptr<tok::Pipeline>> LoadPipeline(const std::string& path) {
     KITE_RETURN_IF_ERROR(ApplyFolderExtras(target, pipeline.get()));
     return pipeline;
   }
-  if (!IsFile(target)) return NotFound(path + ": no such file or folder");
+  if (!fs::exists(target, error)) return NotFound(path + ": no such file or folder");
+  // Anything but a regular file (a FIFO, a device) is refused by MappedFile, naming its kind.
   const MappedFile mapped = KITE_TRY(MappedFile::Open(path));
   const std::span<const uint8_t> bytes = mapped.bytes();
   if (bytes.size() >= 4 && std::equal(bytes.begin(), bytes.begin() + 4, "GGUF")) {
