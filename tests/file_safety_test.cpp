@@ -46,6 +46,32 @@ std::string Slurp(const std::string& path) {
   return out.str();
 }
 
+void XorRange(const std::string& path, uint64_t begin, uint64_t end) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes(end - begin, '\0');
+  file.seekg(static_cast<std::streamoff>(begin));
+  file.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  for (char& c : bytes) c = static_cast<char>(c ^ 0x5a);
+  file.seekp(static_cast<std::streamoff>(begin));
+  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Another model of the same shape and embeddings: the demo's copy in `folder` with one layer's
+// weights changed (as a fine-tune that kept the embeddings).
+void ChangeALayer(const std::string& folder) {
+  const std::string weights = folder + "/model.safetensors";
+  std::ifstream in(weights, std::ios::binary);
+  uint64_t header_bytes = 0;
+  in.read(reinterpret_cast<char*>(&header_bytes), 8);
+  std::string header(header_bytes, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(header_bytes));
+  in.close();
+  const auto offsets =
+      nlohmann::json::parse(header)["model.layers.1.mlp.down_proj.weight"]["data_offsets"];
+  XorRange(weights, 8 + header_bytes + offsets[0].get<uint64_t>(),
+           8 + header_bytes + offsets[1].get<uint64_t>());
+}
+
 class FileSafetyTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -75,10 +101,9 @@ class FileSafetyTest : public ::testing::Test {
   }
 
   // A small model written by kite synth (one block, 512 tokens).
-  void Synth(const std::string& out, const std::string& seed = "0") {
-    CommandResult result =
-        RunKite({"synth", "--preset", "smollm2-135m", "--type", "q8_0", "--layers", "1", "--vocab",
-                 "512", "--seed", seed, "-q", "-o", out});
+  void Synth(const std::string& out) {
+    CommandResult result = RunKite({"synth", "--preset", "smollm2-135m", "--type", "q8_0",
+                                    "--layers", "1", "--vocab", "512", "-q", "-o", out});
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
 
@@ -216,6 +241,55 @@ TEST_F(FileSafetyTest, InterruptedSynthLeavesThePreviousFileAndNoTemporary) {
   std::remove(err_path.c_str());
 }
 
+// A chat running on a GGUF keeps its model when the file is rewritten (it used to read the new
+// bytes through its mapping of the truncated file, or die of SIGBUS while the file was short).
+TEST_F(FileSafetyTest, ARunningChatKeepsItsModelWhenTheFileIsRewritten) {
+  const std::string model = Path("model.gguf"), other = CopyDemo("other");
+  ChangeALayer(other);
+  ASSERT_EQ(RunKite({"convert", SourcePath("models/demo"), "-q", "-o", model}).exit_code, 0);
+  const std::vector<std::string> args = {"chat", "-m", model, "--temp", "0", "-n", "6"};
+  const CommandResult first = RunKite(args, "Hello there\n");
+  const CommandResult both = RunKite(args, "Hello there\nWhat now?\n");
+  ASSERT_EQ(both.exit_code, 0) << both.err;
+  ASSERT_FALSE(first.out.empty());
+
+  int in[2];
+  ASSERT_EQ(::pipe(in), 0);
+  const std::string out_path = Path("chat.out"), err_path = Path("chat.err");
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::close(in[0]);
+    ::close(in[1]);
+    const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    std::vector<std::string> copies = args;
+    std::string binary = KITE_BINARY;
+    std::vector<char*> argv = {binary.data()};
+    for (std::string& arg : copies) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    ::execv(binary.c_str(), argv.data());
+    std::_Exit(127);
+  }
+  ::close(in[0]);
+  const std::string turn1 = "Hello there\n", turn2 = "What now?\n";
+  ASSERT_EQ(::write(in[1], turn1.data(), turn1.size()), static_cast<ssize_t>(turn1.size()));
+  const auto deadline = steady_clock::now() + std::chrono::seconds(60);
+  while (Slurp(out_path).size() < first.out.size() && steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // Other weights of the same size (the old writer truncated the file and wrote it again).
+  ASSERT_EQ(RunKite({"convert", other, "-q", "-o", model}).exit_code, 0);
+  ASSERT_EQ(::write(in[1], turn2.data(), turn2.size()), static_cast<ssize_t>(turn2.size()));
+  ::close(in[1]);
+  const Finished finished = Wait(pid, err_path, 60);
+  EXPECT_FALSE(finished.timed_out);
+  EXPECT_EQ(finished.exit_code, 0) << finished.err;
+  EXPECT_EQ(Slurp(out_path), both.out) << "the second reply did not come from the first model";
+}
+
 // --- inputs ----------------------------------------------------------------------------------
 
 // A FIFO given as the model used to block every command forever on its open.
@@ -271,16 +345,6 @@ std::vector<std::string> ChatArgs(const std::string& model) {
   return {"chat", "-m", model, "--temp", "0", "-n", "4"};
 }
 
-void XorRange(const std::string& path, uint64_t begin, uint64_t end) {
-  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-  std::string bytes(end - begin, '\0');
-  file.seekg(static_cast<std::streamoff>(begin));
-  file.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  for (char& c : bytes) c = static_cast<char>(c ^ 0x5a);
-  file.seekp(static_cast<std::streamoff>(begin));
-  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
 TEST_F(FileSafetyTest, ADamagedSessionIsRefused) {
   const std::string model = SourcePath("models/demo");
   const std::string saved = Path("chat.kv");
@@ -304,8 +368,7 @@ TEST_F(FileSafetyTest, ADamagedSessionIsRefused) {
   EXPECT_FALSE(Contains(damaged.err, "tokens from")) << damaged.err;  // "loaded N tokens from"
 }
 
-// The same model with one layer's weights changed (as a fine-tune that kept the embeddings): the
-// KV cache saved with the original does not apply to it.
+// The demo with one layer's weights changed: the KV cache saved with the original does not apply.
 TEST_F(FileSafetyTest, ASessionOfAnotherModelIsRefused) {
   const std::string saved = Path("chat.kv");
   CommandResult save =
@@ -313,17 +376,7 @@ TEST_F(FileSafetyTest, ASessionOfAnotherModelIsRefused) {
   ASSERT_EQ(save.exit_code, 0) << save.err;
 
   const std::string other = CopyDemo("other");
-  const std::string weights = other + "/model.safetensors";
-  std::ifstream in(weights, std::ios::binary);
-  uint64_t header_bytes = 0;
-  in.read(reinterpret_cast<char*>(&header_bytes), 8);
-  std::string header(header_bytes, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_bytes));
-  in.close();
-  const auto offsets =
-      nlohmann::json::parse(header)["model.layers.1.mlp.down_proj.weight"]["data_offsets"];
-  XorRange(weights, 8 + header_bytes + offsets[0].get<uint64_t>(),
-           8 + header_bytes + offsets[1].get<uint64_t>());
+  ChangeALayer(other);
 
   CommandResult loaded = RunKite(ChatArgs(other), "/load " + saved + "\n");
   EXPECT_TRUE(Contains(loaded.err, saved + ": saved with another model")) << loaded.err;
