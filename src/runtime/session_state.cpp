@@ -110,8 +110,8 @@ Status Session::Save(const std::string& path) const {
       const std::vector<int64_t> shape = {n, kv.n_kv_heads, kv.head_dim};
       KITE_RETURN_IF_ERROR(writer.AddTensor(blk + "k", kv.dtype, shape, rows[2 * layer]));
       KITE_RETURN_IF_ERROR(writer.AddTensor(blk + "v", kv.dtype, shape, rows[2 * layer + 1]));
-      for (const std::vector<uint8_t>& part : {rows[2 * layer], rows[2 * layer + 1]}) {
-        checksum = Fnv1a(part.data(), part.size(), checksum);
+      for (const std::vector<uint8_t>* part : {&rows[2 * layer], &rows[2 * layer + 1]}) {
+        checksum = Fnv1a(part->data(), part->size(), checksum);
       }
     }
   }
