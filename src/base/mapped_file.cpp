@@ -102,9 +102,9 @@ Result<std::string> ReadTextFile(const std::string& path, uint64_t max_bytes) {
                           std::to_string(max_bytes) + " bytes (" + std::to_string(max_bytes >> 20) +
                           " MiB) allowed for this kind of file");
   }
-  // The size is only a hint (the file may grow while it is read): stop one byte past the limit.
-  std::string text;
-  text.resize(static_cast<size_t>(file.size()));
+  // The size is only a hint (the file may grow while it is read, a /proc file says 0): one byte
+  // more sees the end, and reading stops one byte past the limit.
+  std::string text(static_cast<size_t>(file.size()) + 1, '\0');
   size_t done = 0;
   while (true) {
     if (done == text.size()) {
