@@ -126,7 +126,7 @@ TEST(ConvertTest, GoldenPromptGivesTheGoldenIds) {
   for (const char* model : {"llama-gqa", "qwen2-bias"}) {
     const std::string folder = "testdata/reference/" + std::string(model);
     const nlohmann::json golden = nlohmann::json::parse(
-        *ReadTextFile(kSource + "/" + folder + "/golden.json"), nullptr, false);
+        *ReadTextFile(kSource + "/" + folder + "/golden.json", kConfigFileLimit), nullptr, false);
     ASSERT_TRUE(golden.is_object() && golden["prompt"].is_string() &&
                 golden["input_ids"].is_array());
     std::vector<int32_t> want;

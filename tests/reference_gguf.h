@@ -71,7 +71,7 @@ struct ReferenceConfig {
 };
 
 inline Result<ReferenceConfig> ReadReferenceConfig(const std::string& folder) {
-  const std::string text = KITE_TRY(ReadTextFile(folder + "/config.json"));
+  const std::string text = KITE_TRY(ReadTextFile(folder + "/config.json", kConfigFileLimit));
   const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("architectures") || !j["architectures"].is_array() ||
       j["architectures"].empty() || !j["architectures"][0].is_string()) {

@@ -80,7 +80,7 @@ const Golden& LoadGolden(const std::string& model) {
   static std::map<std::string, Golden> cache;
   if (auto it = cache.find(model); it != cache.end()) return it->second;
   Golden& g = cache[model];
-  auto text = ReadTextFile(kReference + model + "/golden.json");
+  auto text = ReadTextFile(kReference + model + "/golden.json", kConfigFileLimit);
   EXPECT_TRUE(text.has_value());
   if (!text) return g;
   const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);

@@ -1,27 +1,20 @@
 #include "base/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <sstream>
+#include <string>
 #include <vector>
+
+#include "base/file_check.h"
 
 namespace kite {
 
 namespace {
-
-std::unexpected<Error> OpenError(const std::string& path) {
-  int err = errno;
-  std::string message = path + ": cannot open: " + std::strerror(err);
-  return err == ENOENT ? NotFound(message) : InvalidInput(message);
-}
 
 // The live maps, so that ReleaseFilePages can tell a file-backed pointer from any other.
 struct LiveMaps {
@@ -63,31 +56,18 @@ bool ReleaseFilePages(const void* data, uint64_t bytes) {
 }
 
 Result<MappedFile> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return OpenError(path);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return OpenError(path);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return InvalidInput(path + ": not a regular file");
-  }
+  const RegularFile regular = KITE_TRY(RegularFile::Open(path));
   MappedFile file;
   file.path_ = path;
-  file.size_ = static_cast<size_t>(st.st_size);
+  file.size_ = static_cast<size_t>(regular.size());
   if (file.size_ > 0) {
-    void* map = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    void* map = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, regular.fd(), 0);
     if (map == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return OutOfResources(path + ": mmap failed: " + std::strerror(err));
+      return OutOfResources(path + ": mmap failed: " + std::strerror(errno));
     }
     file.data_ = static_cast<const uint8_t*>(map);
     Register(file.data_, file.size_);
   }
-  ::close(fd);
   return file;
 }
 
@@ -115,17 +95,34 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-Result<std::string> ReadTextFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    errno = ENOENT;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) == 0) errno = EACCES;
-    return OpenError(path);
+Result<std::string> ReadTextFile(const std::string& path, uint64_t max_bytes) {
+  const RegularFile file = KITE_TRY(RegularFile::Open(path));
+  if (file.size() > max_bytes) {
+    return OutOfResources(path + ": " + std::to_string(file.size()) + " bytes, more than the " +
+                          std::to_string(max_bytes) + " bytes (" + std::to_string(max_bytes >> 20) +
+                          " MiB) allowed for this kind of file");
   }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  return contents.str();
+  // The size is only a hint (the file may grow while it is read, a /proc file says 0): one byte
+  // more sees the end, and reading stops one byte past the limit.
+  std::string text(static_cast<size_t>(file.size()) + 1, '\0');
+  size_t done = 0;
+  while (true) {
+    if (done == text.size()) {
+      if (text.size() > max_bytes) break;
+      text.resize(std::min<uint64_t>(max_bytes + 1, std::max<uint64_t>(2 * text.size(), 4096)));
+    }
+    const ssize_t n = ::read(file.fd(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return InvalidInput(path + ": read failed: " + std::strerror(errno));
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (done > max_bytes) {
+    return OutOfResources(path + ": more than the " + std::to_string(max_bytes) +
+                          " bytes allowed for this kind of file");
+  }
+  text.resize(done);
+  return text;
 }
 
 }  // namespace kite

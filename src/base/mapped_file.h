@@ -40,7 +40,19 @@ class MappedFile {
 // anonymous memory, where dropping pages would zero them) it does nothing and returns false.
 bool ReleaseFilePages(const void* data, uint64_t bytes);
 
-// Reads a whole (small) file into a string: configs, tokenizer.json, templates.
-Result<std::string> ReadTextFile(const std::string& path);
+// Size limits for ReadTextFile, so that a wrong file given where a small one is expected (a model
+// as run.json, a log as a prompt) is refused at once instead of filling memory.
+// run.json, config.json, tokenizer_config.json, generation_config.json, the safetensors index,
+// chat templates, a chat session's messages:
+inline constexpr uint64_t kConfigFileLimit = uint64_t{16} << 20;
+// tokenizer.json (Llama 3's is 9 MB, Gemma's 33 MB):
+inline constexpr uint64_t kTokenizerFileLimit = uint64_t{64} << 20;
+// Prompts (run -f) and evaluation texts (eval ppl -f; WikiText-103's test split is 1.3 MB):
+inline constexpr uint64_t kTextFileLimit = uint64_t{256} << 20;
+
+// Reads a whole file into a string: configs, tokenizer.json, templates, prompts. Refuses what is
+// not a regular file (a directory, a FIFO, a device: without blocking) and a file larger than
+// `max_bytes`, naming the path, its size and the limit.
+Result<std::string> ReadTextFile(const std::string& path, uint64_t max_bytes);
 
 }  // namespace kite

@@ -1,6 +1,7 @@
 #include "base/mapped_file.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -65,6 +66,49 @@ TEST_F(MappedFileTest, ReleasedPagesLeaveMemoryAndReadBackUnchanged) {
   const uint8_t* closed = data;
   *file = MappedFile();
   EXPECT_FALSE(ReleaseFilePages(closed, 4096));
+}
+
+TEST_F(MappedFileTest, RefusesAFifoWithoutBlocking) {
+  const std::string fifo = path_ + ".fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  auto file = MappedFile::Open(fifo);
+  ::unlink(fifo.c_str());
+  ASSERT_FALSE(file.has_value());
+  EXPECT_EQ(file.error().message, fifo + ": is a FIFO, expected a regular file");
+}
+
+// A file above the limit is refused from its size alone (a sparse 100 MB file is not read), naming
+// the path, the size and the limit; a folder is an error, not an empty text.
+TEST_F(MappedFileTest, ReadTextFileRefusesLargeFilesAndFolders) {
+  auto text = ReadTextFile(path_, kBytes);
+  ASSERT_TRUE(text.has_value()) << text.error().message;
+  EXPECT_EQ(*text, std::string(contents_.begin(), contents_.end()));
+  auto capped = ReadTextFile(path_, kBytes - 1);
+  ASSERT_FALSE(capped.has_value());
+  EXPECT_EQ(capped.error().message,
+            path_ + ": 67108864 bytes, more than the 67108863 bytes (63 MiB) allowed for this "
+                    "kind of file");
+
+  const std::string sparse = path_ + ".json";
+  ASSERT_EQ(::truncate(sparse.c_str(), 0), -1);  // absent
+  std::ofstream(sparse).close();
+  ASSERT_EQ(::truncate(sparse.c_str(), 100'000'000), 0);
+  auto big = ReadTextFile(sparse, kConfigFileLimit);
+  ::unlink(sparse.c_str());
+  ASSERT_FALSE(big.has_value());
+  EXPECT_EQ(big.error().code, ErrorCode::kOutOfResources);
+  EXPECT_NE(big.error().message.find(sparse + ": 100000000 bytes, more than the 16777216 bytes"),
+            std::string::npos)
+      << big.error().message;
+
+  // A file whose size says 0 (as /proc's do) is read to its end all the same.
+  auto status = ReadTextFile("/proc/self/status", kConfigFileLimit);
+  ASSERT_TRUE(status.has_value()) << status.error().message;
+  EXPECT_NE(status->find("Pid:"), std::string::npos);
+
+  auto folder = ReadTextFile(::testing::TempDir(), kConfigFileLimit);
+  ASSERT_FALSE(folder.has_value());
+  EXPECT_NE(folder.error().message.find("is a directory"), std::string::npos);
 }
 
 }  // namespace

@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_output.h"
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
@@ -81,7 +81,8 @@ Result<std::string> RenderedBeforeLastReply(const Tokenizer& tokenizer,
   return RenderChatPrompt(tokenizer, chat_template, before);
 }
 
-Status SaveChat(Session& session, const ChatState& state, const std::string& path) {
+Status SaveChat(Session& session, const Engine& engine, const ChatState& state,
+                const std::string& path) {
   // The file holds the conversation's ids as processed: feed the reply's last id if it is not.
   const std::vector<int32_t>& fed = session.history();
   if (state.ids.size() > fed.size() && std::equal(fed.begin(), fed.end(), state.ids.begin())) {
@@ -90,15 +91,15 @@ Status SaveChat(Session& session, const ChatState& state, const std::string& pat
   KITE_RETURN_IF_ERROR(session.Save(path));
   nlohmann::json messages = nlohmann::json::array();
   for (const ChatMessage& m : state.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
-  std::ofstream out(path + ".json");
-  out << messages.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  if (!out) return InvalidInput(path + ".json: cannot write");
-  return Ok();
+  AtomicOutput out = KITE_TRY(AtomicOutput::Create(path + ".json", {engine.spec().source}));
+  KITE_RETURN_IF_ERROR(
+      out.Write(messages.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+  return out.Commit();
 }
 
 Status LoadChat(Session& session, const Tokenizer& tokenizer, const ChatTemplate& chat_template,
                 ChatState& state, const std::string& path) {
-  const std::string text = KITE_TRY(ReadTextFile(path + ".json"));
+  const std::string text = KITE_TRY(ReadTextFile(path + ".json", kConfigFileLimit));
   const nlohmann::json messages = KITE_TRY(ParseJson(text, path + ".json"));
   std::vector<ChatMessage> loaded;
   for (size_t i = 0; messages.is_array() && i < messages.size(); ++i) {
@@ -144,7 +145,7 @@ bool HandleCommand(const std::string& line, Session& session, Engine& engine,
     state = ChatState{};
     std::fprintf(stderr, "conversation reset\n");
   } else if (name == "/save" && !arg.empty()) {
-    status = SaveChat(session, state, arg);
+    status = SaveChat(session, engine, state, arg);
     if (status) std::fprintf(stderr, "saved %d tokens to %s\n", session.n_past(), arg.c_str());
   } else if (name == "/load" && !arg.empty()) {
     status = LoadChat(session, engine.tokenizer(), chat_template, state, arg);

@@ -31,7 +31,7 @@ struct PplOptions {
 };
 
 Status RunPerplexity(const PplOptions& options) {
-  const std::string text = KITE_TRY(ReadTextFile(options.text_file));
+  const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
   ModelSpec spec = KITE_TRY(LoadModelSpec(options.model));
   // Past its trained positions a model predicts worse: the default window never goes there.
   const int32_t window = options.window.value_or(std::min(kDefaultWindow, spec.context_length));

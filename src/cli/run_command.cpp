@@ -40,7 +40,7 @@ double PerSecond(int64_t count, double seconds) { return seconds > 0 ? count / s
 Status Run(const GenerationFlags& flags, const RunOptions& options) {
   const RunSettings config = KITE_TRY(flags.Resolve());
   std::string prompt = flags.Unescaped(options.prompt);
-  if (!options.prompt_file.empty()) prompt = KITE_TRY(ReadTextFile(options.prompt_file));
+  if (!options.prompt_file.empty()) prompt = KITE_TRY(ReadTextFile(options.prompt_file, kTextFileLimit));
   double load_seconds = 0;
   auto engine = KITE_TRY(LoadEngine(config, &load_seconds));
   const Tokenizer& tokenizer = engine->tokenizer();

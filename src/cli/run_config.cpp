@@ -16,7 +16,7 @@ std::string PathFromConfig(const std::string& config_path, const std::string& pa
 
 Status ApplyConfigFile(const std::string& path, RunSettings* settings,
                        std::vector<std::string>* warnings) {
-  const std::string text = KITE_TRY(ReadTextFile(path));
+  const std::string text = KITE_TRY(ReadTextFile(path, kConfigFileLimit));
   const nlohmann::json root = KITE_TRY(ParseJson(text, path));
   if (IsGenieConfig(root)) return ApplyGenieConfig(root, path, settings, warnings);
   KITE_RETURN_IF_ERROR(ApplySettingsJson(root, path, settings, warnings));

@@ -116,9 +116,8 @@ Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
         ChooseTensorType(type, expected.name, expected.shape, spec.n_layers, spec.tied_embeddings);
     tensors.push_back(FromView(expected.name, *view, dtype, permute && qk ? spec.head_dim : 0));
   }
-  auto written = WriteGgufStreaming(writer, tensors, out_path, options.progress);
-  if (!written) return std::unexpected(std::move(written.error()).WithContext(out_path));
-  return Ok();
+  // The folder stands for its weights, config and tokenizer files: none may be the output.
+  return WriteGgufStreaming(writer, tensors, out_path, {folder}, options.progress);
 }
 
 }  // namespace kite

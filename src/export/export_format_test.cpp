@@ -159,7 +159,7 @@ TEST(GgufStreamTest, RowsArriveInChunksAndReadBack) {
   const std::string path = ::testing::TempDir() + "kite_stream_test.gguf";
   std::vector<std::pair<uint64_t, uint64_t>> progress;
   const Status written = WriteGgufStreaming(
-      metadata, {big, small}, path,
+      metadata, {big, small}, path, {},
       [&](uint64_t done, uint64_t total) { progress.emplace_back(done, total); });
   ASSERT_TRUE(written.has_value()) << written.error().message;
   EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int64_t n) { return n == 1; }));
@@ -186,7 +186,7 @@ TEST(GgufStreamTest, AFailedFillRemovesTheFileAndNamesTheTensor) {
         return InvalidInput("no data");
       }};
   const std::string path = ::testing::TempDir() + "kite_stream_fail.gguf";
-  const Status written = WriteGgufStreaming(GgufWriter(), {bad}, path);
+  const Status written = WriteGgufStreaming(GgufWriter(), {bad}, path, {});
   ASSERT_FALSE(written.has_value());
   EXPECT_NE(written.error().message.find("blk.3.broken"), std::string::npos)
       << written.error().message;

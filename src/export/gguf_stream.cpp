@@ -1,13 +1,12 @@
 // GgufWriter takes tensor bytes as spans that must all be alive at Write. To stream, the header
 // and layout come from GgufWriter itself (every tensor backed by one read-only anonymous
 // mapping, which reads as zeros and costs no memory), and the data are then written in place at
-// the offsets the file's own reader reports.
+// the offsets the file's own reader reports, all into AtomicOutput's temporary file.
 #include "export/gguf_stream.h"
 
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 namespace kite {
@@ -35,32 +34,12 @@ class ZeroPages {
   const uint8_t* data_ = nullptr;
 };
 
-class File {
- public:
-  explicit File(std::FILE* file) : file_(file) {}
-  ~File() {
-    if (file_ != nullptr) std::fclose(file_);
-  }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-  std::FILE* get() const { return file_; }
-  bool Close() {
-    const bool ok = std::fclose(file_) == 0;
-    file_ = nullptr;
-    return ok;
-  }
-
- private:
-  std::FILE* file_;
-};
-
-Status FillTensors(const std::vector<StreamedTensor>& tensors, const std::string& path,
+Status FillTensors(const std::vector<StreamedTensor>& tensors, AtomicOutput& out,
                    const WriteProgress& progress) {
-  const GgufFile layout = KITE_TRY(GgufFile::Open(path));
+  const std::string& path = out.target();
+  const GgufFile layout = KITE_TRY(GgufFile::Open(out.temp_path()));
   uint64_t total = 0;
   for (const GgufTensorInfo& info : layout.tensors()) total += info.bytes;
-  File file(std::fopen(path.c_str(), "r+b"));
-  if (file.get() == nullptr) return InvalidInput(path + ": cannot open for writing");
   std::vector<uint8_t> chunk;
   uint64_t done = 0;
   for (const StreamedTensor& tensor : tensors) {
@@ -72,33 +51,29 @@ Status FillTensors(const std::vector<StreamedTensor>& tensors, const std::string
     const uint64_t row_bytes = info->bytes / static_cast<uint64_t>(rows);
     const int64_t rows_per_chunk =
         std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / row_bytes));
-    if (fseeko(file.get(), static_cast<off_t>(layout.data_offset() + info->offset), SEEK_SET) !=
-        0) {
-      return OutOfResources(path + ": cannot seek to tensor '" + tensor.name + "'");
-    }
+    uint64_t offset = layout.data_offset() + info->offset;
     for (int64_t first = 0; first < rows; first += rows_per_chunk) {
       const int64_t count = std::min(rows_per_chunk, rows - first);
       chunk.assign(static_cast<size_t>(count) * row_bytes, 0);
       auto filled = tensor.fill(first, count, chunk);
       if (!filled) {
         return std::unexpected(
-            std::move(filled.error()).WithContext("tensor '" + tensor.name + "'"));
+            std::move(filled.error()).WithContext(path + ": tensor '" + tensor.name + "'"));
       }
-      if (std::fwrite(chunk.data(), 1, chunk.size(), file.get()) != chunk.size()) {
-        return OutOfResources(path + ": write failed (disk full?)");
-      }
+      KITE_RETURN_IF_ERROR(out.WriteAt(offset, chunk));
+      offset += chunk.size();
       done += chunk.size();
       if (progress) progress(done, total);
     }
   }
-  if (!file.Close()) return OutOfResources(path + ": write failed (disk full?)");
   return Ok();
 }
 
 }  // namespace
 
 Status WriteGgufStreaming(const GgufWriter& metadata, const std::vector<StreamedTensor>& tensors,
-                          const std::string& path, const WriteProgress& progress) {
+                          const std::string& path, const std::vector<std::string>& inputs,
+                          const WriteProgress& progress) {
   uint64_t largest = 0;
   std::vector<uint64_t> sizes;
   for (const StreamedTensor& tensor : tensors) {
@@ -117,13 +92,15 @@ Status WriteGgufStreaming(const GgufWriter& metadata, const std::vector<Streamed
     return OutOfResources(path + ": cannot map " + std::to_string(largest) + " bytes");
   GgufWriter writer = metadata;
   for (size_t i = 0; i < tensors.size(); ++i) {
-    KITE_RETURN_IF_ERROR(writer.AddTensor(tensors[i].name, tensors[i].dtype, tensors[i].shape,
-                                          {zeros.data(), sizes[i]}));
+    auto added = writer.AddTensor(tensors[i].name, tensors[i].dtype, tensors[i].shape,
+                                  {zeros.data(), sizes[i]});
+    if (!added) return std::unexpected(std::move(added.error()).WithContext(path));
   }
-  KITE_RETURN_IF_ERROR(writer.Write(path));
-  auto filled = FillTensors(tensors, path, progress);
-  if (!filled) std::remove(path.c_str());
-  return filled;
+  // Checked and created before any tensor is generated: a refused output costs nothing.
+  AtomicOutput out = KITE_TRY(AtomicOutput::Create(path, inputs));
+  KITE_RETURN_IF_ERROR(writer.WriteTo(out));
+  KITE_RETURN_IF_ERROR(FillTensors(tensors, out, progress));
+  return out.Commit();
 }
 
 }  // namespace kite

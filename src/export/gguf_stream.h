@@ -3,7 +3,7 @@
 //
 //   GgufWriter metadata;                    // keys only: tensors come from `tensors`
 //   metadata.SetString("general.architecture", "llama");
-//   KITE_RETURN_IF_ERROR(WriteGgufStreaming(metadata, tensors, "out.gguf", progress));
+//   KITE_RETURN_IF_ERROR(WriteGgufStreaming(metadata, tensors, "out.gguf", {"in/"}, progress));
 #pragma once
 
 #include <cstdint>
@@ -34,8 +34,11 @@ using WriteProgress = std::function<void(uint64_t done, uint64_t total)>;
 // Writes `metadata`'s keys and `tensors` (in order) to `path` as GGUF v3 with the writer's
 // alignment. The layout is GgufWriter's own (the header is written by it with zero-filled
 // tensors, then each tensor's bytes are filled in place), so the file reads back as any file
-// GgufWriter writes. On error the partial file is removed.
+// GgufWriter writes. It is written as AtomicOutput writes: `path` is replaced only when the whole
+// file is written, and refused when it is not a regular file or is one of `inputs` (the files or
+// model folders the tensors are read from).
 Status WriteGgufStreaming(const GgufWriter& metadata, const std::vector<StreamedTensor>& tensors,
-                          const std::string& path, const WriteProgress& progress = nullptr);
+                          const std::string& path, const std::vector<std::string>& inputs,
+                          const WriteProgress& progress = nullptr);
 
 }  // namespace kite

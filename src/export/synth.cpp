@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "base/hash.h"
 #include "base/mapped_file.h"
 #include "export/tokenizer_export.h"
 #include "export/weight_types.h"
@@ -89,12 +90,6 @@ uint64_t SplitMix(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
-uint64_t HashName(const std::string& name) {  // FNV-1a
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
 // Row `row` of tensor `name`: N(0, std) approximated by the sum of four 16-bit uniforms
 // (Irwin-Hall, variance 4/12), seeded per row so any chunking gives the same values.
 void RandomRow(uint64_t seed, uint64_t name_hash, int64_t row, float std, std::span<float> out) {
@@ -111,7 +106,7 @@ void RandomRow(uint64_t seed, uint64_t name_hash, int64_t row, float std, std::s
 StreamedTensor RandomTensor(const PlannedTensor& expected, uint64_t seed) {
   const DType dtype = expected.dtype;
   const bool norm = expected.name.find("_norm.weight") != std::string::npos;
-  const uint64_t name_hash = HashName(expected.name);
+  const uint64_t name_hash = Fnv1aString(expected.name);
   const int64_t columns = expected.shape.back();
   StreamedTensor out{expected.name, dtype, expected.shape, nullptr};
   out.fill = [=](int64_t first, int64_t rows, std::span<uint8_t> dst) -> Status {
@@ -141,7 +136,7 @@ Result<GgufTokenizer> PresetTokenizer(const SynthPreset& preset, const SynthOpti
   std::error_code error;
   if (!preset.chat_template.empty() && (own || tokenizer.chat_template.empty()) &&
       std::filesystem::is_regular_file(template_path, error)) {
-    tokenizer.chat_template = KITE_TRY(ReadTextFile(template_path.string()));
+    tokenizer.chat_template = KITE_TRY(ReadTextFile(template_path.string(), kConfigFileLimit));
   }
   return tokenizer;
 }
@@ -229,9 +224,14 @@ Status SynthesizeGguf(const SynthOptions& options, const std::string& out_path) 
       tensors.push_back(RandomTensor(planned, options.seed));
     }
   }
-  auto written = WriteGgufStreaming(writer, tensors, out_path, options.progress);
-  if (!written) return std::unexpected(std::move(written.error()).WithContext(out_path));
-  return Ok();
+  // The tokenizer (a file or a folder) and the template were read: neither may be the output.
+  const std::filesystem::path data(options.data_dir);
+  std::vector<std::string> inputs = {
+      options.tokenizer.empty() ? (data / plan.preset->tokenizer).string() : options.tokenizer};
+  if (!plan.preset->chat_template.empty()) {
+    inputs.push_back((data / plan.preset->chat_template).string());
+  }
+  return WriteGgufStreaming(writer, tensors, out_path, inputs, options.progress);
 }
 
 }  // namespace kite

@@ -143,7 +143,7 @@ TEST(SynthFileTest, SameSeedSameBytes) {
   const std::string a = Synth("q4_0", 3);
   const std::string b = Synth("q4_0", 3);
   const std::string c = Synth("q4_0", 4);
-  const auto read = [](const std::string& path) { return *ReadTextFile(path); };
+  const auto read = [](const std::string& path) { return *ReadTextFile(path, kConfigFileLimit); };
   EXPECT_EQ(read(a), read(b));
   EXPECT_NE(read(a), read(c));
   for (const std::string& path : {a, b, c}) std::remove(path.c_str());

@@ -29,7 +29,7 @@ constexpr std::pair<std::string_view, std::string_view> kPreNames[] = {
 };
 
 Result<std::vector<std::string>> ReadMerges(const std::string& path) {
-  const std::string text = KITE_TRY(ReadTextFile(path));
+  const std::string text = KITE_TRY(ReadTextFile(path, kTokenizerFileLimit));
   const nlohmann::json root = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return InvalidInput(path + ": not valid JSON");
   const nlohmann::json* merges = nullptr;

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/atomic_output.h"
 #include "base/mapped_file.h"
 #include "base/status.h"
 #include "tensor/dtype.h"
@@ -146,7 +147,11 @@ class GgufWriter {
   Status AddTensor(std::string name, DType dtype, std::vector<int64_t> shape,
                    std::span<const uint8_t> data);
 
-  Status Write(const std::string& path) const;
+  // Writes the file through AtomicOutput: `path` is replaced only when the whole file is written,
+  // and refused when it is not a regular file or is one of `inputs` (the files it was made from).
+  Status Write(const std::string& path, const std::vector<std::string>& inputs = {}) const;
+  // Writes the file's bytes into `out` without committing it (a caller filling tensors in place).
+  Status WriteTo(AtomicOutput& out) const;
   Result<std::vector<uint8_t>> Serialize() const;  // the same bytes, in memory
 
  private:

@@ -3,7 +3,6 @@
 // obeys every rule the reader checks, so a written file always reads back.
 #include <algorithm>
 #include <bit>
-#include <cstdio>
 
 #include "base/utf8.h"
 #include "format/gguf.h"
@@ -232,33 +231,25 @@ Result<std::vector<uint8_t>> GgufWriter::Serialize() const {
   return bytes;
 }
 
-Status GgufWriter::Write(const std::string& path) const {
+Status GgufWriter::Write(const std::string& path, const std::vector<std::string>& inputs) const {
+  AtomicOutput out = KITE_TRY(AtomicOutput::Create(path, inputs));
+  KITE_RETURN_IF_ERROR(WriteTo(out));
+  return out.Commit();
+}
+
+Status GgufWriter::WriteTo(AtomicOutput& out) const {
   auto header = EncodeHeader();
-  if (!header) return std::unexpected(std::move(header.error()).WithContext(path));
-  std::FILE* file = std::fopen(path.c_str(), "wb");
-  if (file == nullptr) return InvalidInput(path + ": cannot open for writing");
+  if (!header) return std::unexpected(std::move(header.error()).WithContext(out.target()));
   // Tensor data goes straight from the caller's buffers to the file: no second copy in memory.
-  auto put = [&](const void* data, size_t size) {
-    return size == 0 || std::fwrite(data, 1, size, file) == size;
-  };
-  auto put_zeros = [&](uint64_t count) {
-    static constexpr uint8_t kZeros[4096] = {};
-    for (uint64_t n; count > 0; count -= n) {
-      n = std::min<uint64_t>(count, sizeof(kZeros));
-      if (!put(kZeros, n)) return false;
-    }
-    return true;
-  };
-  bool ok = put(header->data(), header->size());
+  KITE_RETURN_IF_ERROR(out.Write(*header));
+  static constexpr uint8_t kZeros[4096] = {};
   for (const PendingTensor& tensor : tensors_) {
-    if (!ok) break;
-    const uint64_t padding = PaddedSize(tensor.data.size(), alignment_) - tensor.data.size();
-    ok = put(tensor.data.data(), tensor.data.size()) && put_zeros(padding);
-  }
-  ok = (std::fclose(file) == 0) && ok;
-  if (!ok) {
-    std::remove(path.c_str());
-    return OutOfResources(path + ": write failed (disk full?)");
+    KITE_RETURN_IF_ERROR(out.Write(tensor.data));
+    for (uint64_t padding = PaddedSize(tensor.data.size(), alignment_) - tensor.data.size(), n;
+         padding > 0; padding -= n) {
+      n = std::min<uint64_t>(padding, sizeof(kZeros));
+      KITE_RETURN_IF_ERROR(out.Write({kZeros, n}));
+    }
   }
   return Ok();
 }

@@ -272,7 +272,7 @@ Result<HfConfig> LoadHfConfig(const std::string& folder_or_file) {
   const std::string path = std::filesystem::is_directory(folder_or_file, error)
                                ? (std::filesystem::path(folder_or_file) / "config.json").string()
                                : folder_or_file;
-  const std::string text = KITE_TRY(ReadTextFile(path));
+  const std::string text = KITE_TRY(ReadTextFile(path, kConfigFileLimit));
   return ParseHfConfig(text, path);
 }
 

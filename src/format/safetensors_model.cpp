@@ -47,7 +47,7 @@ Result<SafetensorsModel> SafetensorsModel::OpenFolder(const std::string& path) {
 }
 
 Result<SafetensorsModel> SafetensorsModel::FromIndex(const std::string& index_path) {
-  const std::string text = KITE_TRY(ReadTextFile(index_path));
+  const std::string text = KITE_TRY(ReadTextFile(index_path, kConfigFileLimit));
   const json root = KITE_TRY(ParseJson(text, index_path, JsonDuplicateKeys::kReject));
   if (!root.is_object()) {
     return InvalidInput(index_path + ": expected a JSON object, got " +

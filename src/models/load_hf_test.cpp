@@ -101,7 +101,7 @@ class BrokenFolder {
   const std::string& path() const { return path_; }
 
   void EditConfig(const std::function<void(nlohmann::json&)>& edit) {
-    auto text = ReadTextFile(path_ + "/config.json");
+    auto text = ReadTextFile(path_ + "/config.json", kConfigFileLimit);
     ASSERT_TRUE(text.has_value());
     nlohmann::json config = nlohmann::json::parse(*text, nullptr, false);
     ASSERT_TRUE(config.is_object());

@@ -1,15 +1,19 @@
 // Session::Save / Session::Load: a session's history and KV cache rows as a GGUF file.
-//   kite.session.version        u32   1
-//   kite.session.fingerprint    u32   hash of the model's shape and first weight bytes
+//   kite.session.version        u32   2
+//   kite.session.model          u64   the model's identity (ModelIdentity below)
+//   kite.session.checksum       u64   FNV-1a 64 over every tensor's bytes, in file order
 //   kite.session.{n_layers, n_kv_heads, head_dim, vocab}  u32
 //   kite.session.kv_type        str   "f16" / "f32"
 //   history                     i32   [n_past]
 //   blk.N.k, blk.N.v            kv    [n_past, n_kv_heads, head_dim]   (when the cache held them)
-// Without the KV tensors (or with another KV type) Load feeds the history again.
+// Without the KV tensors (or with another KV type) Load feeds the history again. A damaged file
+// or one saved with another model is refused: its KV rows would be used as they are.
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "base/hash.h"
 #include "format/gguf.h"
 #include "runtime/session.h"
 
@@ -17,25 +21,51 @@ namespace kite {
 
 namespace {
 
-constexpr uint32_t kSessionVersion = 1;
+constexpr uint32_t kSessionVersion = 2;  // 1 had no checksum and a weaker model fingerprint
 
-// FNV-1a over the model's shape and the first bytes of its embedding and final norm, so that a
-// session is not restored into another model of the same shape.
-uint32_t ModelFingerprint(const ModelSpec& spec) {
-  uint32_t hash = 2166136261u;
-  auto mix = [&](const void* data, size_t bytes) {
-    const auto* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < bytes; ++i) hash = (hash ^ p[i]) * 16777619u;
-  };
+std::string Hex(uint64_t value) {
+  char text[19];
+  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// What identifies the loaded weights, cheaply and the same on every load: the architecture and
+// shapes, every tensor's name, type and shape, and 16 windows of 4 KiB spread over each tensor's
+// bytes (all of a tensor up to 64 KiB). Another model of the same shape, or a fine-tune that kept
+// the embeddings, differs in the sampled bytes of its changed tensors; hashing every byte would
+// read the whole model on each /save and /load.
+uint64_t ModelIdentity(const ModelSpec& spec) {
+  uint64_t hash = Fnv1aString(spec.architecture);
   for (int32_t v : {spec.n_layers, spec.hidden, spec.n_heads, spec.n_kv_heads, spec.head_dim,
                     spec.ffn, spec.vocab}) {
-    mix(&v, sizeof v);
+    hash = Fnv1a(&v, sizeof v, hash);
   }
-  for (const char* name : {"token_embd.weight", "output_norm.weight"}) {
-    auto it = spec.weights.find(name);
-    if (it != spec.weights.end()) mix(it->second.data, std::min<uint64_t>(it->second.bytes, 4096));
+  constexpr uint64_t kWindows = 16, kWindow = 4096;
+  for (const auto& [name, view] : spec.weights) {
+    hash = Fnv1aString(name, hash);
+    hash = Fnv1aString(DTypeName(view.dtype), hash);
+    for (int64_t dim : view.shape) hash = Fnv1a(&dim, sizeof dim, hash);
+    const auto* data = static_cast<const uint8_t*>(view.data);
+    if (view.bytes <= kWindows * kWindow) {
+      hash = Fnv1a(data, view.bytes, hash);
+      continue;
+    }
+    const uint64_t step = (view.bytes - kWindow) / (kWindows - 1);
+    for (uint64_t w = 0; w < kWindows; ++w) hash = Fnv1a(data + w * step, kWindow, hash);
   }
   return hash;
+}
+
+// kite.session.* keys of type u64 (GgufFile::GetInt reads only values that fit in an int64).
+Result<uint64_t> GetUint64(const GgufFile& file, const std::string& path, const char* key) {
+  const GgufValue* value = file.Find(key);
+  if (value == nullptr) return InvalidInput(path + ": missing key " + key);
+  const auto* number = std::get_if<uint64_t>(&value->value);
+  if (number == nullptr) {
+    return InvalidInput(path + ": key " + key + " is " + std::string(GgufTypeName(value->type())) +
+                        ", expected u64");
+  }
+  return *number;
 }
 
 }  // namespace
@@ -45,7 +75,7 @@ Status Session::Save(const std::string& path) const {
   const KvCacheConfig& kv = engine_.kv_cache().config();
   GgufWriter writer;
   writer.SetUint32("kite.session.version", kSessionVersion);
-  writer.SetUint32("kite.session.fingerprint", ModelFingerprint(spec));
+  writer.SetValue("kite.session.model", GgufValue{ModelIdentity(spec)});
   writer.SetUint32("kite.session.n_layers", static_cast<uint32_t>(spec.n_layers));
   writer.SetUint32("kite.session.n_kv_heads", static_cast<uint32_t>(spec.n_kv_heads));
   writer.SetUint32("kite.session.head_dim", static_cast<uint32_t>(spec.head_dim));
@@ -54,10 +84,12 @@ Status Session::Save(const std::string& path) const {
 
   const int64_t n = n_past();
   std::vector<std::vector<uint8_t>> rows;  // per layer: k rows, then v rows
+  uint64_t checksum = kFnv1aStart;
   if (n > 0) {
-    KITE_RETURN_IF_ERROR(writer.AddTensor(
-        "history", DType::kI32, {n},
-        {reinterpret_cast<const uint8_t*>(history_.data()), history_.size() * sizeof(int32_t)}));
+    const std::span<const uint8_t> ids(reinterpret_cast<const uint8_t*>(history_.data()),
+                                       history_.size() * sizeof(int32_t));
+    KITE_RETURN_IF_ERROR(writer.AddTensor("history", DType::kI32, {n}, ids));
+    checksum = Fnv1a(ids.data(), ids.size(), checksum);
   }
   // Only the owner's cache holds this session's rows; otherwise Load re-feeds the history.
   if (n > 0 && engine_.kv_owner() == this) {
@@ -78,9 +110,14 @@ Status Session::Save(const std::string& path) const {
       const std::vector<int64_t> shape = {n, kv.n_kv_heads, kv.head_dim};
       KITE_RETURN_IF_ERROR(writer.AddTensor(blk + "k", kv.dtype, shape, rows[2 * layer]));
       KITE_RETURN_IF_ERROR(writer.AddTensor(blk + "v", kv.dtype, shape, rows[2 * layer + 1]));
+      for (const std::vector<uint8_t>* part : {&rows[2 * layer], &rows[2 * layer + 1]}) {
+        checksum = Fnv1a(part->data(), part->size(), checksum);
+      }
     }
   }
-  return writer.Write(path);
+  writer.SetValue("kite.session.checksum", GgufValue{checksum});
+  // The model's own file may not be overwritten by a session.
+  return writer.Write(path, {spec.source});
 }
 
 Status Session::Load(const std::string& path) {
@@ -95,12 +132,31 @@ Status Session::Load(const std::string& path) {
     }
     return Ok();
   };
-  KITE_RETURN_IF_ERROR(expect("kite.session.version", kSessionVersion));
+  const int64_t version = KITE_TRY(file.GetInt("kite.session.version"));
+  if (version != kSessionVersion) {
+    return InvalidInput(path + ": session format version " + std::to_string(version) +
+                        "; this Kite reads version " + std::to_string(kSessionVersion) +
+                        " (save the session again)");
+  }
   KITE_RETURN_IF_ERROR(expect("kite.session.n_layers", spec.n_layers));
   KITE_RETURN_IF_ERROR(expect("kite.session.n_kv_heads", spec.n_kv_heads));
   KITE_RETURN_IF_ERROR(expect("kite.session.head_dim", spec.head_dim));
   KITE_RETURN_IF_ERROR(expect("kite.session.vocab", spec.vocab));
-  KITE_RETURN_IF_ERROR(expect("kite.session.fingerprint", ModelFingerprint(spec)));
+  const uint64_t model = KITE_TRY(GetUint64(file, path, "kite.session.model"));
+  if (model != ModelIdentity(spec)) {
+    return InvalidInput(path + ": saved with another model (identity " + Hex(model) + "; " +
+                        "this model is " + Hex(ModelIdentity(spec)) +
+                        "): its KV cache does not apply to these weights");
+  }
+  const uint64_t stored = KITE_TRY(GetUint64(file, path, "kite.session.checksum"));
+  uint64_t checksum = kFnv1aStart;
+  for (const GgufTensorInfo& info : file.tensors()) {
+    checksum = Fnv1a(file.View(info).data, info.bytes, checksum);
+  }
+  if (checksum != stored) {
+    return InvalidInput(path + ": damaged: the checksum of its history and KV data is " +
+                        Hex(checksum) + ", the file says " + Hex(stored) + "; not loaded");
+  }
 
   std::vector<int32_t> ids;
   if (const GgufTensorInfo* history = file.FindTensor("history")) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "format/gguf.h"
 #include "models/test_model.h"
 
 namespace kite {
@@ -227,11 +228,41 @@ TEST(SessionTest, LoadRefusesAnotherModelsSessionAndBadFiles) {
   Session session(*engine);
   auto loaded = session.Load(path);
   ASSERT_FALSE(loaded.has_value());
-  EXPECT_TRUE(Contains(loaded.error().message, "kite.session.")) << loaded.error().message;
+  EXPECT_TRUE(Contains(loaded.error().message, "saved with another model"))
+      << loaded.error().message;
 
   std::ofstream(path, std::ios::binary) << "not a session";
   EXPECT_FALSE(session.Load(path).has_value());
   EXPECT_FALSE(session.Load(path + ".missing").has_value());
+  std::filesystem::remove(path);
+}
+
+// One byte of KV data changed: the checksum refuses the file instead of restoring wrong rows.
+TEST(SessionTest, LoadRefusesADamagedFile) {
+  auto engine = LoadGqa();
+  ASSERT_TRUE(engine);
+  const std::string path = ::testing::TempDir() + "kite_session_damaged";
+  Session session(*engine);
+  ASSERT_TRUE(session.Feed(std::span(kPrompt).first(6)).has_value());
+  ASSERT_TRUE(session.Save(path).has_value());
+  ASSERT_TRUE(session.Load(path).has_value());
+  uint64_t offset = 0;
+  {
+    auto file = GgufFile::Open(path);
+    ASSERT_TRUE(file.has_value()) << file.error().message;
+    const GgufTensorInfo* k = file->FindTensor("blk.0.k");
+    ASSERT_NE(k, nullptr);
+    offset = file->data_offset() + k->offset + 5;
+  }
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekg(static_cast<std::streamoff>(offset));
+  const char byte = static_cast<char>(file.get() ^ 1);
+  file.seekp(static_cast<std::streamoff>(offset));
+  file.put(byte);
+  file.close();
+  auto loaded = session.Load(path);
+  ASSERT_FALSE(loaded.has_value());
+  EXPECT_TRUE(Contains(loaded.error().message, path + ": damaged")) << loaded.error().message;
   std::filesystem::remove(path);
 }
 

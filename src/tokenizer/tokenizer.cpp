@@ -23,13 +23,13 @@ bool IsFile(const fs::path& path) {
 Result<std::optional<tok::HfTokenizerConfig>> ReadConfigBeside(const fs::path& file) {
   const fs::path config_path = file.parent_path() / "tokenizer_config.json";
   if (!IsFile(config_path)) return std::nullopt;
-  const std::string text = KITE_TRY(ReadTextFile(config_path.string()));
+  const std::string text = KITE_TRY(ReadTextFile(config_path.string(), kConfigFileLimit));
   return KITE_TRY(tok::ParseHfTokenizerConfig(text, config_path.string()));
 }
 
 Result<std::unique_ptr<tok::Pipeline>> LoadHfJsonFile(const fs::path& file) {
   const auto config = KITE_TRY(ReadConfigBeside(file));
-  const std::string text = KITE_TRY(ReadTextFile(file.string()));
+  const std::string text = KITE_TRY(ReadTextFile(file.string(), kTokenizerFileLimit));
   return tok::LoadHfTokenizerJson(text, config ? &*config : nullptr, file.string());
 }
 
@@ -44,7 +44,7 @@ Result<std::unique_ptr<tok::Pipeline>> LoadSpmFile(const fs::path& file) {
 Status ApplyFolderExtras(const fs::path& folder, tok::Pipeline* pipeline) {
   const fs::path generation = folder / "generation_config.json";
   if (IsFile(generation)) {
-    const std::string text = KITE_TRY(ReadTextFile(generation.string()));
+    const std::string text = KITE_TRY(ReadTextFile(generation.string(), kConfigFileLimit));
     const nlohmann::json root = KITE_TRY(ParseJson(text, generation.string()));
     const nlohmann::json* eos =
         root.is_object() && root.contains("eos_token_id") ? &root["eos_token_id"] : nullptr;
@@ -67,7 +67,7 @@ Status ApplyFolderExtras(const fs::path& folder, tok::Pipeline* pipeline) {
   }
   const fs::path jinja = folder / "chat_template.jinja";
   if (pipeline->chat_template.empty() && IsFile(jinja)) {
-    pipeline->chat_template = KITE_TRY(ReadTextFile(jinja.string()));
+    pipeline->chat_template = KITE_TRY(ReadTextFile(jinja.string(), kConfigFileLimit));
   }
   return Ok();
 }
@@ -87,7 +87,8 @@ Result<std::unique_ptr<tok::Pipeline>> LoadPipeline(const std::string& path) {
     KITE_RETURN_IF_ERROR(ApplyFolderExtras(target, pipeline.get()));
     return pipeline;
   }
-  if (!IsFile(target)) return NotFound(path + ": no such file or folder");
+  if (!fs::exists(target, error)) return NotFound(path + ": no such file or folder");
+  // Anything but a regular file (a FIFO, a device) is refused by MappedFile, naming its kind.
   const MappedFile mapped = KITE_TRY(MappedFile::Open(path));
   const std::span<const uint8_t> bytes = mapped.bytes();
   if (bytes.size() >= 4 && std::equal(bytes.begin(), bytes.begin() + 4, "GGUF")) {

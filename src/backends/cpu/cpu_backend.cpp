@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "backends/cpu/kernels.h"
+#include "base/hash.h"
 
 namespace kite {
 
@@ -24,14 +25,8 @@ namespace {
 // FNV-1a over the first and last 256 bytes: cheap, and different for any two weights that
 // happen to share an address.
 uint64_t Fingerprint(const std::byte* data, uint64_t bytes) {
-  uint64_t hash = 1469598103934665603ull;
-  auto mix = [&](const std::byte* p, uint64_t n) {
-    for (uint64_t i = 0; i < n; ++i) hash = (hash ^ static_cast<uint8_t>(p[i])) * 1099511628211ull;
-  };
   const uint64_t edge = std::min<uint64_t>(bytes, 256);
-  mix(data, edge);
-  mix(data + bytes - edge, edge);
-  return hash;
+  return Fnv1a(data + bytes - edge, edge, Fnv1a(data, edge));
 }
 
 }  // namespace
