@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -22,6 +23,11 @@ constexpr int kSpinIterations = 2000;
 // Every this many polls a spinning thread offers its CPU to any other runnable thread (on a busy
 // machine, often the very thread it waits for).
 constexpr int kYieldEvery = 16;
+
+// A member that joined but lost its CPU mid-chunk keeps the caller waiting for a time slice of
+// another process, milliseconds; a chunk's own length never stalls a job, being at most what the
+// caller worked.
+constexpr auto kStallFloor = std::chrono::microseconds(50);
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -115,18 +121,39 @@ void ThreadPool::RunChunks(Task task, void* context, int64_t n, int64_t grain) {
   members_.store(0, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
-  TakeChunks();
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t mine = TakeChunks();
   // Every chunk is taken: close the job, then wait for the members still running theirs. A
   // worker that has not joined yet will find the job closed.
   uint32_t members = members_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
-  while (members != kClosed) members = WaitForChange(members_, members);
+  bool stalled = false;
+  if (members != kClosed) {
+    const auto worked = std::chrono::steady_clock::now();
+    while (members != kClosed) members = WaitForChange(members_, members);
+    const auto waited = std::chrono::steady_clock::now() - worked;
+    stalled = waited > kStallFloor && waited > worked - start;  // see kMinAlone
+  }
+  window_helped_ += mine < (n + grain - 1) / grain;
+  if (stalled || (++window_jobs_ == kWindow && window_helped_ * kHelpedShare < kWindow)) {
+    alone_penalty_ = std::clamp(2 * alone_penalty_, kMinAlone, kMaxAlone);
+    alone_jobs_ = alone_penalty_;
+  } else if (window_jobs_ == kWindow) {
+    alone_penalty_ = 0;
+  } else {
+    return;
+  }
+  window_jobs_ = 0;
+  window_helped_ = 0;
 }
 
-void ThreadPool::TakeChunks() {
+int64_t ThreadPool::TakeChunks() {
+  int64_t taken = 0;
   for (int64_t begin = next_.fetch_add(grain_, std::memory_order_relaxed); begin < n_;
        begin = next_.fetch_add(grain_, std::memory_order_relaxed)) {
     task_(context_, begin, std::min(n_, begin + grain_));
+    ++taken;
   }
+  return taken;
 }
 
 void ThreadPool::WorkerLoop(int32_t thread) {

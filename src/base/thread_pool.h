@@ -52,12 +52,14 @@ class ThreadPool {
   // Splits [0, n) into chunks of `grain` (the last one shorter) that the threads take in turn
   // from a shared counter, calling fn(begin, end) for each; returns when every chunk is done.
   // A thread that runs slower (a core shared with another process) takes fewer chunks, so all
-  // finish together; one job of a single chunk runs on the caller without waking anyone.
+  // finish together. A job of a single chunk runs on the caller without waking anyone, and so
+  // do all jobs for a while when the workers do not get a CPU (see kMinAlone): fn must not
+  // expect two chunks to run at once.
   template <typename Fn>
   void ParallelForChunks(int64_t n, int64_t grain, Fn&& fn) {
     grain = std::max<int64_t>(1, grain);
     if (n <= 0) return;
-    if (workers_.empty() || n <= grain) {
+    if (workers_.empty() || n <= grain || Alone()) {
       for (int64_t begin = 0; begin < n; begin += grain) fn(begin, std::min(n, begin + grain));
       return;
     }
@@ -75,6 +77,21 @@ class ThreadPool {
   // wait for, few enough that taking one costs nothing next to running it.
   static constexpr int32_t kChunksPerThread = 4;
 
+  // When the workers do not get a CPU in time to help, the caller runs jobs alone for a while:
+  // after a job it waited for a member more than 50 µs and longer than it worked itself (the
+  // member lost its CPU mid-chunk to another process), or after kWindow jobs in a row of which
+  // workers ran a chunk of fewer than 1 in kHelpedShare (they wake too late, their CPU busy;
+  // waking them only takes time from the caller). The caller then runs kMinAlone jobs (about a
+  // decode step of a small model) without waking anyone, doubling each time in a row up to
+  // kMaxAlone, back to kMinAlone after a window in which the workers helped. With one busy
+  // process beside 2 threads on 2 CPUs, workers helped with ~1% of decode jobs and -t 2 ran
+  // ~15% slower than -t 1 without this (bench/busy_threads.sh); on an idle machine they help
+  // with ~90% and finish within microseconds of the caller, so it seldom triggers.
+  static constexpr int32_t kWindow = 64;
+  static constexpr int32_t kHelpedShare = 8;
+  static constexpr int64_t kMinAlone = 64;
+  static constexpr int64_t kMaxAlone = 4096;
+
  private:
   using Task = void (*)(void* context, int64_t begin, int64_t end);
   template <typename Fn>
@@ -82,8 +99,14 @@ class ThreadPool {
     (*static_cast<Fn*>(context))(begin, end);
   }
   void RunChunks(Task task, void* context, int64_t n, int64_t grain);
-  // Takes chunks of the current job until none is left.
-  void TakeChunks();
+  // Whether this job runs on the caller alone (counts it off alone_jobs_).
+  bool Alone() {
+    if (alone_jobs_ == 0) return false;
+    --alone_jobs_;
+    return true;
+  }
+  // Takes chunks of the current job until none is left; returns how many it took.
+  int64_t TakeChunks();
   void WorkerLoop(int32_t thread);
 
   std::vector<std::thread> workers_;
@@ -102,6 +125,12 @@ class ThreadPool {
   // Bumped once per job to wake the workers, which then try to join whatever job is open.
   std::atomic<uint32_t> generation_{0};
   std::atomic<bool> stop_{false};
+  // The caller's (see RunChunks): the jobs still to run alone, the length of the last such
+  // period, and the jobs of the current window and how many of them workers helped with.
+  int64_t alone_jobs_ = 0;
+  int64_t alone_penalty_ = 0;
+  int32_t window_jobs_ = 0;
+  int32_t window_helped_ = 0;
 };
 
 }  // namespace kite
