@@ -10,6 +10,9 @@
 #
 # Example: build/kite synth --preset smollm2-135m --type q4_0 -o /tmp/s.gguf
 #          bench/busy_threads.sh /tmp/s.gguf --kite /tmp/kite-before --kite build/kite
+# On a machine that other work shares, give the run (and the neighbours it starts) its own
+# scheduler group ahead of that work, so that the neighbours counted are the ones it starts:
+#   setsid bash -c 'echo -20 > /proc/self/autogroup; bench/busy_threads.sh /tmp/s.gguf'  # root
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 model="" runs=5 busy=0,1,2 threads=1,2 n_prompt=64 n_gen=32 kites=()
@@ -21,7 +24,7 @@ while (($#)); do
     -p) n_prompt="$2"; shift 2 ;;
     -n) n_gen="$2"; shift 2 ;;
     --kite) kites+=("$2"); shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     -*) echo "busy_threads.sh: unknown argument $1" >&2; exit 2 ;;
     *) model="$1"; shift ;;
   esac

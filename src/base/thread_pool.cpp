@@ -25,8 +25,8 @@ constexpr int kSpinIterations = 2000;
 constexpr int kYieldEvery = 16;
 
 // A member that joined but lost its CPU mid-chunk keeps the caller waiting for a time slice of
-// another process, milliseconds; a chunk's own length never stalls a job, being at most what the
-// caller worked.
+// another process, milliseconds. Waiting out a chunk's own length does not count as a stall: the
+// caller has run at least one chunk meanwhile, so it worked about as long (see kMinAlone).
 constexpr auto kStallFloor = std::chrono::microseconds(50);
 
 inline void CpuRelax() {
@@ -131,7 +131,7 @@ void ThreadPool::RunChunks(Task task, void* context, int64_t n, int64_t grain) {
     const auto worked = std::chrono::steady_clock::now();
     while (members != kClosed) members = WaitForChange(members_, members);
     const auto waited = std::chrono::steady_clock::now() - worked;
-    stalled = waited > kStallFloor && waited > worked - start;  // see kMinAlone
+    stalled = waited > kStallFloor && waited > worked - start;
   }
   window_helped_ += mine < (n + grain - 1) / grain;
   if (stalled || (++window_jobs_ == kWindow && window_helped_ * kHelpedShare < kWindow)) {
