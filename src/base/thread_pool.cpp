@@ -4,7 +4,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -23,11 +22,6 @@ constexpr int kSpinIterations = 2000;
 // Every this many polls a spinning thread offers its CPU to any other runnable thread (on a busy
 // machine, often the very thread it waits for).
 constexpr int kYieldEvery = 16;
-
-// A member that joined but lost its CPU mid-chunk keeps the caller waiting for a time slice of
-// another process, milliseconds. Waiting out a chunk's own length does not count as a stall: the
-// caller has run at least one chunk meanwhile, so it worked about as long (see kMinAlone).
-constexpr auto kStallFloor = std::chrono::microseconds(50);
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -121,26 +115,19 @@ void ThreadPool::RunChunks(Task task, void* context, int64_t n, int64_t grain) {
   members_.store(0, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
-  const auto start = std::chrono::steady_clock::now();
   const int64_t mine = TakeChunks();
   // Every chunk is taken: close the job, then wait for the members still running theirs. A
   // worker that has not joined yet will find the job closed.
   uint32_t members = members_.fetch_or(kClosed, std::memory_order_acq_rel) | kClosed;
-  bool stalled = false;
-  if (members != kClosed) {
-    const auto worked = std::chrono::steady_clock::now();
-    while (members != kClosed) members = WaitForChange(members_, members);
-    const auto waited = std::chrono::steady_clock::now() - worked;
-    stalled = waited > kStallFloor && waited > worked - start;
-  }
+  while (members != kClosed) members = WaitForChange(members_, members);
+  // Whether the workers help (see kWindow).
   window_helped_ += mine < (n + grain - 1) / grain;
-  if (stalled || (++window_jobs_ == kWindow && window_helped_ * kHelpedShare < kWindow)) {
+  if (++window_jobs_ < kWindow) return;
+  if (window_helped_ * kHelpedShare < kWindow) {
     alone_penalty_ = std::clamp(2 * alone_penalty_, kMinAlone, kMaxAlone);
     alone_jobs_ = alone_penalty_;
-  } else if (window_jobs_ == kWindow) {
-    alone_penalty_ = 0;
   } else {
-    return;
+    alone_penalty_ = 0;
   }
   window_jobs_ = 0;
   window_helped_ = 0;

@@ -78,15 +78,15 @@ class ThreadPool {
   static constexpr int32_t kChunksPerThread = 4;
 
   // When the workers do not get a CPU in time to help, the caller runs jobs alone for a while:
-  // after a job it waited for a member more than 50 µs and longer than it worked itself (the
-  // member lost its CPU mid-chunk to another process), or after kWindow jobs in a row of which
-  // workers ran a chunk of fewer than 1 in kHelpedShare (they wake too late, their CPU busy;
-  // waking them only takes time from the caller). The caller then runs kMinAlone jobs (about a
-  // decode step of a small model) without waking anyone, doubling each time in a row up to
-  // kMaxAlone, back to kMinAlone after a window in which the workers helped. With one busy
-  // process beside 2 threads on 2 CPUs, workers helped with ~1% of decode jobs and -t 2 ran
-  // ~15% slower than -t 1 without this (bench/busy_threads.sh); on an idle machine they help
-  // with ~90% and finish within microseconds of the caller, so it seldom triggers.
+  // after kWindow jobs in a row of which workers ran a chunk of fewer than 1 in kHelpedShare
+  // (they woke after the caller had taken every chunk, their CPU busy with another process;
+  // waking them then only takes time from the caller, and the few chunks they do take keep it
+  // waiting when they lose their CPU mid-chunk), the caller runs kMinAlone jobs (about a decode
+  // step of a small model) without waking anyone, doubling each time in a row up to kMaxAlone,
+  // back to kMinAlone after a window in which the workers helped. Beside one busy process, 2
+  // threads on 2 CPUs: workers helped with ~1% of decode jobs, and -t 2 ran at 0.85x of -t 1
+  // without this, ~0.9-1.0x with it (bench/busy_threads.sh). On an idle machine they help with
+  // ~90% of decode jobs and nearly all prefill jobs, so it does not trigger.
   static constexpr int32_t kWindow = 64;
   static constexpr int32_t kHelpedShare = 8;
   static constexpr int64_t kMinAlone = 64;

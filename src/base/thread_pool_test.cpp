@@ -220,38 +220,6 @@ TEST(ThreadPoolTest, UnhelpedWindowRunsTheNextJobsAloneThenWakesWorkersAgain) {
   ExpectTwoThreadsShare(pool);
 }
 
-// A member that loses its CPU mid-chunk (here: sleeps in it) makes the caller wait longer than
-// it worked: the next kMinAlone jobs run without waking the worker.
-TEST(ThreadPoolTest, StalledJobRunsTheNextJobsAlone) {
-  std::atomic<int> wakes{0};
-  ThreadPool pool(2, [&](int32_t) { wakes.fetch_add(1); });
-  const std::thread::id caller = std::this_thread::get_id();
-  Signal worker_started;
-  std::atomic<int> gave_up{0};
-  pool.ParallelForChunks(2, 1, [&](int64_t, int64_t) {
-    if (std::this_thread::get_id() == caller) {
-      if (!worker_started.Wait()) gave_up.fetch_add(1);
-    } else {
-      worker_started.Set();
-      // Longer than the caller waited for this chunk to start by any margin a scheduler gives.
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-  });
-  ASSERT_EQ(gave_up.load(), 0) << "no worker took a chunk";
-  // The worker left that job and waits for a newer one, which jobs run alone do not make.
-  const int woken = wakes.load();
-  std::atomic<int> elsewhere{0};
-  for (int64_t i = 0; i < ThreadPool::kMinAlone; ++i) {
-    pool.ParallelForChunks(4, 1, [&](int64_t, int64_t) {
-      if (std::this_thread::get_id() != caller) elsewhere.fetch_add(1);
-    });
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // time for a wrong wake to show
-  EXPECT_EQ(elsewhere.load(), 0);
-  EXPECT_EQ(wakes.load(), woken) << "a job run alone woke the worker";
-  ExpectTwoThreadsShare(pool);
-}
-
 std::vector<int32_t> CpusIn(const cpu_set_t& set) {
   std::vector<int32_t> cpus;
   for (int32_t cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
