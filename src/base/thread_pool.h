@@ -29,6 +29,8 @@
 #include <cstdint>
 #include <functional>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kite {
@@ -84,9 +86,9 @@ class ThreadPool {
   // waiting when they lose their CPU mid-chunk), the caller runs kMinAlone jobs (about a decode
   // step of a small model) without waking anyone, doubling each time in a row up to kMaxAlone,
   // back to kMinAlone after a window in which the workers helped. Beside one busy process, 2
-  // threads on 2 CPUs: workers helped with ~1% of decode jobs, and -t 2 ran at 0.85x of -t 1
-  // without this, ~0.9-1.0x with it (bench/busy_threads.sh). On an idle machine they help with
-  // ~90% of decode jobs and nearly all prefill jobs, so it does not trigger.
+  // threads on 2 CPUs: workers helped with ~1% of decode jobs, and -t 2 ran at 0.85-0.9x of
+  // -t 1 without this, 0.83-1.0x with it (runs spread ±10%; bench/busy_threads.sh). On an idle
+  // machine they help with ~90% of decode jobs and nearly all prefill jobs: it does not trigger.
   static constexpr int32_t kWindow = 64;
   static constexpr int32_t kHelpedShare = 8;
   static constexpr int64_t kMinAlone = 64;
