@@ -1,25 +1,36 @@
-// ThreadPool: persistent workers for data-parallel kernels. The workers are created once; each
-// Run hands every thread (the caller included, as thread 0) one call of the same function with
-// its index, then returns when all are done. Nothing is allocated and no thread is created per
-// call, so a decode step can call it a hundred times.
+// ThreadPool: persistent workers for data-parallel kernels. The workers are created once; a job
+// splits [0, n) into chunks that the threads (the caller included) take in turn from a shared
+// counter. Nothing is allocated and no thread is created per job, so a decode step can run a
+// hundred of them.
 //
 //   ThreadPool pool(2);
-//   pool.ParallelFor(rows, [&](int64_t begin, int64_t end) { ... });
+//   pool.ParallelForChunks(rows, 64, [&](int64_t begin, int64_t end) { ... });
 //
-// Waiting workers spin briefly (a kernel follows the last one within microseconds), then sleep
-// on an atomic wait so that an idle engine uses no CPU. Run is not reentrant and is called from
-// one thread at a time.
+// A job is done when its chunks are, not when every worker has looked at it: a worker joins a
+// job only while it is open, the caller closes it once it finds no chunk left, and then waits
+// only for the workers that joined (each of which holds or is finishing a chunk). On a machine
+// shared with other processes a worker may not get a CPU for milliseconds; the caller then does
+// its share instead of waiting for it, and the worker, when it runs, finds the job closed and
+// never touches it. So no kernel gives a thread a fixed share of the work.
+//
+// Waiting threads spin briefly (a kernel follows the last one within microseconds), yielding
+// the CPU to any other runnable thread while they do, then sleep on an atomic wait so that an
+// idle engine uses no CPU. A job is started from one thread at a time.
 //
 // Worker i is pinned to the (i+1)-th fastest CPU the process may use (cpufreq's maximum
 // frequency; on a phone's big.LITTLE the big cores first), leaving the fastest to the caller,
-// which is not pinned (the pool does not change its caller's affinity), when there are at least
-// as many CPUs as threads; with fewer, nobody is pinned.
+// which is not pinned (the pool does not change its caller's affinity), when there are more
+// CPUs than threads. With no spare CPU nobody is pinned: a thread pinned beside a busy process
+// would wait for that process's time slice while another CPU is free.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kite {
@@ -29,6 +40,9 @@ class ThreadPool {
   // `threads` <= 0: the hardware concurrency. The pool runs at most that many threads at once,
   // the calling thread included.
   explicit ThreadPool(int32_t threads);
+  // For tests: every worker calls before_join(thread) when a job wakes it, before it tries to
+  // join the job (a test blocks a worker there to play one that gets no CPU).
+  ThreadPool(int32_t threads, std::function<void(int32_t thread)> before_join);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -37,62 +51,88 @@ class ThreadPool {
   // The CPU worker `thread` (1..size()-1) is pinned to, or -1 when not pinned.
   int32_t pinned_cpu(int32_t thread) const { return thread >= 1 ? pinned_[thread - 1] : -1; }
 
-  // Calls fn(thread, size()) once on each thread, thread 0 being the caller; returns when all
-  // calls have returned.
-  template <typename Fn>
-  void Run(Fn&& fn) {
-    if (workers_.empty()) {
-      fn(int32_t{0}, int32_t{1});
-      return;
-    }
-    RunErased(&Trampoline<std::remove_reference_t<Fn>>, &fn);
-  }
-
   // Splits [0, n) into chunks of `grain` (the last one shorter) that the threads take in turn
-  // from a shared counter, calling fn(begin, end) for each: a thread that runs slower (a core
-  // shared with another process) takes fewer chunks, so all finish together.
+  // from a shared counter, calling fn(begin, end) for each; returns when every chunk is done.
+  // A thread that runs slower (a core shared with another process) takes fewer chunks, so all
+  // finish together. A job of a single chunk runs on the caller without waking anyone, and so
+  // do all jobs for a while when the workers do not get a CPU (see kMinAlone): fn must not
+  // expect two chunks to run at once.
   template <typename Fn>
   void ParallelForChunks(int64_t n, int64_t grain, Fn&& fn) {
     grain = std::max<int64_t>(1, grain);
-    std::atomic<int64_t> next{0};
-    Run([&](int32_t, int32_t) {
-      for (int64_t begin = next.fetch_add(grain, std::memory_order_relaxed); begin < n;
-           begin = next.fetch_add(grain, std::memory_order_relaxed)) {
-        fn(begin, std::min(n, begin + grain));
-      }
-    });
+    if (n <= 0) return;
+    if (workers_.empty() || n <= grain || Alone()) {
+      for (int64_t begin = 0; begin < n; begin += grain) fn(begin, std::min(n, begin + grain));
+      return;
+    }
+    RunChunks(&Trampoline<std::remove_reference_t<Fn>>, &fn, n, grain);
   }
 
-  // Splits [0, n) into size() contiguous chunks of near-equal size (the first ones one larger)
-  // and calls fn(begin, end) for each non-empty chunk, in parallel.
+  // ParallelForChunks with about kChunksPerThread contiguous chunks a thread.
   template <typename Fn>
   void ParallelFor(int64_t n, Fn&& fn) {
-    Run([&](int32_t thread, int32_t threads) {
-      const int64_t base = n / threads;
-      const int64_t extra = n % threads;
-      const int64_t begin = thread * base + std::min<int64_t>(thread, extra);
-      const int64_t end = begin + base + (thread < extra ? 1 : 0);
-      if (begin < end) fn(begin, end);
-    });
+    const int64_t chunks = int64_t{kChunksPerThread} * size();
+    ParallelForChunks(n, (n + chunks - 1) / chunks, std::forward<Fn>(fn));
   }
 
+  // Enough chunks that a thread that loses its CPU for a while leaves little for the others to
+  // wait for, few enough that taking one costs nothing next to running it.
+  static constexpr int32_t kChunksPerThread = 4;
+
+  // When the workers do not get a CPU in time to help, the caller runs jobs alone for a while:
+  // after kWindow jobs in a row of which workers ran a chunk of fewer than 1 in kHelpedShare
+  // (they woke after the caller had taken every chunk, their CPU busy with another process;
+  // waking them then only takes time from the caller, and the few chunks they do take keep it
+  // waiting when they lose their CPU mid-chunk), the caller runs kMinAlone jobs (about a decode
+  // step of a small model) without waking anyone, doubling each time in a row up to kMaxAlone,
+  // back to kMinAlone after a window in which the workers helped. Beside one busy process, 2
+  // threads on 2 CPUs: workers helped with ~1% of decode jobs, and -t 2 ran at 0.85-0.9x of
+  // -t 1 without this, 0.83-1.0x with it (runs spread ±10%; bench/busy_threads.sh). On an idle
+  // machine they help with ~90% of decode jobs and nearly all prefill jobs: it does not trigger.
+  static constexpr int32_t kWindow = 64;
+  static constexpr int32_t kHelpedShare = 8;
+  static constexpr int64_t kMinAlone = 64;
+  static constexpr int64_t kMaxAlone = 4096;
+
  private:
-  using Task = void (*)(void* context, int32_t thread, int32_t threads);
+  using Task = void (*)(void* context, int64_t begin, int64_t end);
   template <typename Fn>
-  static void Trampoline(void* context, int32_t thread, int32_t threads) {
-    (*static_cast<Fn*>(context))(thread, threads);
+  static void Trampoline(void* context, int64_t begin, int64_t end) {
+    (*static_cast<Fn*>(context))(begin, end);
   }
-  void RunErased(Task task, void* context);
+  void RunChunks(Task task, void* context, int64_t n, int64_t grain);
+  // Whether this job runs on the caller alone (counts it off alone_jobs_).
+  bool Alone() {
+    if (alone_jobs_ == 0) return false;
+    --alone_jobs_;
+    return true;
+  }
+  // Takes chunks of the current job until none is left; returns how many it took.
+  int64_t TakeChunks();
   void WorkerLoop(int32_t thread);
 
   std::vector<std::thread> workers_;
   std::vector<int32_t> pinned_;  // per worker
+  std::function<void(int32_t)> before_join_;
+  // The current job: written by the caller only while no worker has joined it.
   Task task_ = nullptr;
   void* context_ = nullptr;
-  // Bumped once per Run; a worker runs the task when it sees a generation it has not run.
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int32_t> pending_{0};  // workers still running the current task
+  int64_t n_ = 0;
+  int64_t grain_ = 1;
+  std::atomic<int64_t> next_{0};  // the first index not yet taken
+  // kClosed once the caller has found no chunk left (no worker may join after that), plus the
+  // number of workers that joined and have not left.
+  static constexpr uint32_t kClosed = 1u << 31;
+  std::atomic<uint32_t> members_{kClosed};
+  // Bumped once per job to wake the workers, which then try to join whatever job is open.
+  std::atomic<uint32_t> generation_{0};
   std::atomic<bool> stop_{false};
+  // The caller's (see RunChunks): the jobs still to run alone, the length of the last such
+  // period, and the jobs of the current window and how many of them workers helped with.
+  int64_t alone_jobs_ = 0;
+  int64_t alone_penalty_ = 0;
+  int32_t window_jobs_ = 0;
+  int32_t window_helped_ = 0;
 };
 
 }  // namespace kite

@@ -4,7 +4,8 @@
 //   decode (one token): each query head alone, its keys read straight from the pages;
 //   prefill: the query rows sharing a KV head in blocks of one SIMD lane a row (AttendRows),
 //   each tile converted to f32 once for the whole block.
-// Work units are dealt to the threads round-robin, which balances causal prefill.
+// The threads take work units one at a time from a shared counter, which balances causal prefill
+// (later rows attend to more positions) and a thread that shares its core with another process.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -333,7 +334,7 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   }
   if (tokens > 1 && dim <= kMaxBlockDim) {
     // Prefill: per KV head, its query rows (token-major, then the heads of its group) in blocks
-    // of kMaxRows, dealt to the threads round-robin.
+    // of kMaxRows, taken by the threads one at a time.
     const int64_t rows = tokens * group;
     const int64_t blocks_per_head = (rows + kMaxRows - 1) / kMaxRows;
     auto attend_block = [&](int64_t unit) {
@@ -351,8 +352,8 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
       HWY_DYNAMIC_DISPATCH(AttendRows)(block, layer, kv_head, attrs.scale);
     };
     const int64_t units = kv_heads * blocks_per_head;
-    args.pool.Run([&](int32_t thread, int32_t threads) {
-      for (int64_t u = thread; u < units; u += threads) attend_block(u);
+    args.pool.ParallelForChunks(units, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t u = begin; u < end; ++u) attend_block(u);
     });
     return Ok();
   }
@@ -366,8 +367,8 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   if (work < (1 << 16) || units < 2) {
     for (int64_t u = 0; u < units; ++u) attend(u);
   } else {
-    args.pool.Run([&](int32_t thread, int32_t threads) {
-      for (int64_t u = thread; u < units; u += threads) attend(u);
+    args.pool.ParallelForChunks(units, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t u = begin; u < end; ++u) attend(u);
     });
   }
   return Ok();

@@ -46,7 +46,7 @@ uint64_t Scratch(const MatMulAttrs&, const Graph& graph, const Node& node) {
 }
 
 // x [..., K] f32 · W [N, K]ᵀ (+ bias [N]) -> out [..., N]. Output rows (groups of 16 weight
-// rows) are split evenly across the threads; for integer weights the activation rows are first
+// rows) are taken by the threads in chunks; for integer weights the activation rows are first
 // quantized to int8, split by rows too.
 Status Run(const MatMulAttrs&, const KernelArgs& args) {
   const TensorArg& x = args.in[0];
