@@ -65,7 +65,9 @@ class ThreadPool {
       for (int64_t begin = 0; begin < n; begin += grain) fn(begin, std::min(n, begin + grain));
       return;
     }
-    RunChunks(&Trampoline<std::remove_reference_t<Fn>>, &fn, n, grain);
+    // The context is only read back as the Fn it was (const included) by Trampoline.
+    RunChunks(&Trampoline<std::remove_reference_t<Fn>>,
+              const_cast<void*>(static_cast<const void*>(&fn)), n, grain);
   }
 
   // ParallelForChunks with about kChunksPerThread contiguous chunks a thread.
@@ -98,7 +100,7 @@ class ThreadPool {
   using Task = void (*)(void* context, int64_t begin, int64_t end);
   template <typename Fn>
   static void Trampoline(void* context, int64_t begin, int64_t end) {
-    (*static_cast<Fn*>(context))(begin, end);
+    (*static_cast<Fn*>(context))(begin, end);  // Fn may be const: the call casts it back
   }
   void RunChunks(Task task, void* context, int64_t n, int64_t grain);
   // Whether this job runs on the caller alone (counts it off alone_jobs_).
