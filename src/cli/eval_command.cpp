@@ -8,6 +8,7 @@
 
 #include "base/mapped_file.h"
 #include "cli/command.h"
+#include "cli/kv_type_flag.h"
 #include "eval/perplexity.h"
 
 namespace kite::cli {
@@ -20,6 +21,7 @@ struct PplOptions {
   int32_t window = 512;
   std::string backend = "cpu";
   int32_t threads = 0;
+  DType kv_type = DType::kF16;
   bool json = false;
 };
 
@@ -29,6 +31,7 @@ Status RunPerplexity(const PplOptions& options) {
   engine_options.context_length = options.window;
   engine_options.backend = options.backend;
   engine_options.threads = options.threads;
+  engine_options.kv_dtype = options.kv_type;
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
   engine_options.prefill_chunk = options.window;
   auto engine = KITE_TRY(Engine::Load(options.model, engine_options));
@@ -47,7 +50,8 @@ Status RunPerplexity(const PplOptions& options) {
                                         {"tokens", result.tokens},
                                         {"windows", result.windows},
                                         {"nll", result.nll},
-                                        {"ctx", options.window}};
+                                        {"ctx", options.window},
+                                        {"kv_type", std::string(DTypeName(options.kv_type))}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("perplexity %.4f over %lld tokens in %lld windows of %d (NLL %.4f nats)\n", result.ppl,
@@ -73,7 +77,8 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   ppl->add_option("--backend", options->backend, "Backend to run on: cpu or ref (default cpu)");
   ppl->add_option("-t,--threads", options->threads, "Threads of the cpu backend (default: all cores)")
       ->check(CLI::Range(0, 1024));
-  ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx} as JSON");
+  AddKvTypeFlag(ppl, &options->kv_type);
+  ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx, kv_type} as JSON");
   ppl->callback([options, exit_code] {
     if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());
   });

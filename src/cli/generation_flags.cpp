@@ -29,7 +29,7 @@ GenerationFlags::GenerationFlags(CLI::App* command) {
   Flag(command, "-s,--seed", &seed_, "Random seed: the same seed gives the same output (default 0)");
   Flag(command, "--backend", &backend_, "Backend to run on: cpu or ref (default cpu)");
   Flag(command, "-t,--threads", &threads_, "Threads of the cpu backend (default: all cores)");
-  Flag(command, "--kv-type", &kv_type_, "KV cache type: f16 or f32 (default f16)");
+  Flag(command, "--kv-type", &kv_type_, "KV cache type: f16, f32 or q8_0 (default f16)");
   Flag(command, "--prefill-chunk", &prefill_chunk_, "Tokens per prefill step (default 128)");
   std::string names;
   for (const std::string& name : BuiltinChatTemplateNames()) names += (names.empty() ? "" : ", ") + name;
@@ -62,10 +62,12 @@ Result<RunConfig> GenerationFlags::Resolve() const {
   apply(seed_, &config.sampler.seed);
   if (!stop_.empty()) config.stop = stop_;
   if (kv_type_) {
-    if (*kv_type_ != "f16" && *kv_type_ != "f32") {
-      return InvalidInput("--kv-type: \"" + *kv_type_ + "\" is not a KV cache type (f16, f32)");
+    const std::optional<DType> kv_type = ParseKvCacheType(*kv_type_);
+    if (!kv_type) {
+      return InvalidInput("--kv-type: \"" + *kv_type_ + "\" is not a KV cache type (" +
+                          KvCacheTypeNames() + ")");
     }
-    config.kv_type = *kv_type_ == "f16" ? DType::kF16 : DType::kF32;
+    config.kv_type = *kv_type;
   }
   if (config.model.empty()) return InvalidInput("no model: give -m PATH or \"model\" in the -c config");
   if (config.context < 0) return InvalidInput("--ctx must not be negative");

@@ -1,11 +1,13 @@
-// `kite inspect FILE [--json] [--all-tensors] [--placement [--backend NAME]]`: what a GGUF file or
-// HF folder holds, and where each node of its graphs would run.
+// `kite inspect FILE [--json] [--all-tensors] [--placement [--backend NAME] [--kv-type TYPE]]`:
+// what a GGUF file or HF folder holds, and where each node of its graphs would run (with the KV
+// cache's type and size).
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
 #include "cli/inspect_placement.h"
 #include "cli/inspect_report.h"
+#include "cli/kv_type_flag.h"
 
 namespace kite::cli {
 
@@ -35,6 +37,7 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
   command->add_option("--prefill-chunk", options->engine.prefill_chunk,
                       "With --placement: tokens per prefill graph")
       ->default_str(std::to_string(options->engine.prefill_chunk));
+  AddKvTypeFlag(command, &options->engine.kv_dtype);
   command->callback([options, exit_code] {
     auto report = options->placement ? InspectPlacement(options->path, options->engine)
                                      : InspectModel(options->path);

@@ -6,6 +6,7 @@
 
 #include "base/mapped_file.h"
 #include "format/json_util.h"
+#include "graph/kv_cache.h"
 
 namespace kite::cli {
 
@@ -102,12 +103,14 @@ Status ApplyRunConfigFile(const std::string& path, RunConfig* config) {
       {"threads", IntField(&config->threads, 0)},
       {"kv_type",
        [&](const json& value, const std::string& where) -> Status {
-         if (!value.is_string()) return WrongType(where, value, "\"f16\" or \"f32\"");
+         if (!value.is_string()) return WrongType(where, value, ("one of " + KvCacheTypeNames()).c_str());
          const std::string name = value.get<std::string>();
-         if (name != "f16" && name != "f32") {
-           return InvalidInput(where + ": \"" + name + "\" is not a KV cache type (f16, f32)");
+         const std::optional<DType> kv_type = ParseKvCacheType(name);
+         if (!kv_type) {
+           return InvalidInput(where + ": \"" + name + "\" is not a KV cache type (" +
+                               KvCacheTypeNames() + ")");
          }
-         config->kv_type = name == "f16" ? DType::kF16 : DType::kF32;
+         config->kv_type = *kv_type;
          return Ok();
        }},
       {"n_predict", IntField(&config->n_predict, 0)},

@@ -2,9 +2,10 @@
 //   kite.session.version        u32   1
 //   kite.session.fingerprint    u32   hash of the model's shape and first weight bytes
 //   kite.session.{n_layers, n_kv_heads, head_dim, vocab}  u32
-//   kite.session.kv_type        str   "f16" / "f32"
+//   kite.session.kv_type        str   "f16" / "f32" / "q8_0"
 //   history                     i32   [n_past]
-//   blk.N.k, blk.N.v            kv    [n_past, n_kv_heads, head_dim]   (when the cache held them)
+//   blk.N.k, blk.N.v            kv    [n_past, n_kv_heads, head_dim]   (when the cache held them;
+//                                     q8_0: the cache rows as they stand, blocks along head_dim)
 // Without the KV tensors (or with another KV type) Load feeds the history again.
 #include <cstring>
 #include <string>

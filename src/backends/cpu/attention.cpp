@@ -1,13 +1,17 @@
-// Causal grouped-query attention over the paged KV cache, read in place (f16 or f32 pages), with
-// an online softmax over tiles of cached positions: scores of a tile, one vectorized exp, the
-// running max and sum rescaled, values accumulated in f32.
+// Causal grouped-query attention over the paged KV cache, read in place (f16, f32 or q8_0 pages),
+// with an online softmax over tiles of cached positions: scores of a tile, one vectorized exp, the
+// running max and sum rescaled, values accumulated in f32. A q8_0 head is head_dim / 32 blocks:
+// its int8 codes widen to f32 and each block's f16 scale multiplies once per block (a key's
+// partial dot, a value's softmax weight), as the blocks are read.
 //   decode (one token): each query head alone, its keys read straight from the pages;
 //   prefill: the query rows sharing a KV head in blocks of one SIMD lane a row (AttendRows),
 //   each tile converted to f32 once for the whole block.
 // Work units are dealt to the threads round-robin, which balances causal prefill.
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/attention.cpp"
@@ -21,6 +25,8 @@
 #include "backends/cpu/kernels.h"
 #include "backends/shared_kernels.h"
 #include "base/half.h"
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
 
 #ifndef KITE_CPU_ATTENTION_ONCE
 #define KITE_CPU_ATTENTION_ONCE
@@ -50,15 +56,40 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 
+// Reading one head [D] of a cache row, `head` pointing at its first byte. T is the stored type:
+// float, hwy::float16_t, or BlockQ8_0. Elements come in blocks of kBlock<T> (the whole head for
+// the float types), each with one scale; Codes gives a vector of elements from i (a multiple of
+// the lanes, within one block) before the scale.
 template <typename T>
-HWY_INLINE hn::Vec<DF> LoadRow(const std::byte* p) {
+constexpr bool kQ8 = std::is_same_v<T, BlockQ8_0>;
+
+template <typename T>
+HWY_INLINE int64_t BlockOf(int64_t dim) {
+  return kQ8<T> ? kQK : dim;
+}
+
+template <typename T>
+HWY_INLINE hn::Vec<DF> Codes(const std::byte* head, int64_t i) {
   const DF df;
   if constexpr (std::is_same_v<T, float>) {
-    return hn::LoadU(df, reinterpret_cast<const float*>(p));
-  } else {
+    return hn::LoadU(df, reinterpret_cast<const float*>(head) + i);
+  } else if constexpr (std::is_same_v<T, hwy::float16_t>) {
     const hn::Rebind<hwy::float16_t, DF> dh;
-    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(head) + i));
+  } else {
+    const hn::Rebind<int32_t, DF> di;
+    const hn::Rebind<int8_t, DF> d8;
+    const auto* codes = reinterpret_cast<const int8_t*>(
+        head + i / kQK * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs) + i % kQK);
+    return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, codes)));
   }
+}
+
+// The scale of the block that holds element i (q8_0 only).
+HWY_INLINE float BlockScale(const std::byte* head, int64_t i) {
+  uint16_t bits;
+  std::memcpy(&bits, head + i / kQK * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, d), sizeof bits);
+  return F16ToF32(bits);
 }
 
 // out [D] = softmax over j in [0, last] of scale · q·k_j, applied to v_j, for one query head.
@@ -68,9 +99,13 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
   const DF df;
   const int64_t dim = layer.head_dim;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t head_offset = kv_head * dim * static_cast<int64_t>(sizeof(T));
+  const int64_t block = BlockOf<T>(dim);
+  const int64_t blocks = dim / block;
+  const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes());
   HWY_ALIGN float acc[kMaxHeadDim];
   HWY_ALIGN float p[kTile];
+  // q8_0: each value block's weight, p[j] times the block's scale [tile][blocks].
+  HWY_ALIGN float pd[kQ8<T> ? kTile * kMaxHeadDim / kQK : 1];
   for (int64_t i = 0; i < dim; i += lanes) hn::Store(hn::Zero(df), df, acc + i);
   float max = -INFINITY;
   float sum = 0.0f;
@@ -80,8 +115,16 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
     for (int64_t j = 0; j < count; ++j) {
       const std::byte* key = layer.key(j0 + j) + head_offset;
       auto dot = hn::Zero(df);
-      for (int64_t i = 0; i < dim; i += lanes) {
-        dot = hn::MulAdd(hn::LoadU(df, q + i), LoadRow<T>(key + i * sizeof(T)), dot);
+      for (int64_t b = 0; b < dim; b += block) {
+        auto part = hn::Zero(df);
+        for (int64_t i = b; i < b + block; i += lanes) {
+          part = hn::MulAdd(hn::LoadU(df, q + i), Codes<T>(key, i), part);
+        }
+        if constexpr (kQ8<T>) {
+          dot = hn::MulAdd(hn::Set(df, BlockScale(key, b)), part, dot);
+        } else {
+          dot = part;
+        }
       }
       p[j] = scale * hn::GetLane(hn::SumOfLanes(df, dot));
       tile_max = std::max(tile_max, p[j]);
@@ -98,11 +141,18 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
       tile_sum = hn::Add(tile_sum, hn::IfThenElseZero(hn::FirstN(df, valid), e));
     }
     sum = sum * correction + hn::GetLane(hn::SumOfLanes(df, tile_sum));
+    if constexpr (kQ8<T>) {
+      for (int64_t j = 0; j < count; ++j) {
+        const std::byte* value = layer.value(j0 + j) + head_offset;
+        for (int64_t b = 0; b < blocks; ++b) pd[j * blocks + b] = p[j] * BlockScale(value, b * kQK);
+      }
+    }
     for (int64_t i = 0; i < dim; i += lanes) {
       auto a = hn::Mul(hn::Load(df, acc + i), hn::Set(df, correction));
       for (int64_t j = 0; j < count; ++j) {
         const std::byte* value = layer.value(j0 + j) + head_offset;
-        a = hn::MulAdd(hn::Set(df, p[j]), LoadRow<T>(value + i * sizeof(T)), a);
+        const float weight = kQ8<T> ? pd[j * blocks + i / kQK] : p[j];
+        a = hn::MulAdd(hn::Set(df, weight), Codes<T>(value, i), a);
       }
       hn::Store(a, df, acc + i);
     }
@@ -116,6 +166,8 @@ void Attend(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t l
             float* out) {
   if (layer.dtype == DType::kF16) {
     AttendHead<hwy::float16_t>(q, layer, kv_head, last, scale, out);
+  } else if (layer.dtype == DType::kQ8_0) {
+    AttendHead<BlockQ8_0>(q, layer, kv_head, last, scale, out);
   } else {
     AttendHead<float>(q, layer, kv_head, last, scale, out);
   }
@@ -134,11 +186,19 @@ HWY_INLINE void TileToF32(const KvLayerView& layer, bool values, int64_t j0, int
                           int64_t padded, int64_t head_offset, int64_t dim, float* dst) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t block = BlockOf<T>(dim);
   for (int64_t j = 0; j < padded; ++j) {
-    const std::byte* row =
-        j < count ? (values ? layer.value(j0 + j) : layer.key(j0 + j)) + head_offset : nullptr;
-    for (int64_t i = 0; i < dim; i += lanes) {
-      hn::Store(row ? LoadRow<T>(row + i * sizeof(T)) : hn::Zero(df), df, dst + j * dim + i);
+    if (j >= count) {
+      for (int64_t i = 0; i < dim; i += lanes) hn::Store(hn::Zero(df), df, dst + j * dim + i);
+      continue;
+    }
+    const std::byte* row = (values ? layer.value(j0 + j) : layer.key(j0 + j)) + head_offset;
+    for (int64_t b = 0; b < dim; b += block) {
+      const auto d = hn::Set(df, kQ8<T> ? BlockScale(row, b) : 1.0f);
+      for (int64_t i = b; i < b + block; i += lanes) {
+        const auto x = Codes<T>(row, i);
+        hn::Store(kQ8<T> ? hn::Mul(d, x) : x, df, dst + j * dim + i);
+      }
     }
   }
 }
@@ -182,7 +242,7 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
   using V = hn::Vec<DF>;
   const int64_t dim = layer.head_dim;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t head_offset = kv_head * dim * static_cast<int64_t>(sizeof(T));
+  const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes());
   HWY_ALIGN float qt[kMaxBlockDim * kRows];   // [D][rows], times the scale
   HWY_ALIGN float kf[kTile * kMaxBlockDim];   // [tile][D]
   HWY_ALIGN float vf[kTile * kMaxBlockDim];   // [tile][D]
@@ -260,6 +320,8 @@ void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head
     const int64_t count = std::min(kRows, rows.count - begin);
     if (layer.dtype == DType::kF16) {
       AttendBlockT<hwy::float16_t>(rows, begin, count, layer, kv_head, scale);
+    } else if (layer.dtype == DType::kQ8_0) {
+      AttendBlockT<BlockQ8_0>(rows, begin, count, layer, kv_head, scale);
     } else {
       AttendBlockT<float>(rows, begin, count, layer, kv_head, scale);
     }
@@ -278,16 +340,18 @@ HWY_EXPORT(AttendRows);
 
 namespace {
 
-// Copies token t of x [T, Hkv, D] (contiguous) into a cache row [Hkv, D].
-void WriteRow(const KvLayerView& layer, const float* x, int64_t n, std::byte* row) {
-  if (layer.dtype == DType::kF16) {
-    for (int64_t i = 0; i < n; ++i) {
-      const uint16_t bits = F32ToF16(x[i]);
-      std::memcpy(row + 2 * i, &bits, 2);
-    }
-  } else {
-    std::memcpy(row, x, n * sizeof(float));
+// Stores token t of x [T, Hkv, D] (contiguous, n = Hkv · D floats) in a cache row, converted by
+// the tensor layer's reference quantizer, as ref stores it: the same bytes on both backends (f16
+// rounded to nearest even; q8_0 as ggml's quantize_row_q8_0_ref, refusing non-finite values).
+Status WriteRow(const KvLayerView& layer, const float* x, int64_t n, const char* name, int64_t t,
+                std::byte* row) {
+  Status stored = Quantize(layer.dtype, x, row, n);
+  if (!stored) {
+    return std::unexpected(std::move(stored.error())
+                               .WithContext(std::string(name) + " of token " + std::to_string(t) +
+                                            " into the KV cache"));
   }
+  return Ok();
 }
 
 }  // namespace
@@ -327,8 +391,10 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
                           " is outside the KV cache's valid length " +
                           std::to_string(layer.length));
     }
-    WriteRow(layer, k.as<const float>() + t * kv_heads * dim, kv_heads * dim, layer.key(p));
-    WriteRow(layer, v.as<const float>() + t * kv_heads * dim, kv_heads * dim, layer.value(p));
+    KITE_RETURN_IF_ERROR(
+        WriteRow(layer, k.as<const float>() + t * kv_heads * dim, kv_heads * dim, "k", t, layer.key(p)));
+    KITE_RETURN_IF_ERROR(WriteRow(layer, v.as<const float>() + t * kv_heads * dim, kv_heads * dim,
+                                  "v", t, layer.value(p)));
     work += (p + 1) * q_heads * dim;
   }
   if (tokens > 1 && dim <= kMaxBlockDim) {
