@@ -121,7 +121,8 @@ void KvCache::RefreshViews() {
                                  .n_kv_heads = config_.n_kv_heads,
                                  .head_dim = config_.head_dim,
                                  .length = length_,
-                                 .pages = table});
+                                 .pages = table,
+                                 .head_bytes = KvHeadBytes(config_.dtype, config_.head_dim)});
   }
 }
 

@@ -43,10 +43,12 @@ struct KvLayerView {
   int64_t length = 0;
   std::span<std::byte* const> pages;  // logical page -> page memory
 
-  // Bytes of one head's slice of a row: [head_dim].
-  uint64_t head_bytes() const { return KvHeadBytes(dtype, head_dim); }
+  // Bytes of one head's slice of a row [head_dim]: KvHeadBytes(dtype, head_dim), kept here
+  // because the kernels' page lookups (key, value) need it for every position they read.
+  uint64_t head_bytes = 0;
+
   // Bytes of one position's k (or v) row: [n_kv_heads, head_dim].
-  uint64_t row_bytes() const { return static_cast<uint64_t>(n_kv_heads) * head_bytes(); }
+  uint64_t row_bytes() const { return static_cast<uint64_t>(n_kv_heads) * head_bytes; }
   std::byte* key(int64_t pos) const {
     return pages[pos / page_size] + (pos % page_size) * row_bytes();
   }

@@ -64,7 +64,7 @@ TEST(KvCache, Q8_0RowsAreWholeBlocksPerHead) {
   KvCache cache = *KvCache::Create(config);
   ASSERT_TRUE(cache.Resize(5));
   const KvLayerView& layer = cache.view().layers[1];
-  EXPECT_EQ(layer.head_bytes(), 2u * 34);
+  EXPECT_EQ(layer.head_bytes, 2u * 34);
   EXPECT_EQ(layer.row_bytes(), 3u * 2 * 34);
   EXPECT_EQ(layer.value(0), layer.key(3) + layer.row_bytes());  // k rows, then v rows
   EXPECT_EQ(KvHeadBytes(DType::kF16, 64), 128u);

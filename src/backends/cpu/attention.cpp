@@ -24,7 +24,6 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/shared_kernels.h"
-#include "base/half.h"
 #include "tensor/quant_blocks.h"
 #include "tensor/quantize.h"
 
@@ -57,9 +56,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 
 // Reading one head [D] of a cache row, `head` pointing at its first byte. T is the stored type:
-// float, hwy::float16_t, or BlockQ8_0. Elements come in blocks of kBlock<T> (the whole head for
-// the float types), each with one scale; Codes gives a vector of elements from i (a multiple of
-// the lanes, within one block) before the scale.
+// float, hwy::float16_t, or BlockQ8_0. A head is blocks of BlockOf<T> elements (the whole head
+// for the float types); BlockAt gives block b's first byte, Codes a vector of its elements from
+// c (a multiple of the lanes) before the block's Scale (q8_0 only).
 template <typename T>
 constexpr bool kQ8 = std::is_same_v<T, BlockQ8_0>;
 
@@ -69,27 +68,33 @@ HWY_INLINE int64_t BlockOf(int64_t dim) {
 }
 
 template <typename T>
-HWY_INLINE hn::Vec<DF> Codes(const std::byte* head, int64_t i) {
+HWY_INLINE const std::byte* BlockAt(const std::byte* head, int64_t b) {
+  return kQ8<T> ? head + b * static_cast<int64_t>(sizeof(BlockQ8_0)) : head;
+}
+
+template <typename T>
+HWY_INLINE hn::Vec<DF> Codes(const std::byte* block, int64_t c) {
   const DF df;
   if constexpr (std::is_same_v<T, float>) {
-    return hn::LoadU(df, reinterpret_cast<const float*>(head) + i);
+    return hn::LoadU(df, reinterpret_cast<const float*>(block) + c);
   } else if constexpr (std::is_same_v<T, hwy::float16_t>) {
     const hn::Rebind<hwy::float16_t, DF> dh;
-    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(head) + i));
+    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(block) + c));
   } else {
     const hn::Rebind<int32_t, DF> di;
     const hn::Rebind<int8_t, DF> d8;
-    const auto* codes = reinterpret_cast<const int8_t*>(
-        head + i / kQK * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, qs) + i % kQK);
+    const auto* codes = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ8_0, qs)) + c;
     return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, codes)));
   }
 }
 
-// The scale of the block that holds element i (q8_0 only).
-HWY_INLINE float BlockScale(const std::byte* head, int64_t i) {
-  uint16_t bits;
-  std::memcpy(&bits, head + i / kQK * sizeof(BlockQ8_0) + offsetof(BlockQ8_0, d), sizeof bits);
-  return F16ToF32(bits);
+// A q8_0 block's scale, converted by the target's f16 conversion in one lane (branch-free): it
+// runs once a block of every key and value read.
+HWY_INLINE float Scale(const std::byte* block) {
+  const hn::CappedTag<float, 1> d1;
+  const hn::Rebind<hwy::float16_t, decltype(d1)> dh1;
+  const auto* d = reinterpret_cast<const hwy::float16_t*>(block + offsetof(BlockQ8_0, d));
+  return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh1, d)));
 }
 
 // out [D] = softmax over j in [0, last] of scale · q·k_j, applied to v_j, for one query head.
@@ -101,27 +106,34 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   const int64_t block = BlockOf<T>(dim);
   const int64_t blocks = dim / block;
-  const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes());
+  const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes);
   HWY_ALIGN float acc[kMaxHeadDim];
   HWY_ALIGN float p[kTile];
-  // q8_0: each value block's weight, p[j] times the block's scale [tile][blocks].
-  HWY_ALIGN float pd[kQ8<T> ? kTile * kMaxHeadDim / kQK : 1];
+  // The weight of each value block: p[j], times the block's scale for q8_0 [blocks][tile].
+  HWY_ALIGN float weights[kQ8<T> ? kTile * kMaxHeadDim / kQK : 1];
+  const std::byte* keys[kTile];    // the tile's heads, looked up in the page table once
+  const std::byte* values[kTile];
   for (int64_t i = 0; i < dim; i += lanes) hn::Store(hn::Zero(df), df, acc + i);
   float max = -INFINITY;
   float sum = 0.0f;
   for (int64_t j0 = 0; j0 <= last; j0 += kTile) {
     const int64_t count = std::min(kTile, last + 1 - j0);
+    for (int64_t j = 0; j < count; ++j) {
+      keys[j] = layer.key(j0 + j) + head_offset;
+      values[j] = layer.value(j0 + j) + head_offset;
+    }
     float tile_max = -INFINITY;
     for (int64_t j = 0; j < count; ++j) {
-      const std::byte* key = layer.key(j0 + j) + head_offset;
       auto dot = hn::Zero(df);
-      for (int64_t b = 0; b < dim; b += block) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        const std::byte* key = BlockAt<T>(keys[j], b);
+        const float* qb = q + b * block;
         auto part = hn::Zero(df);
-        for (int64_t i = b; i < b + block; i += lanes) {
-          part = hn::MulAdd(hn::LoadU(df, q + i), Codes<T>(key, i), part);
+        for (int64_t c = 0; c < block; c += lanes) {
+          part = hn::MulAdd(hn::LoadU(df, qb + c), Codes<T>(key, c), part);
         }
         if constexpr (kQ8<T>) {
-          dot = hn::MulAdd(hn::Set(df, BlockScale(key, b)), part, dot);
+          dot = hn::MulAdd(hn::Set(df, Scale(key)), part, dot);
         } else {
           dot = part;
         }
@@ -141,20 +153,25 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
       tile_sum = hn::Add(tile_sum, hn::IfThenElseZero(hn::FirstN(df, valid), e));
     }
     sum = sum * correction + hn::GetLane(hn::SumOfLanes(df, tile_sum));
+    const float* w = p;
     if constexpr (kQ8<T>) {
-      for (int64_t j = 0; j < count; ++j) {
-        const std::byte* value = layer.value(j0 + j) + head_offset;
-        for (int64_t b = 0; b < blocks; ++b) pd[j * blocks + b] = p[j] * BlockScale(value, b * kQK);
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t j = 0; j < count; ++j) {
+          weights[b * kTile + j] = p[j] * Scale(BlockAt<T>(values[j], b));
+        }
       }
+      w = weights;
     }
-    for (int64_t i = 0; i < dim; i += lanes) {
-      auto a = hn::Mul(hn::Load(df, acc + i), hn::Set(df, correction));
-      for (int64_t j = 0; j < count; ++j) {
-        const std::byte* value = layer.value(j0 + j) + head_offset;
-        const float weight = kQ8<T> ? pd[j * blocks + i / kQK] : p[j];
-        a = hn::MulAdd(hn::Set(df, weight), Codes<T>(value, i), a);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t at = b * block;
+      for (int64_t c = 0; c < block; c += lanes) {
+        auto a = hn::Mul(hn::Load(df, acc + at + c), hn::Set(df, correction));
+        for (int64_t j = 0; j < count; ++j) {
+          const float weight = kQ8<T> ? w[b * kTile + j] : w[j];
+          a = hn::MulAdd(hn::Set(df, weight), Codes<T>(BlockAt<T>(values[j], b), c), a);
+        }
+        hn::Store(a, df, acc + at + c);
       }
-      hn::Store(a, df, acc + i);
     }
   }
   const auto inv = hn::Set(df, 1.0f / sum);
@@ -193,11 +210,14 @@ HWY_INLINE void TileToF32(const KvLayerView& layer, bool values, int64_t j0, int
       continue;
     }
     const std::byte* row = (values ? layer.value(j0 + j) : layer.key(j0 + j)) + head_offset;
-    for (int64_t b = 0; b < dim; b += block) {
-      const auto d = hn::Set(df, kQ8<T> ? BlockScale(row, b) : 1.0f);
-      for (int64_t i = b; i < b + block; i += lanes) {
-        const auto x = Codes<T>(row, i);
-        hn::Store(kQ8<T> ? hn::Mul(d, x) : x, df, dst + j * dim + i);
+    for (int64_t b = 0; b < dim / block; ++b) {
+      const std::byte* data = BlockAt<T>(row, b);
+      float* to = dst + j * dim + b * block;
+      if constexpr (kQ8<T>) {
+        const auto d = hn::Set(df, Scale(data));
+        for (int64_t c = 0; c < block; c += lanes) hn::Store(hn::Mul(d, Codes<T>(data, c)), df, to + c);
+      } else {
+        for (int64_t c = 0; c < block; c += lanes) hn::Store(Codes<T>(data, c), df, to + c);
       }
     }
   }
@@ -242,7 +262,7 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
   using V = hn::Vec<DF>;
   const int64_t dim = layer.head_dim;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes());
+  const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes);
   HWY_ALIGN float qt[kMaxBlockDim * kRows];   // [D][rows], times the scale
   HWY_ALIGN float kf[kTile * kMaxBlockDim];   // [tile][D]
   HWY_ALIGN float vf[kTile * kMaxBlockDim];   // [tile][D]

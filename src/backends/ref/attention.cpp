@@ -30,7 +30,7 @@ Buffers Split(std::span<std::byte> scratch, int64_t dim) {
 // Head `kv_head` of the cache row at `row` as f32 [D], whatever the cache type (f32, f16 bits,
 // q8_0 blocks): the tensor layer's reference dequantizer.
 Status LoadHead(const KvLayerView& layer, const std::byte* row, int64_t kv_head, float* out) {
-  return Dequantize(layer.dtype, row + kv_head * layer.head_bytes(), out, layer.head_dim);
+  return Dequantize(layer.dtype, row + kv_head * layer.head_bytes, out, layer.head_dim);
 }
 
 // Stores token t of x [T, Hkv, D] in the cache row at `row`, converted to the cache type by the
