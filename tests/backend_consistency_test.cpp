@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -17,7 +18,6 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/executor.h"
 #include "backends/ref/ref_backend.h"
-#include "base/half.h"
 #include "graph/builder.h"
 #include "graph/kv_cache.h"
 #include "reference_gguf.h"
@@ -437,15 +437,7 @@ KvCache MakeCache(const AttentionCase& c, uint32_t seed) {
   for (int64_t p = 0; p < c.past; ++p) {
     for (int kv = 0; kv < 2; ++kv) {
       std::byte* dst = kv == 0 ? layer.key(p) : layer.value(p);
-      const float* src = values.data() + (2 * p + kv) * row;
-      if (c.kv_dtype == DType::kF16) {
-        for (int64_t i = 0; i < row; ++i) {
-          const uint16_t h = F32ToF16(src[i]);
-          std::memcpy(dst + 2 * i, &h, 2);
-        }
-      } else {
-        std::memcpy(dst, src, row * 4);
-      }
+      EXPECT_TRUE(Quantize(c.kv_dtype, values.data() + (2 * p + kv) * row, dst, row));
     }
   }
   return std::move(*cache);
@@ -463,6 +455,17 @@ TEST_F(ConsistencyTest, AttentionOverPagedCache) {
       {9, 0, 32, 2, 32, 64, DType::kF16},    // GQA 16:1: a block is one token's heads
       {7, 10, 40, 1, 16, 4, DType::kF32},    // 40 heads on one KV head: a token spans blocks
       {3, 70, 2, 1, 320, 64, DType::kF16},   // heads larger than the prefill kernel takes
+      // q8_0 pages: a head is head_dim / 32 blocks, each with its own scale.
+      {1, 0, 4, 4, 32, 4, DType::kQ8_0},      // the first token, one block a head
+      {1, 77, 8, 2, 64, 16, DType::kQ8_0},    // decode, GQA 4:1, two blocks a head
+      {1, 200, 4, 1, 32, 64, DType::kQ8_0},   // multi-query decode across tiles and pages
+      {1, 90, 2, 1, 320, 7, DType::kQ8_0},    // decode, ten blocks a head, odd pages
+      {13, 5, 6, 3, 32, 4, DType::kQ8_0},     // a prefill chunk after a short history
+      {513, 0, 2, 1, 32, 64, DType::kQ8_0},   // a long prefill chunk from position 0
+      {40, 100, 4, 2, 128, 7, DType::kQ8_0},  // odd page size, large heads
+      {20, 3, 8, 1, 64, 16, DType::kQ8_0},    // GQA 8:1
+      {7, 10, 40, 1, 32, 4, DType::kQ8_0},    // 40 heads on one KV head: a token spans blocks
+      {3, 70, 2, 1, 320, 64, DType::kQ8_0},   // heads larger than the prefill kernel takes
   };
   uint32_t seed = 100;
   for (const AttentionCase& c : cases) {
@@ -491,7 +494,8 @@ TEST_F(ConsistencyTest, AttentionOverPagedCache) {
     const KvCacheView cpu_view = cpu_cache.view();
     const KvCacheView ref_view = ref_cache.view();
     const Pair p = RunBoth(build, inputs, &cpu_view, &ref_view);
-    // Both read the same cached values (f16 written with the same rounding). The cpu sums
+    // Both read the same cached values (f16 written with the same rounding, q8_0 with the same
+    // quantizer; the cpu applies a q8_0 block's scale to a partial sum). The cpu sums
     // scores, exponentials and values in f32 (Highway's exp within a few ulps): outputs are
     // weighted means of values within [-2, 2], so 2e-5 absolute covers ~100 ulps of 2.
     ExpectNear(p, 0, 2e-5, "attention");
@@ -522,6 +526,41 @@ TEST_F(ConsistencyTest, AttentionRefusesPositionsPastTheCache) {
   const Status ran = compiled->Run(&view);
   ASSERT_FALSE(ran.has_value());
   EXPECT_NE(ran.error().message.find("position 5"), std::string::npos) << ran.error().message;
+}
+
+// ggml's q8_0 quantizer has no code for inf or NaN (an f16 cache would store them and turn the
+// softmax into NaN): both backends refuse the row, naming it.
+TEST_F(ConsistencyTest, Q8_0CacheRefusesNonFiniteKeysAndValues) {
+  const AttentionCase c{2, 3, 2, 1, 32, 4, DType::kQ8_0};
+  for (const char* bad : {"k", "v"}) {
+    for (Backend* backend : {static_cast<Backend*>(&cpu_), static_cast<Backend*>(&ref_)}) {
+      SCOPED_TRACE(std::string(bad) + " on " + std::string(backend->name()));
+      KvCache cache = MakeCache(c, 1);
+      const KvCacheView view = cache.view();
+      GraphBuilder b;
+      const ValueId q = *b.Input("q", DType::kF32, {2, 2, 32});
+      const ValueId k = *b.Input("k", DType::kF32, {2, 1, 32});
+      const ValueId v = *b.Input("v", DType::kF32, {2, 1, 32});
+      const ValueId pos = *b.Input("positions", DType::kI32, {2});
+      ASSERT_TRUE(b.MarkOutput(*b.Attention("attn", q, k, v, pos, {.layer = 1, .scale = 0.25f})));
+      Backend* backends[] = {backend};
+      auto compiled = CompiledGraph::Compile(*std::move(b).Finish(), backends);
+      ASSERT_TRUE(compiled.has_value());
+      std::vector<float> rows = Random(64, 7, -2, 2);
+      rows[32 + 5] = std::numeric_limits<float>::infinity();  // token 1, element 5
+      ASSERT_TRUE(compiled->SetInput("q", Random(128, 8, -2, 2)));
+      ASSERT_TRUE(compiled->SetInput("k", std::string(bad) == "k" ? rows : Random(64, 9, -2, 2)));
+      ASSERT_TRUE(compiled->SetInput("v", std::string(bad) == "v" ? rows : Random(64, 9, -2, 2)));
+      ASSERT_TRUE(compiled->SetInput("positions", std::vector<int32_t>{3, 4}));
+      const Status ran = compiled->Run(&view);
+      ASSERT_FALSE(ran.has_value());
+      EXPECT_NE(ran.error().message.find(std::string(bad) + " of token 1 into the KV cache"),
+                std::string::npos)
+          << ran.error().message;
+      EXPECT_NE(ran.error().message.find("element 5 is inf"), std::string::npos)
+          << ran.error().message;
+    }
+  }
 }
 
 TEST_F(ConsistencyTest, DeclinedNodesFallBackToRefWithAReason) {

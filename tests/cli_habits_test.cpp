@@ -80,7 +80,7 @@ TEST(CliHabits, RunHelpGivesEachSettingsRangeAndDefault) {
   for (const std::string line :
        {"--top-p FLOAT", "in [0, 1]; default 0.95", "--repeat-penalty FLOAT", "> 0; default 1",
         "-c,--ctx,--ctx-size INT", "-r,--stop,--reverse-prompt", "--ignore-eos", "--check-tensors",
-        "-n,--n-predict INT", ">= -1; default 128", "one of f16, f32; default f16", "--config",
+        "-n,--n-predict INT", ">= -1; default 128", "one of f16, f32, q8_0; default f16", "--config",
         "--no-escape", "--n-gpu-layers", "--flash-attn"}) {
     EXPECT_TRUE(Contains(help.out, line)) << line << " in:\n" << help.out;
   }
@@ -98,7 +98,7 @@ TEST(CliHabits, OutOfRangeSamplerFlagsAreRefused) {
       {{"--top-k", "-5"}, "--top-k -5: must be >= 0"},
       {{"--temp", "-1"}, "--temp -1: must be >= 0"},
       {{"-n", "-2"}, "--n-predict -2: must be >= -1"},
-      {{"--kv-type", "f8"}, "--kv-type f8: must be one of f16, f32"},
+      {{"--kv-type", "f8"}, "--kv-type f8: must be one of f16, f32, q8_0"},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> args = Demo({"-p", "hi", "-n", "1"});

@@ -16,7 +16,7 @@ Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& conte
   }
   const KvLayerView& layer = layers[attrs.layer];
   if (layer.n_kv_heads != k.shape[1] || layer.head_dim != k.shape[2] ||
-      (layer.dtype != DType::kF16 && layer.dtype != DType::kF32)) {
+      !IsKvCacheType(layer.dtype) || layer.head_dim % Traits(layer.dtype).block_size != 0) {
     return InvalidInput("KV cache layer " + std::to_string(attrs.layer) + " holds " +
                         std::to_string(layer.n_kv_heads) + " heads of " +
                         std::to_string(layer.head_dim) + " " + std::string(DTypeName(layer.dtype)) +

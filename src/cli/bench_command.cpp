@@ -1,5 +1,5 @@
-// `kite bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--backend NAME] [--ctx N] [--json]
-// [--profile]`:
+// `kite bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--backend NAME] [--ctx N]
+// [--kv-type f16|f32|q8_0] [--json] [--profile]`:
 // prompt-processing and generation speed, measured the way llama.cpp's llama-bench measures it,
 // so the two can be set side by side on the same GGUF file (bench/compare.sh).
 //
@@ -17,8 +17,10 @@
 //     standard deviation (Bessel's correction) of those, avg_ns / stddev_ns the same over ns,
 //     truncated to integers.
 //   - JSON field names are llama-bench's (model_size: bytes of all weights; model_n_params:
-//     elements of all weights; model_type like llama_model_desc: "arch size type"; backends);
-//     Kite adds peak_rss_bytes (getrusage ru_maxrss after the test) and load_ns (Engine::Load).
+//     elements of all weights; model_type like llama_model_desc: "arch size type"; backends;
+//     type_k and type_v: the KV cache type, one for both here);
+//     Kite adds peak_rss_bytes (getrusage ru_maxrss after the test), load_ns (Engine::Load) and
+//     kv_cache_bytes (the KV cache allocated for the context).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -37,6 +39,7 @@
 
 #include "cli/command.h"
 #include "cli/setting_flags.h"
+#include "graph/kv_cache.h"
 #include "runtime/session.h"
 
 namespace kite::cli {
@@ -56,6 +59,7 @@ struct BenchOptions {
   int32_t reps = 5;
   std::string backend;  // "": cpu when built, else ref
   int32_t ctx = 0;      // 0: the longest test
+  DType kv_type = DType::kF16;
   bool json = false;
   bool profile = false;
 };
@@ -208,7 +212,7 @@ std::string TestName(const BenchTest& test) {
 
 nlohmann::ordered_json TestJson(const BenchTest& test, const BenchOptions& options,
                                 const std::string& backend, const ModelFacts& model,
-                                uint64_t load_ns) {
+                                uint64_t load_ns, uint64_t kv_cache_bytes) {
   const std::vector<double> ts = TokensPerSecond(test);
   const std::vector<double> ns = AsDoubles(test.samples_ns);
   nlohmann::ordered_json json = {{"model_filename", options.model},
@@ -217,6 +221,8 @@ nlohmann::ordered_json TestJson(const BenchTest& test, const BenchOptions& optio
                                  {"model_n_params", model.n_params},
                                  {"backends", backend},
                                  {"n_threads", options.threads},
+                                 {"type_k", std::string(DTypeName(options.kv_type))},
+                                 {"type_v", std::string(DTypeName(options.kv_type))},
                                  {"n_prompt", test.n_prompt},
                                  {"n_gen", test.n_gen},
                                  {"avg_ns", static_cast<uint64_t>(Mean(ns))},
@@ -226,7 +232,8 @@ nlohmann::ordered_json TestJson(const BenchTest& test, const BenchOptions& optio
                                  {"samples_ns", test.samples_ns},
                                  {"samples_ts", ts},
                                  {"load_ns", load_ns},
-                                 {"peak_rss_bytes", test.peak_rss_bytes}};
+                                 {"peak_rss_bytes", test.peak_rss_bytes},
+                                 {"kv_cache_bytes", kv_cache_bytes}};
   if (options.profile) {
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const OpProfile::Row& row : test.profile) {
@@ -346,6 +353,7 @@ Status RunBench(BenchOptions options) {
   engine_options.context_length = options.ctx != 0 ? options.ctx : longest;
   engine_options.prefill_chunk = std::clamp(largest_prompt, 1, kMaxPrefillChunk);
   engine_options.threads = options.threads;
+  engine_options.kv_dtype = options.kv_type;
 
   const uint64_t load_start = NowNs();
   auto engine = KITE_TRY(Engine::Load(options.model, engine_options));
@@ -358,7 +366,8 @@ Status RunBench(BenchOptions options) {
   for (BenchTest& test : tests) {
     KITE_RETURN_IF_ERROR(bench.Run(&test));
     if (options.json) {
-      out.push_back(TestJson(test, options, options.backend, model, load_ns));
+      out.push_back(
+          TestJson(test, options, options.backend, model, load_ns, engine->KvCacheBytes()));
     } else {
       PrintTableRow(test, options, options.backend, model);
     }
@@ -366,9 +375,11 @@ Status RunBench(BenchOptions options) {
   if (options.json) {
     std::printf("%s\n", out.dump(2).c_str());
   } else {
-    std::printf("\nload %.1f ms, peak RSS %s, KV cache %s, %d reps after a warm-up\n",
+    std::printf("\nload %.1f ms, peak RSS %s, KV cache %s %s (%llu bytes a token), %d reps after a "
+                "warm-up\n",
                 load_ns / 1e6, SizeText(PeakRssBytes()).c_str(),
-                SizeText(engine->KvCacheBytes()).c_str(), options.reps);
+                SizeText(engine->KvCacheBytes()).c_str(), std::string(DTypeName(options.kv_type)).c_str(),
+                static_cast<unsigned long long>(engine->KvBytesPerToken()), options.reps);
     if (options.profile) {
       for (const BenchTest& test : tests) PrintProfile(test, options.reps);
     }
@@ -411,6 +422,15 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                     "Backend to run on (default cpu if built, else ref)");
   bench->add_option("--ctx", options->ctx, "Context length (default: the longest test)")
       ->check(CLI::Range(1, 1 << 24));
+  bench
+      ->add_option_function<std::string>(
+          "--kv-type",
+          [options](const std::string& text) {
+            const std::string name = std::get<std::string>(ParseFlagValue("kv_type", "--kv-type", text, &options->warnings));
+            options->kv_type = *ParseKvCacheType(name);  // the table checked the name
+          },
+          "KV cache element type: " + KvCacheTypeNames() + " (default f16)")
+      ->type_name("TYPE");
   bench->add_flag("--json", options->json,
                   "Print a JSON array, one object per test, with llama-bench's field names");
   bench->add_flag("--profile", options->profile,

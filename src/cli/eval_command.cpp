@@ -27,6 +27,7 @@ struct PplOptions {
   std::string backend = "cpu";
   int32_t threads = 0;
   bool check_tensors = false;
+  DType kv_type = DType::kF16;
   bool json = false;
 };
 
@@ -40,6 +41,7 @@ Status RunPerplexity(const PplOptions& options) {
   engine_options.backend = options.backend;
   engine_options.threads = options.threads;
   engine_options.check_tensors = options.check_tensors;
+  engine_options.kv_dtype = options.kv_type;
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
   engine_options.prefill_chunk = window;
   auto engine = KITE_TRY(Engine::Create(std::move(spec), engine_options));
@@ -85,7 +87,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       "-c,--ctx,--ctx-size", [options](const int32_t& window) { options->window = window; },
       "Window length in tokens (default 512, or the model's trained context when shorter)");
   auto settings = std::make_shared<SettingFlags>(
-      ppl, std::vector<std::string>{"backend", "threads", "check_tensors"});
+      ppl, std::vector<std::string>{"backend", "threads", "check_tensors", "kv_type"});
   ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx} as JSON");
   ppl->callback([options, settings, exit_code] {
     RunSettings chosen;
@@ -93,6 +95,13 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
     options->backend = chosen.engine.backend;
     options->threads = chosen.engine.threads;
     options->check_tensors = chosen.engine.check_tensors;
+    options->kv_type = chosen.engine.kv_dtype;
+  ppl->add_option("--ctx", options->window, "Window length in tokens (default 512)");
+  ppl->add_option("--backend", options->backend, "Backend to run on: cpu or ref (default cpu)");
+  ppl->add_option("-t,--threads", options->threads, "Threads of the cpu backend (default: all cores)")
+      ->check(CLI::Range(0, 1024));
+  ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx, kv_type} as JSON");
+  ppl->callback([options, exit_code] {
     if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());
   });
 }

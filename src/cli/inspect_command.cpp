@@ -1,5 +1,6 @@
-// `kite inspect FILE [--json] [--all-tensors] [--placement [--backend NAME]]`: what a GGUF file or
-// HF folder holds, and where each node of its graphs would run.
+// `kite inspect FILE [--json] [--all-tensors] [--placement [--backend NAME] [--kv-type TYPE]]`:
+// what a GGUF file or HF folder holds, and where each node of its graphs would run (with the KV
+// cache's type and size).
 #include <cstdio>
 #include <memory>
 
@@ -45,7 +46,7 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
   // --check-tensors, and with --placement: --backend, -c/--ctx/--ctx-size, --prefill-chunk,
   // checked by the settings table.
   auto engine_flags = std::make_shared<SettingFlags>(
-      command, std::vector<std::string>{"backend", "context", "prefill_chunk", "check_tensors"});
+      command, std::vector<std::string>{"backend", "context", "prefill_chunk", "check_tensors", "kv_type"});
   command->callback([options, engine_flags, exit_code] {
     RunSettings chosen;
     PrintWarnings(engine_flags->ApplyTo(&chosen));

@@ -2,6 +2,8 @@
 
 #include <map>
 
+#include "cli/format_util.h"
+
 namespace kite::cli {
 
 namespace {
@@ -47,7 +49,12 @@ Result<Json> InspectPlacement(const std::string& path, const EngineOptions& opti
     const CompiledGraph* prefill = KITE_TRY(engine->GetGraph(chunk, false));
     graphs.push_back(GraphSummary("prefill", chunk, *prefill));
   }
-  return Json{{"model", path}, {"backend", options.backend}, {"graphs", graphs}};
+  const Json kv_cache = {{"type", std::string(DTypeName(options.kv_dtype))},
+                         {"context", engine->context_length()},
+                         {"bytes", engine->KvCacheBytes()},
+                         {"bytes_per_token", engine->KvBytesPerToken()}};
+  return Json{
+      {"model", path}, {"backend", options.backend}, {"kv_cache", kv_cache}, {"graphs", graphs}};
 }
 
 Json PlacementJson(Json placement) {
@@ -56,7 +63,11 @@ Json PlacementJson(Json placement) {
 }
 
 std::string RenderPlacementText(const Json& placement) {
-  std::string out;
+  const Json& kv = placement["kv_cache"];
+  std::string out = "KV cache: " + kv["type"].get<std::string>() + ", " +
+                    HumanBytes(kv["bytes"].get<uint64_t>()) + " for " +
+                    std::to_string(kv["context"].get<int32_t>()) + " positions (" +
+                    std::to_string(kv["bytes_per_token"].get<uint64_t>()) + " bytes a token)\n";
   for (const Json& graph : placement["graphs"]) {
     const int32_t tokens = graph["tokens"].get<int32_t>();
     out += graph["phase"].get<std::string>() + " (" + std::to_string(tokens) +

@@ -12,7 +12,8 @@
 namespace kite::cli {
 
 // Loads `path` with `options`, compiles the decode step and one full prefill chunk, and returns
-// {"backends": [...], "graphs": [{"phase", "tokens", "nodes": {backend: count}, "partitions",
+// {"model", "backend", "kv_cache": {"type", "context", "bytes", "bytes_per_token"},
+// "graphs": [{"phase", "tokens", "nodes": {backend: count}, "partitions",
 // "declined": [{"node", "op", "backend", "reason"}], "placement": [{"node", "op", "backend"}]}]}
 // (views, which run nowhere, left out) plus, in "report", the node table for people.
 Result<Json> InspectPlacement(const std::string& path, const EngineOptions& options);

@@ -94,7 +94,9 @@ Status Run(const GenerationFlags& flags, const RunOptions& options) {
       {"decode_tokens_per_second", PerSecond(result.decode_tokens, result.decode_seconds)},
       {"stop_reason", result.stop_reason},
       {"backend", config.engine.backend},
-      {"context", engine->context_length()}};
+      {"context", engine->context_length()},
+      {"kv_type", std::string(DTypeName(config.engine.kv_dtype))},
+      {"kv_cache_bytes", engine->KvCacheBytes()}};
   if (options.json) {
     nlohmann::ordered_json out = {
         {"prompt_ids", prompt_ids}, {"ids", result.ids}, {"text", result.text}, {"stats", stats}};

@@ -1,8 +1,39 @@
 #include "graph/kv_cache.h"
 
+#include <algorithm>
+#include <array>
 #include <string>
 
 namespace kite {
+
+namespace {
+
+constexpr std::array kKvCacheTypes = {DType::kF16, DType::kF32, DType::kQ8_0};
+
+}  // namespace
+
+std::span<const DType> KvCacheTypes() { return kKvCacheTypes; }
+
+bool IsKvCacheType(DType dtype) {
+  return std::find(kKvCacheTypes.begin(), kKvCacheTypes.end(), dtype) != kKvCacheTypes.end();
+}
+
+std::string KvCacheTypeNames() {
+  std::string names;
+  for (DType dtype : kKvCacheTypes) names += (names.empty() ? "" : ", ") + std::string(DTypeName(dtype));
+  return names;
+}
+
+std::optional<DType> ParseKvCacheType(std::string_view name) {
+  const std::optional<DType> dtype = ParseDType(name);
+  if (!dtype || !IsKvCacheType(*dtype)) return std::nullopt;
+  return dtype;
+}
+
+uint64_t KvHeadBytes(DType dtype, int64_t head_dim) {
+  const DTypeTraits& traits = Traits(dtype);
+  return static_cast<uint64_t>(head_dim / traits.block_size) * traits.block_bytes;
+}
 
 Result<KvCache> KvCache::Create(const KvCacheConfig& config) {
   auto positive = [](const char* field, int64_t v) -> Status {
@@ -17,14 +48,20 @@ Result<KvCache> KvCache::Create(const KvCacheConfig& config) {
   KITE_RETURN_IF_ERROR(positive("head_dim", config.head_dim));
   KITE_RETURN_IF_ERROR(positive("page_size", config.page_size));
   KITE_RETURN_IF_ERROR(positive("n_pages", config.n_pages));
-  if (config.dtype != DType::kF16 && config.dtype != DType::kF32) {
+  if (!IsKvCacheType(config.dtype)) {
     return InvalidInput("KV cache config: dtype " + std::string(DTypeName(config.dtype)) +
-                        ", expected f16 or f32");
+                        ", expected one of " + KvCacheTypeNames());
   }
-  const uint64_t elem = config.dtype == DType::kF16 ? 2 : 4;
+  const int32_t block = Traits(config.dtype).block_size;
+  if (config.head_dim % block != 0) {
+    return InvalidInput("KV cache config: head_dim " + std::to_string(config.head_dim) +
+                        " is not a multiple of " + std::to_string(block) +
+                        ", the block size of KV cache type " +
+                        std::string(DTypeName(config.dtype)));
+  }
   uint64_t page_bytes = 0;
   uint64_t pool_bytes = 0;
-  if (__builtin_mul_overflow(2 * elem * config.n_kv_heads * config.head_dim,
+  if (__builtin_mul_overflow(2 * KvHeadBytes(config.dtype, config.head_dim) * config.n_kv_heads,
                              static_cast<uint64_t>(config.page_size), &page_bytes) ||
       __builtin_mul_overflow(page_bytes, static_cast<uint64_t>(config.n_pages), &pool_bytes) ||
       pool_bytes > (uint64_t{1} << 48)) {
@@ -86,7 +123,8 @@ void KvCache::RefreshViews() {
                                  .n_kv_heads = config_.n_kv_heads,
                                  .head_dim = config_.head_dim,
                                  .length = length_,
-                                 .pages = table});
+                                 .pages = table,
+                                 .head_bytes = KvHeadBytes(config_.dtype, config_.head_dim)});
   }
 }
 

@@ -4,12 +4,17 @@
 //
 // Each layer maps logical page p (positions p·page_size .. (p+1)·page_size - 1) to a page of
 // memory holding k [page_size, n_kv_heads, head_dim] followed by v [page_size, n_kv_heads,
-// head_dim], in f16 or f32.
+// head_dim], in f16, f32 or q8_0. A q8_0 row holds, per head, head_dim / 32 ggml blocks (32 int8
+// codes and an f16 scale, tensor/quant_blocks.h): blocks run along head_dim and never straddle
+// two heads, so one head of one position is whole blocks that attention dequantizes on its own.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -18,8 +23,19 @@
 
 namespace kite {
 
+// The types a KV cache stores: f16, f32, q8_0 (the one list; settings and messages read it).
+std::span<const DType> KvCacheTypes();
+bool IsKvCacheType(DType dtype);
+// "f16, f32, q8_0", for messages.
+std::string KvCacheTypeNames();
+// A KV cache type by ggml's name (case-insensitive), or nullopt for any other name.
+std::optional<DType> ParseKvCacheType(std::string_view name);
+// Bytes of one head of one position's k (or v): head_dim elements of `dtype` (a KV cache type;
+// head_dim a multiple of its block size).
+uint64_t KvHeadBytes(DType dtype, int64_t head_dim);
+
 struct KvLayerView {
-  DType dtype = DType::kF16;  // kF16 or kF32
+  DType dtype = DType::kF16;  // a KV cache type
   int32_t page_size = 0;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
@@ -28,10 +44,12 @@ struct KvLayerView {
   int64_t length = 0;
   std::span<std::byte* const> pages;  // logical page -> page memory
 
+  // Bytes of one head's slice of a row [head_dim]: KvHeadBytes(dtype, head_dim), kept here
+  // because the kernels' page lookups (key, value) need it for every position they read.
+  uint64_t head_bytes = 0;
+
   // Bytes of one position's k (or v) row: [n_kv_heads, head_dim].
-  uint64_t row_bytes() const {
-    return static_cast<uint64_t>(n_kv_heads) * head_dim * (dtype == DType::kF16 ? 2 : 4);
-  }
+  uint64_t row_bytes() const { return static_cast<uint64_t>(n_kv_heads) * head_bytes; }
   std::byte* key(int64_t pos) const {
     return pages[pos / page_size] + (pos % page_size) * row_bytes();
   }
@@ -53,7 +71,8 @@ struct KvCacheConfig {
 
 class KvCache {
  public:
-  // Allocates the whole pool now (zero-filled); an error names the bad field.
+  // Allocates the whole pool now (zero-filled); an error names the bad field (a head_dim that is
+  // not a whole number of the type's blocks included).
   static Result<KvCache> Create(const KvCacheConfig& config);
 
   KvCache(KvCache&&) = default;

@@ -31,8 +31,44 @@ TEST(KvCache, RejectsBadConfig) {
   ASSERT_FALSE(empty.has_value());
   EXPECT_NE(empty.error().message.find("n_pages"), std::string::npos);
   config = SmallConfig();
+  config.dtype = DType::kQ4_0;  // not a KV cache type
+  const Result<KvCache> q4 = KvCache::Create(config);
+  ASSERT_FALSE(q4.has_value());
+  EXPECT_NE(q4.error().message.find("expected one of f16, f32, q8_0"), std::string::npos)
+      << q4.error().message;
+  config = SmallConfig();
+  config.dtype = DType::kQ8_0;  // head_dim 4: not whole blocks of 32
+  const Result<KvCache> q8 = KvCache::Create(config);
+  ASSERT_FALSE(q8.has_value());
+  EXPECT_NE(q8.error().message.find("head_dim 4 is not a multiple of 32"), std::string::npos)
+      << q8.error().message;
+  EXPECT_NE(q8.error().message.find("q8_0"), std::string::npos) << q8.error().message;
+}
+
+TEST(KvCache, TypeNamesParseAsGgmlSpellsThem) {
+  EXPECT_EQ(KvCacheTypeNames(), "f16, f32, q8_0");
+  EXPECT_EQ(ParseKvCacheType("q8_0"), DType::kQ8_0);
+  EXPECT_EQ(ParseKvCacheType("Q8_0"), DType::kQ8_0);
+  EXPECT_EQ(ParseKvCacheType("f32"), DType::kF32);
+  EXPECT_EQ(ParseKvCacheType("q4_0"), std::nullopt);
+  EXPECT_EQ(ParseKvCacheType("fp16"), std::nullopt);
+}
+
+// A q8_0 row is, per head, head_dim / 32 blocks of 34 bytes (32 codes, an f16 scale): a head is
+// whole blocks, and the pool is sized from that, not from 1 byte an element.
+TEST(KvCache, Q8_0RowsAreWholeBlocksPerHead) {
+  KvCacheConfig config = SmallConfig();
   config.dtype = DType::kQ8_0;
-  EXPECT_FALSE(KvCache::Create(config).has_value());
+  config.n_kv_heads = 3;
+  config.head_dim = 64;
+  KvCache cache = *KvCache::Create(config);
+  ASSERT_TRUE(cache.Resize(5));
+  const KvLayerView& layer = cache.view().layers[1];
+  EXPECT_EQ(layer.head_bytes, 2u * 34);
+  EXPECT_EQ(layer.row_bytes(), 3u * 2 * 34);
+  EXPECT_EQ(layer.value(0), layer.key(3) + layer.row_bytes());  // k rows, then v rows
+  EXPECT_EQ(KvHeadBytes(DType::kF16, 64), 128u);
+  EXPECT_EQ(KvHeadBytes(DType::kF32, 64), 256u);
 }
 
 TEST(KvCache, ResizeMapsPagesPerLayer) {

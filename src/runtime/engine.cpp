@@ -42,6 +42,11 @@ uint64_t PhysicalMemoryBytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
 }
 
+uint64_t KvBytesPerPosition(const ModelSpec& spec, DType kv_dtype) {
+  return 2 * static_cast<uint64_t>(spec.n_layers) * static_cast<uint64_t>(spec.n_kv_heads) *
+         KvHeadBytes(kv_dtype, spec.head_dim);
+}
+
 Status CheckOptions(const EngineOptions& options) {
   if (options.context_length < 0) {
     return InvalidInput("context length " + std::to_string(options.context_length) +
@@ -59,9 +64,9 @@ Status CheckOptions(const EngineOptions& options) {
     return InvalidInput("threads " + std::to_string(options.threads) + ", expected 0 to " +
                         std::to_string(kMaxEngineThreads) + " (0: one per hardware thread)");
   }
-  if (options.kv_dtype != DType::kF16 && options.kv_dtype != DType::kF32) {
+  if (!IsKvCacheType(options.kv_dtype)) {
     return InvalidInput("KV cache type " + std::string(DTypeName(options.kv_dtype)) +
-                        ", expected f16 or f32");
+                        ", expected one of " + KvCacheTypeNames());
   }
   return Ok();
 }
@@ -80,6 +85,8 @@ Engine::Engine(ModelSpec spec, EngineOptions options, int32_t context_length, Kv
       backends_(std::move(backends)) {}
 
 Engine::~Engine() = default;
+
+uint64_t Engine::KvBytesPerToken() const { return KvBytesPerPosition(spec_, options_.kv_dtype); }
 
 Result<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
                                              const EngineOptions& options) {
@@ -100,6 +107,14 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
                        ", which Kite does not implement; use a context up to the window");
   }
 
+  const int32_t kv_block = Traits(options.kv_dtype).block_size;
+  if (spec.head_dim % kv_block != 0) {
+    return Unsupported(spec.source + ": head_dim " + std::to_string(spec.head_dim) +
+                       " is not a multiple of " + std::to_string(kv_block) +
+                       ", the block size of KV cache type " +
+                       std::string(DTypeName(options.kv_dtype)) + "; use f16 or f32");
+  }
+
   if (options.check_tensors) {
     ThreadPool pool(options.threads);
     KITE_RETURN_IF_ERROR(CheckTensorsFinite(spec, &pool));
@@ -118,10 +133,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
   // too large fails here, with the number, not in the middle of a conversation.
   const int64_t pages_per_layer =
       (int64_t{context} + options.kv_page_size - 1) / options.kv_page_size;
-  const uint64_t element_bytes = options.kv_dtype == DType::kF16 ? 2 : 4;
-  const long double kv_bytes_exact = static_cast<long double>(spec.n_layers) * pages_per_layer *
-                                     options.kv_page_size * 2 * spec.n_kv_heads * spec.head_dim *
-                                     element_bytes;
+  const long double kv_bytes_exact = static_cast<long double>(pages_per_layer) *
+                                     options.kv_page_size *
+                                     KvBytesPerPosition(spec, options.kv_dtype);
   const uint64_t memory = PhysicalMemoryBytes();
   if (kv_bytes_exact > static_cast<long double>(memory)) {
     return OutOfResources("a context of " + std::to_string(context) + " positions needs " +

@@ -33,7 +33,7 @@ class Session;
 struct EngineOptions {
   int32_t context_length = 0;    // 0: min(the model's, 4096)
   int32_t prefill_chunk = 128;   // tokens per prefill graph run
-  DType kv_dtype = DType::kF16;  // f16 or f32
+  DType kv_dtype = DType::kF16;  // f16, f32 or q8_0 (head_dim a multiple of 32)
   int32_t kv_page_size = 64;     // positions per KV page
   std::string backend = "cpu";   // see AvailableBackends()
   int32_t threads = 0;           // cpu backend threads; 0: the hardware concurrency
@@ -70,7 +70,10 @@ class Engine {
   // The placement of every compiled graph (decode step, and prefill chunks once used): which
   // node runs on which backend, and why others declined it.
   std::string PlacementReport() const;
+  // The KV cache: all of it (every layer's pages for the whole context), and what one position
+  // takes in every layer (k and v).
   uint64_t KvCacheBytes() const { return kv_bytes_; }
+  uint64_t KvBytesPerToken() const;
   uint64_t WeightBytes() const { return spec_.WeightBytes(); }
 
   // For Session: the compiled graph of `tokens` tokens (1 <= tokens <= prefill_chunk), compiled

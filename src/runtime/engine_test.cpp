@@ -46,6 +46,41 @@ TEST(EngineTest, KvCacheIsSizedInWholePages) {
   EXPECT_EQ((*engine)->KvCacheBytes(), 2u * 2 * 2 * 16 * 4 * 128);
 }
 
+// q8_0 stores 34 bytes per 32 elements: 2 layers x (k + v) x 2 kv heads x one block of 32.
+TEST(EngineTest, Q8_0KvCacheBytesAreWholeBlocks) {
+  const std::string path = ::testing::TempDir() + "kite_engine_head32.gguf";
+  testing::TestModelOptions model;
+  model.head_dim = 32;
+  model.n_heads = 2;
+  model.n_kv_heads = 2;
+  model.hidden = 64;
+  ASSERT_TRUE(testing::WriteTestModel(path, model).has_value());
+  EngineOptions options;
+  options.context_length = 100;
+  options.kv_page_size = 64;  // 128 positions
+  options.kv_dtype = DType::kQ8_0;
+  auto engine = Engine::Load(path, options);
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  EXPECT_EQ((*engine)->KvBytesPerToken(), 2u * 2 * 2 * 34);
+  EXPECT_EQ((*engine)->KvCacheBytes(), 2u * 2 * 2 * 34 * 128);
+  options.kv_dtype = DType::kF16;
+  auto f16 = Engine::Load(path, options);
+  ASSERT_TRUE(f16.has_value()) << f16.error().message;
+  EXPECT_EQ((*f16)->KvBytesPerToken(), 2u * 2 * 2 * 32 * 2);
+}
+
+// The reference models have heads of 16: not whole q8_0 blocks.
+TEST(EngineTest, Q8_0KvCacheNeedsHeadDimAMultipleOf32) {
+  EngineOptions options;
+  options.kv_dtype = DType::kQ8_0;
+  auto engine = Engine::Load(kReference + "llama-gqa", options);
+  ASSERT_FALSE(engine.has_value());
+  EXPECT_EQ(engine.error().code, ErrorCode::kUnsupported);
+  EXPECT_TRUE(Contains(engine.error().message,
+                       "head_dim 16 is not a multiple of 32, the block size of KV cache type q8_0"))
+      << engine.error().message;
+}
+
 TEST(EngineTest, ContextTooLargeForMemorySaysHowManyBytes) {
   EngineOptions options;
   options.context_length = 2'000'000'000;  // 2e9 x 256 bytes per position = 512 GB of f16 KV
@@ -69,8 +104,11 @@ TEST(EngineTest, RefusesBadOptions) {
   options.prefill_chunk = 0;
   EXPECT_FALSE(Engine::Load(kReference + "llama-gqa", options).has_value());
   options = EngineOptions{};
-  options.kv_dtype = DType::kQ8_0;
-  EXPECT_FALSE(Engine::Load(kReference + "llama-gqa", options).has_value());
+  options.kv_dtype = DType::kQ4_0;
+  auto q4 = Engine::Load(kReference + "llama-gqa", options);
+  ASSERT_FALSE(q4.has_value());
+  EXPECT_TRUE(Contains(q4.error().message, "KV cache type q4_0, expected one of f16, f32, q8_0"))
+      << q4.error().message;
   options = EngineOptions{};
   options.context_length = -1;
   EXPECT_FALSE(Engine::Load(kReference + "llama-gqa", options).has_value());

@@ -3,9 +3,10 @@
 //   kite.session.model          u64   the model's identity (ModelIdentity below)
 //   kite.session.checksum       u64   FNV-1a 64 over every tensor's bytes, in file order
 //   kite.session.{n_layers, n_kv_heads, head_dim, vocab}  u32
-//   kite.session.kv_type        str   "f16" / "f32"
+//   kite.session.kv_type        str   "f16" / "f32" / "q8_0"
 //   history                     i32   [n_past]
-//   blk.N.k, blk.N.v            kv    [n_past, n_kv_heads, head_dim]   (when the cache held them)
+//   blk.N.k, blk.N.v            kv    [n_past, n_kv_heads, head_dim]   (when the cache held them;
+//                                     q8_0: the cache rows as they stand, blocks along head_dim)
 // Without the KV tensors (or with another KV type) Load feeds the history again. A damaged file
 // or one saved with another model is refused: its KV rows would be used as they are.
 #include <cstdio>

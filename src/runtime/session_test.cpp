@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -341,6 +342,68 @@ TEST(SessionTest, NonFiniteLogitsStopGenerationNamingThePosition) {
   EXPECT_TRUE(Contains(result.error().message, "the logits for position 3 are not finite"))
       << result.error().message;
   EXPECT_TRUE(Contains(result.error().message, "--check-tensors")) << result.error().message;
+// A q8_0 cache is saved as the rows stand (blocks along head_dim) and loaded back byte for byte;
+// the restored session continues exactly as the uninterrupted one. Loaded into an f16 engine,
+// the same file's history is fed again.
+TEST(SessionTest, Q8_0CacheSavesAndLoadsItsBlocks) {
+  const std::string model_path = ::testing::TempDir() + "kite_session_head32.gguf";
+  testing::TestModelOptions model;
+  model.head_dim = 32;
+  model.n_heads = 2;
+  model.n_kv_heads = 1;
+  model.hidden = 64;
+  ASSERT_TRUE(testing::WriteTestModel(model_path, model).has_value());
+  EngineOptions options;
+  options.kv_dtype = DType::kQ8_0;
+  options.kv_page_size = 4;  // rows cross pages
+  auto engine = Engine::Load(model_path, options);
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  const std::vector<int32_t> prompt = {1, 17, 250, 3, 99, 42, 7, 180, 66, 12, 5, 140};
+
+  const std::string path = ::testing::TempDir() + "kite_session_q8_0";
+  Session a(**engine);
+  ASSERT_TRUE(a.Feed(std::span(prompt).first(10)).has_value());
+  const KvLayerView& layer = (*engine)->kv_cache().view().layers[1];
+  std::vector<std::byte> keys(10 * layer.row_bytes());
+  for (int64_t pos = 0; pos < 10; ++pos) {
+    std::memcpy(keys.data() + pos * layer.row_bytes(), layer.key(pos), layer.row_bytes());
+  }
+  ASSERT_TRUE(a.Save(path).has_value());
+  {
+    auto file = GgufFile::Open(path);
+    ASSERT_TRUE(file.has_value()) << file.error().message;
+    const GgufTensorInfo* k = file->FindTensor("blk.1.k");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(k->dtype, DType::kQ8_0);
+    EXPECT_EQ(k->shape, (std::vector<int64_t>{10, 1, 32}));
+    ASSERT_EQ(k->bytes, 10u * 34);
+    EXPECT_EQ(std::memcmp(file->View(*k).data, keys.data(), keys.size()), 0);
+  }
+  auto direct = a.Feed(std::span(prompt).subspan(10));
+  ASSERT_TRUE(direct.has_value());
+  const std::vector<float> direct_logits(direct->begin(), direct->end());
+
+  Session other(**engine);
+  ASSERT_TRUE(other.Feed(std::span(prompt).last(6)).has_value());  // overwrites the cache
+  Session restored(**engine);
+  ASSERT_TRUE(restored.Load(path).has_value());
+  const KvLayerView& after = (*engine)->kv_cache().view().layers[1];
+  for (int64_t pos = 0; pos < 10; ++pos) {
+    EXPECT_EQ(std::memcmp(after.key(pos), keys.data() + pos * after.row_bytes(), after.row_bytes()),
+              0)
+        << pos;
+  }
+  auto continued = restored.Feed(std::span(prompt).subspan(10));
+  ASSERT_TRUE(continued.has_value());
+  EXPECT_EQ(std::vector<float>(continued->begin(), continued->end()), direct_logits);
+
+  options.kv_dtype = DType::kF16;
+  auto f16 = Engine::Load(model_path, options);
+  ASSERT_TRUE(f16.has_value());
+  Session refed(**f16);
+  ASSERT_TRUE(refed.Load(path).has_value());
+  EXPECT_EQ(refed.history(), std::vector<int32_t>(prompt.begin(), prompt.begin() + 10));
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "format/json_util.h"
+#include "graph/kv_cache.h"
 #include "runtime/chat_template.h"
 
 namespace kite {
@@ -21,7 +22,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::vector<std::string> KvTypeNames() {
   std::vector<std::string> names;
-  for (const auto& [name, dtype] : KvCacheTypes()) names.push_back(name);
+  for (DType dtype : KvCacheTypes()) names.emplace_back(DTypeName(dtype));
   return names;
 }
 
@@ -117,9 +118,8 @@ std::vector<Setting> BuildTable() {
        .help = "KV cache element type", .choices = KvTypeNames,
        .store =
            [](S& s, const V& v) {
-             for (const auto& [name, dtype] : KvCacheTypes()) {
-               if (name == std::get<std::string>(v)) s.engine.kv_dtype = dtype;
-             }
+             // The value was checked against KvTypeNames(), so it parses.
+             s.engine.kv_dtype = *ParseKvCacheType(std::get<std::string>(v));
            },
        .load = [](const S& s) -> V { return std::string(DTypeName(s.engine.kv_dtype)); }},
       {.key = "prefill_chunk", .flags = {"--prefill-chunk"}, .type = SettingType::kInt,
@@ -221,12 +221,6 @@ const Setting* FindSetting(std::string_view key) {
     if (setting.key == key) return &setting;
   }
   return nullptr;
-}
-
-const std::vector<std::pair<std::string, DType>>& KvCacheTypes() {
-  static const std::vector<std::pair<std::string, DType>> types = {{"f16", DType::kF16},
-                                                                   {"f32", DType::kF32}};
-  return types;
 }
 
 std::string RangeText(const Setting& setting) {

@@ -67,8 +67,6 @@ struct Setting {
 const std::vector<Setting>& SettingsTable();
 const Setting* FindSetting(std::string_view key);
 
-// The KV cache types --kv-type and "kv_type" accept, by name.
-const std::vector<std::pair<std::string, DType>>& KvCacheTypes();
 
 // "in [0, 1]", ">= 0", "> 0", "one of f16, f32", ... (empty when anything goes).
 std::string RangeText(const Setting& setting);

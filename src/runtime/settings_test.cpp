@@ -62,7 +62,7 @@ TEST(SettingsTable, OutOfRangeValuesAreRefusedNamingFlagValueAndRange) {
   EXPECT_EQ(FlagError("prefill_chunk", "--prefill-chunk", "0"), "--prefill-chunk 0: must be >= 1");
   EXPECT_EQ(FlagError("n_predict", "-n", "-2"), "-n -2: must be >= -1");
   EXPECT_EQ(FlagError("context", "--ctx", "3000000000"), "--ctx 3000000000: must be <= 2147483647");
-  EXPECT_EQ(FlagError("kv_type", "--kv-type", "f8"), "--kv-type f8: must be one of f16, f32");
+  EXPECT_EQ(FlagError("kv_type", "--kv-type", "f8"), "--kv-type f8: must be one of f16, f32, q8_0");
   EXPECT_EQ(FlagError("backend", "--backend", "gpu"), "--backend gpu: must be one of ref, cpu");
   // The edges are allowed.
   for (const auto& [key, text] : std::vector<std::pair<std::string, std::string>>{
@@ -189,7 +189,7 @@ TEST(SettingsTable, HelpLinesGiveRangeAndDefault) {
             "Nucleus: keep the smallest set of tokens reaching P; 1 keeps all (in [0, 1]; default 0.95)");
   EXPECT_EQ(HelpLine(Get("threads")).find("(>= 0; default 0: all CPUs)") != std::string::npos, true)
       << HelpLine(Get("threads"));
-  EXPECT_NE(HelpLine(Get("kv_type")).find("one of f16, f32; default f16"), std::string::npos)
+  EXPECT_NE(HelpLine(Get("kv_type")).find("one of f16, f32, q8_0; default f16"), std::string::npos)
       << HelpLine(Get("kv_type"));
   for (const Setting& setting : SettingsTable()) {
     if (setting.type == SettingType::kInt || setting.type == SettingType::kFloat) {

@@ -1,14 +1,18 @@
-// Causal grouped-query attention over the paged KV cache, read in place (f16 or f32 pages), with
-// an online softmax over tiles of cached positions: scores of a tile, one vectorized exp, the
-// running max and sum rescaled, values accumulated in f32.
+// Causal grouped-query attention over the paged KV cache, read in place (f16, f32 or q8_0 pages),
+// with an online softmax over tiles of cached positions: scores of a tile, one vectorized exp, the
+// running max and sum rescaled, values accumulated in f32. A q8_0 head is head_dim / 32 blocks:
+// its int8 codes widen to f32 and each block's f16 scale multiplies once per block (a key's
+// partial dot, a value's softmax weight), as the blocks are read.
 //   decode (one token): each query head alone, its keys read straight from the pages;
 //   prefill: the query rows sharing a KV head in blocks of one SIMD lane a row (AttendRows),
 //   each tile converted to f32 once for the whole block.
 // The threads take work units one at a time from a shared counter, which balances causal prefill
 // (later rows attend to more positions) and a thread that shares its core with another process.
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/attention.cpp"
@@ -21,7 +25,8 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/shared_kernels.h"
-#include "base/half.h"
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
 
 #ifndef KITE_CPU_ATTENTION_ONCE
 #define KITE_CPU_ATTENTION_ONCE
@@ -51,15 +56,46 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 
+// Reading one head [D] of a cache row, `head` pointing at its first byte. T is the stored type:
+// float, hwy::float16_t, or BlockQ8_0. A head is blocks of BlockOf<T> elements (the whole head
+// for the float types); BlockAt gives block b's first byte, Codes a vector of its elements from
+// c (a multiple of the lanes) before the block's Scale (q8_0 only).
 template <typename T>
-HWY_INLINE hn::Vec<DF> LoadRow(const std::byte* p) {
+constexpr bool kQ8 = std::is_same_v<T, BlockQ8_0>;
+
+template <typename T>
+HWY_INLINE int64_t BlockOf(int64_t dim) {
+  return kQ8<T> ? kQK : dim;
+}
+
+template <typename T>
+HWY_INLINE const std::byte* BlockAt(const std::byte* head, int64_t b) {
+  return kQ8<T> ? head + b * static_cast<int64_t>(sizeof(BlockQ8_0)) : head;
+}
+
+template <typename T>
+HWY_INLINE hn::Vec<DF> Codes(const std::byte* block, int64_t c) {
   const DF df;
   if constexpr (std::is_same_v<T, float>) {
-    return hn::LoadU(df, reinterpret_cast<const float*>(p));
-  } else {
+    return hn::LoadU(df, reinterpret_cast<const float*>(block) + c);
+  } else if constexpr (std::is_same_v<T, hwy::float16_t>) {
     const hn::Rebind<hwy::float16_t, DF> dh;
-    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(block) + c));
+  } else {
+    const hn::Rebind<int32_t, DF> di;
+    const hn::Rebind<int8_t, DF> d8;
+    const auto* codes = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ8_0, qs)) + c;
+    return hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(d8, codes)));
   }
+}
+
+// A q8_0 block's scale, converted by the target's f16 conversion in one lane (branch-free): it
+// runs once a block of every key and value read.
+HWY_INLINE float Scale(const std::byte* block) {
+  const hn::CappedTag<float, 1> d1;
+  const hn::Rebind<hwy::float16_t, decltype(d1)> dh1;
+  const auto* d = reinterpret_cast<const hwy::float16_t*>(block + offsetof(BlockQ8_0, d));
+  return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh1, d)));
 }
 
 // out [D] = softmax over j in [0, last] of scale · q·k_j, applied to v_j, for one query head.
@@ -69,20 +105,39 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
   const DF df;
   const int64_t dim = layer.head_dim;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t head_offset = kv_head * dim * static_cast<int64_t>(sizeof(T));
+  const int64_t block = BlockOf<T>(dim);
+  const int64_t blocks = dim / block;
+  const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes);
   HWY_ALIGN float acc[kMaxHeadDim];
   HWY_ALIGN float p[kTile];
+  // The weight of each value block: p[j], times the block's scale for q8_0 [blocks][tile].
+  HWY_ALIGN float weights[kQ8<T> ? kTile * kMaxHeadDim / kQK : 1];
+  const std::byte* keys[kTile];    // the tile's heads, looked up in the page table once
+  const std::byte* values[kTile];
   for (int64_t i = 0; i < dim; i += lanes) hn::Store(hn::Zero(df), df, acc + i);
   float max = -INFINITY;
   float sum = 0.0f;
   for (int64_t j0 = 0; j0 <= last; j0 += kTile) {
     const int64_t count = std::min(kTile, last + 1 - j0);
+    for (int64_t j = 0; j < count; ++j) {
+      keys[j] = layer.key(j0 + j) + head_offset;
+      values[j] = layer.value(j0 + j) + head_offset;
+    }
     float tile_max = -INFINITY;
     for (int64_t j = 0; j < count; ++j) {
-      const std::byte* key = layer.key(j0 + j) + head_offset;
       auto dot = hn::Zero(df);
-      for (int64_t i = 0; i < dim; i += lanes) {
-        dot = hn::MulAdd(hn::LoadU(df, q + i), LoadRow<T>(key + i * sizeof(T)), dot);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const std::byte* key = BlockAt<T>(keys[j], b);
+        const float* qb = q + b * block;
+        auto part = hn::Zero(df);
+        for (int64_t c = 0; c < block; c += lanes) {
+          part = hn::MulAdd(hn::LoadU(df, qb + c), Codes<T>(key, c), part);
+        }
+        if constexpr (kQ8<T>) {
+          dot = hn::MulAdd(hn::Set(df, Scale(key)), part, dot);
+        } else {
+          dot = part;
+        }
       }
       p[j] = scale * hn::GetLane(hn::SumOfLanes(df, dot));
       tile_max = std::max(tile_max, p[j]);
@@ -99,13 +154,25 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
       tile_sum = hn::Add(tile_sum, hn::IfThenElseZero(hn::FirstN(df, valid), e));
     }
     sum = sum * correction + hn::GetLane(hn::SumOfLanes(df, tile_sum));
-    for (int64_t i = 0; i < dim; i += lanes) {
-      auto a = hn::Mul(hn::Load(df, acc + i), hn::Set(df, correction));
-      for (int64_t j = 0; j < count; ++j) {
-        const std::byte* value = layer.value(j0 + j) + head_offset;
-        a = hn::MulAdd(hn::Set(df, p[j]), LoadRow<T>(value + i * sizeof(T)), a);
+    const float* w = p;
+    if constexpr (kQ8<T>) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t j = 0; j < count; ++j) {
+          weights[b * kTile + j] = p[j] * Scale(BlockAt<T>(values[j], b));
+        }
       }
-      hn::Store(a, df, acc + i);
+      w = weights;
+    }
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t at = b * block;
+      for (int64_t c = 0; c < block; c += lanes) {
+        auto a = hn::Mul(hn::Load(df, acc + at + c), hn::Set(df, correction));
+        for (int64_t j = 0; j < count; ++j) {
+          const float weight = kQ8<T> ? w[b * kTile + j] : w[j];
+          a = hn::MulAdd(hn::Set(df, weight), Codes<T>(BlockAt<T>(values[j], b), c), a);
+        }
+        hn::Store(a, df, acc + at + c);
+      }
     }
   }
   const auto inv = hn::Set(df, 1.0f / sum);
@@ -117,6 +184,8 @@ void Attend(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t l
             float* out) {
   if (layer.dtype == DType::kF16) {
     AttendHead<hwy::float16_t>(q, layer, kv_head, last, scale, out);
+  } else if (layer.dtype == DType::kQ8_0) {
+    AttendHead<BlockQ8_0>(q, layer, kv_head, last, scale, out);
   } else {
     AttendHead<float>(q, layer, kv_head, last, scale, out);
   }
@@ -135,11 +204,22 @@ HWY_INLINE void TileToF32(const KvLayerView& layer, bool values, int64_t j0, int
                           int64_t padded, int64_t head_offset, int64_t dim, float* dst) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t block = BlockOf<T>(dim);
   for (int64_t j = 0; j < padded; ++j) {
-    const std::byte* row =
-        j < count ? (values ? layer.value(j0 + j) : layer.key(j0 + j)) + head_offset : nullptr;
-    for (int64_t i = 0; i < dim; i += lanes) {
-      hn::Store(row ? LoadRow<T>(row + i * sizeof(T)) : hn::Zero(df), df, dst + j * dim + i);
+    if (j >= count) {
+      for (int64_t i = 0; i < dim; i += lanes) hn::Store(hn::Zero(df), df, dst + j * dim + i);
+      continue;
+    }
+    const std::byte* row = (values ? layer.value(j0 + j) : layer.key(j0 + j)) + head_offset;
+    for (int64_t b = 0; b < dim / block; ++b) {
+      const std::byte* data = BlockAt<T>(row, b);
+      float* to = dst + j * dim + b * block;
+      if constexpr (kQ8<T>) {
+        const auto d = hn::Set(df, Scale(data));
+        for (int64_t c = 0; c < block; c += lanes) hn::Store(hn::Mul(d, Codes<T>(data, c)), df, to + c);
+      } else {
+        for (int64_t c = 0; c < block; c += lanes) hn::Store(Codes<T>(data, c), df, to + c);
+      }
     }
   }
 }
@@ -183,7 +263,7 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
   using V = hn::Vec<DF>;
   const int64_t dim = layer.head_dim;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
-  const int64_t head_offset = kv_head * dim * static_cast<int64_t>(sizeof(T));
+  const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes);
   HWY_ALIGN float qt[kMaxBlockDim * kRows];   // [D][rows], times the scale
   HWY_ALIGN float kf[kTile * kMaxBlockDim];   // [tile][D]
   HWY_ALIGN float vf[kTile * kMaxBlockDim];   // [tile][D]
@@ -261,6 +341,8 @@ void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head
     const int64_t count = std::min(kRows, rows.count - begin);
     if (layer.dtype == DType::kF16) {
       AttendBlockT<hwy::float16_t>(rows, begin, count, layer, kv_head, scale);
+    } else if (layer.dtype == DType::kQ8_0) {
+      AttendBlockT<BlockQ8_0>(rows, begin, count, layer, kv_head, scale);
     } else {
       AttendBlockT<float>(rows, begin, count, layer, kv_head, scale);
     }
@@ -279,16 +361,18 @@ HWY_EXPORT(AttendRows);
 
 namespace {
 
-// Copies token t of x [T, Hkv, D] (contiguous) into a cache row [Hkv, D].
-void WriteRow(const KvLayerView& layer, const float* x, int64_t n, std::byte* row) {
-  if (layer.dtype == DType::kF16) {
-    for (int64_t i = 0; i < n; ++i) {
-      const uint16_t bits = F32ToF16(x[i]);
-      std::memcpy(row + 2 * i, &bits, 2);
-    }
-  } else {
-    std::memcpy(row, x, n * sizeof(float));
+// Stores token t of x [T, Hkv, D] (contiguous, n = Hkv · D floats) in a cache row, converted by
+// the tensor layer's reference quantizer, as ref stores it: the same bytes on both backends (f16
+// rounded to nearest even; q8_0 as ggml's quantize_row_q8_0_ref, refusing non-finite values).
+Status WriteRow(const KvLayerView& layer, const float* x, int64_t n, const char* name, int64_t t,
+                std::byte* row) {
+  Status stored = Quantize(layer.dtype, x, row, n);
+  if (!stored) {
+    return std::unexpected(std::move(stored.error())
+                               .WithContext(std::string(name) + " of token " + std::to_string(t) +
+                                            " into the KV cache"));
   }
+  return Ok();
 }
 
 }  // namespace
@@ -328,8 +412,10 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
                           " is outside the KV cache's valid length " +
                           std::to_string(layer.length));
     }
-    WriteRow(layer, k.as<const float>() + t * kv_heads * dim, kv_heads * dim, layer.key(p));
-    WriteRow(layer, v.as<const float>() + t * kv_heads * dim, kv_heads * dim, layer.value(p));
+    KITE_RETURN_IF_ERROR(
+        WriteRow(layer, k.as<const float>() + t * kv_heads * dim, kv_heads * dim, "k", t, layer.key(p)));
+    KITE_RETURN_IF_ERROR(WriteRow(layer, v.as<const float>() + t * kv_heads * dim, kv_heads * dim,
+                                  "v", t, layer.value(p)));
     work += (p + 1) * q_heads * dim;
   }
   if (tokens > 1 && dim <= kMaxBlockDim) {

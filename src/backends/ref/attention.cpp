@@ -5,54 +5,67 @@
 
 #include "backends/ref/kernels.h"
 #include "backends/shared_kernels.h"
-#include "base/half.h"
+#include "tensor/dequantize.h"
+#include "tensor/quantize.h"
 
 namespace kite::ref {
 
 namespace {
 
-// Element i of a cache row (k or v of one position) stored at `row`.
-double LoadCache(const KvLayerView& layer, const std::byte* row, int64_t i) {
-  if (layer.dtype == DType::kF16) {
-    uint16_t bits;
-    std::memcpy(&bits, row + 2 * i, 2);
-    return F16ToF32(bits);
-  }
-  float value;
-  std::memcpy(&value, row + 4 * i, 4);
-  return value;
+// Scratch layout: one output head accumulated in double [D], one key and one value head as f32
+// [D] each, and one token's k or v row gathered contiguously [Hkv, D].
+struct Buffers {
+  double* acc;
+  float* key;
+  float* value;
+  float* row;
+};
+
+Buffers Split(std::span<std::byte> scratch, int64_t dim) {
+  auto* acc = reinterpret_cast<double*>(scratch.data());
+  auto* floats = reinterpret_cast<float*>(acc + dim);
+  return {acc, floats, floats + dim, floats + 2 * dim};
 }
 
-void StoreCache(const KvLayerView& layer, std::byte* row, int64_t i, float value) {
-  if (layer.dtype == DType::kF16) {
-    const uint16_t bits = F32ToF16(value);
-    std::memcpy(row + 2 * i, &bits, 2);
-  } else {
-    std::memcpy(row + 4 * i, &value, 4);
-  }
+// Head `kv_head` of the cache row at `row` as f32 [D], whatever the cache type (f32, f16 bits,
+// q8_0 blocks): the tensor layer's reference dequantizer.
+Status LoadHead(const KvLayerView& layer, const std::byte* row, int64_t kv_head, float* out) {
+  return Dequantize(layer.dtype, row + kv_head * layer.head_bytes, out, layer.head_dim);
 }
 
-// Copies token t of x [T, Hkv, D] into a cache row [Hkv, D].
-void WriteRow(const KvLayerView& layer, const TensorArg& x, int64_t t, std::byte* row) {
+// Stores token t of x [T, Hkv, D] in the cache row at `row`, converted to the cache type by the
+// tensor layer's reference quantizer (f16: round to nearest even; q8_0: ggml's
+// quantize_row_q8_0_ref, which refuses non-finite values: an error naming x's token).
+Status WriteRow(const KvLayerView& layer, const TensorArg& x, const char* name, int64_t t,
+                float* gathered, std::byte* row) {
   const float* xs = x.as<const float>();
   for (int64_t h = 0; h < x.shape[1]; ++h) {
     for (int64_t i = 0; i < x.shape[2]; ++i) {
-      StoreCache(layer, row, h * x.shape[2] + i,
-                 xs[t * x.strides[0] + h * x.strides[1] + i * x.strides[2]]);
+      gathered[h * x.shape[2] + i] = xs[t * x.strides[0] + h * x.strides[1] + i * x.strides[2]];
     }
   }
+  Status stored = Quantize(layer.dtype, gathered, row, x.shape[1] * x.shape[2]);
+  if (!stored) {
+    return std::unexpected(std::move(stored.error())
+                               .WithContext(std::string(name) + " of token " + std::to_string(t) +
+                                            " into the KV cache"));
+  }
+  return Ok();
 }
 
 }  // namespace
 
-// Scratch: one output head accumulated in double [D].
+// Scratch: see Buffers.
 uint64_t Scratch(const AttentionAttrs&, const Graph& graph, const Node& node) {
-  return static_cast<uint64_t>(graph.value(node.inputs[0]).shape[2]) * sizeof(double);
+  const Value& k = graph.value(node.inputs[1]);
+  const uint64_t dim = static_cast<uint64_t>(k.shape[2]);
+  return dim * sizeof(double) + (2 * dim + static_cast<uint64_t>(k.shape[1]) * dim) * sizeof(float);
 }
 
 // q [T, Hq, D], k and v [T, Hkv, D], positions [T] -> out [T, Hq, D]. First k and v go into the
 // cache at their positions; then query head h of token t attends to the cache entries
-// 0..positions[t] of kv head h / (Hq / Hkv): out = Σ_j softmax_j(scale · q·k_j) · v_j.
+// 0..positions[t] of kv head h / (Hq / Hkv): out = Σ_j softmax_j(scale · q·k_j) · v_j, with k_j
+// and v_j as the cache holds them (rounded to f16, or q8_0 blocks dequantized).
 Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   const TensorArg& q = args.in[0];
   const TensorArg& k = args.in[1];
@@ -64,6 +77,7 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   const int64_t q_heads = q.shape[1];
   const int64_t dim = q.shape[2];
   const int64_t group = q_heads / k.shape[1];  // query heads per kv head
+  const Buffers buffers = Split(args.context.scratch, dim);
   auto position = [&](int64_t t) {
     return positions.as<const int32_t>()[t * positions.strides[0]];
   };
@@ -74,35 +88,39 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
                           std::to_string(t) + " is outside the KV cache's valid length " +
                           std::to_string(layer.length));
     }
-    WriteRow(layer, k, t, layer.key(position(t)));
-    WriteRow(layer, v, t, layer.value(position(t)));
+    KITE_RETURN_IF_ERROR(WriteRow(layer, k, "k", t, buffers.row, layer.key(position(t))));
+    KITE_RETURN_IF_ERROR(WriteRow(layer, v, "v", t, buffers.row, layer.value(position(t))));
   }
 
   const float* qs = q.as<const float>();
-  double* acc = reinterpret_cast<double*>(args.context.scratch.data());
+  double* acc = buffers.acc;
   for (int64_t t = 0; t < tokens; ++t) {
     for (int64_t h = 0; h < q_heads; ++h) {
       const float* query = qs + t * q.strides[0] + h * q.strides[1];
       const int64_t kv_head = h / group;
-      auto score = [&](int64_t j) {
-        const std::byte* key = layer.key(j);
+      auto score = [&](int64_t j, double* out) -> Status {
+        KITE_RETURN_IF_ERROR(LoadHead(layer, layer.key(j), kv_head, buffers.key));
         double dot = 0.0;
-        for (int64_t i = 0; i < dim; ++i) {
-          dot += query[i * q.strides[2]] * LoadCache(layer, key, kv_head * dim + i);
-        }
-        return attrs.scale * dot;
+        for (int64_t i = 0; i < dim; ++i) dot += query[i * q.strides[2]] * buffers.key[i];
+        *out = attrs.scale * dot;
+        return Ok();
       };
       // Softmax weights are exp(score - max) / sum, with the max taken first for stability.
       double max = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j <= position(t); ++j) max = std::max(max, score(j));
+      for (int64_t j = 0; j <= position(t); ++j) {
+        double s = 0.0;
+        KITE_RETURN_IF_ERROR(score(j, &s));
+        max = std::max(max, s);
+      }
       double sum = 0.0;
       std::fill(acc, acc + dim, 0.0);
       for (int64_t j = 0; j <= position(t); ++j) {
-        const double weight = std::exp(score(j) - max);
+        double s = 0.0;
+        KITE_RETURN_IF_ERROR(score(j, &s));
+        const double weight = std::exp(s - max);
         sum += weight;
-        const std::byte* value = layer.value(j);
-        for (int64_t i = 0; i < dim; ++i)
-          acc[i] += weight * LoadCache(layer, value, kv_head * dim + i);
+        KITE_RETURN_IF_ERROR(LoadHead(layer, layer.value(j), kv_head, buffers.value));
+        for (int64_t i = 0; i < dim; ++i) acc[i] += weight * buffers.value[i];
       }
       float* out = args.out.as<float>() + (t * q_heads + h) * dim;
       for (int64_t i = 0; i < dim; ++i) out[i] = static_cast<float>(acc[i] / sum);

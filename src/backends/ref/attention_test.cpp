@@ -3,12 +3,17 @@
 // an error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
 #include "backends/executor.h"
 #include "backends/ref/ref_backend.h"
 #include "graph/builder.h"
+#include "tensor/dequantize.h"
+#include "tensor/quantize.h"
 
 namespace kite {
 namespace {
@@ -109,6 +114,86 @@ TEST(RefAttention, FirstTokenAttendsOnlyToItself) {
       EXPECT_FLOAT_EQ(out[h * kDim + i], qkv.v[kv_head * kDim + i]) << h << " " << i;
     }
   }
+}
+
+// A q8_0 cache: ref's attention is attention over the keys and values as ggml's q8_0 holds them.
+// The expectation is computed here, plainly: quantize k and v with the tensor layer's
+// quantizer, dequantize, then out = softmax(scale · q kᵀ) v per query head in double.
+TEST(RefAttention, Q8_0CacheAttendsToTheDequantizedKeysAndValues) {
+  constexpr int64_t kT = 9, kHq = 4, kHkv = 2, kD = 64;  // two blocks a head, GQA 2:1
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<float> q(kT * kHq * kD), k(kT * kHkv * kD), v(kT * kHkv * kD);
+  for (std::vector<float>* x : {&q, &k, &v}) {
+    for (float& e : *x) e = dist(rng);
+  }
+  for (int64_t i = 0; i < kD; ++i) k[3 * kHkv * kD + i] *= 40.0f;  // a block far from the rest
+
+  const float scale = 1.0f / std::sqrt(float{kD});
+  GraphBuilder b;
+  const ValueId qi = *b.Input("q", DType::kF32, {kT, kHq, kD});
+  const ValueId ki = *b.Input("k", DType::kF32, {kT, kHkv, kD});
+  const ValueId vi = *b.Input("v", DType::kF32, {kT, kHkv, kD});
+  const ValueId positions = *b.Input("positions", DType::kI32, {kT});
+  ASSERT_TRUE(b.MarkOutput(*b.Attention("attn", qi, ki, vi, positions, {.layer = 0, .scale = scale})));
+  RefBackend ref;
+  Backend* backends[] = {&ref};
+  CompiledGraph graph = *CompiledGraph::Compile(*std::move(b).Finish(), backends);
+  std::vector<int32_t> pos(kT);
+  for (int64_t t = 0; t < kT; ++t) pos[t] = static_cast<int32_t>(t);
+  ASSERT_TRUE(graph.SetInput("q", q));
+  ASSERT_TRUE(graph.SetInput("k", k));
+  ASSERT_TRUE(graph.SetInput("v", v));
+  ASSERT_TRUE(graph.SetInput("positions", pos));
+  KvCache cache = *KvCache::Create({.n_layers = 1,
+                                    .n_kv_heads = kHkv,
+                                    .head_dim = kD,
+                                    .page_size = 4,
+                                    .n_pages = 3,
+                                    .dtype = DType::kQ8_0});
+  ASSERT_TRUE(cache.Resize(kT));
+  const KvCacheView view = cache.view();
+  const Status ran = graph.Run(&view);
+  ASSERT_TRUE(ran.has_value()) << ran.error().message;
+  const std::span<const float> out = *graph.OutputF32(0);
+
+  auto round_trip = [](const std::vector<float>& x) {
+    std::vector<std::byte> blocks(x.size() / 32 * 34);
+    EXPECT_TRUE(Quantize(DType::kQ8_0, x.data(), blocks.data(), static_cast<int64_t>(x.size())));
+    std::vector<float> y(x.size());
+    EXPECT_TRUE(Dequantize(DType::kQ8_0, blocks.data(), y.data(), static_cast<int64_t>(x.size())));
+    return y;
+  };
+  const std::vector<float> kq = round_trip(k), vq = round_trip(v);
+  ASSERT_NE(kq, k);  // the quantization is visible
+  double largest_change = 0;
+  for (int64_t t = 0; t < kT; ++t) {
+    for (int64_t h = 0; h < kHq; ++h) {
+      const int64_t g = h / (kHq / kHkv);
+      std::vector<double> w(t + 1);
+      double max = -1e300, sum = 0;
+      for (int64_t j = 0; j <= t; ++j) {
+        double dot = 0;
+        for (int64_t i = 0; i < kD; ++i) dot += q[(t * kHq + h) * kD + i] * kq[(j * kHkv + g) * kD + i];
+        w[j] = scale * dot;
+        max = std::max(max, w[j]);
+      }
+      for (double& x : w) sum += (x = std::exp(x - max));
+      for (int64_t i = 0; i < kD; ++i) {
+        double expected = 0, unquantized = 0;
+        for (int64_t j = 0; j <= t; ++j) expected += w[j] / sum * vq[(j * kHkv + g) * kD + i];
+        for (int64_t j = 0; j <= t; ++j) unquantized += w[j] / sum * v[(j * kHkv + g) * kD + i];
+        const float got = out[(t * kHq + h) * kD + i];
+        EXPECT_NEAR(got, expected, 1e-6) << "t=" << t << " h=" << h << " i=" << i;
+        largest_change = std::max(largest_change, std::fabs(expected - unquantized));
+      }
+    }
+  }
+  EXPECT_GT(largest_change, 1e-4);  // the test would see f32 values used in place of q8_0
+  // The cache holds exactly the quantizer's blocks (token 3's k: the far block).
+  std::vector<std::byte> row(kHkv * kD / 32 * 34);
+  ASSERT_TRUE(Quantize(DType::kQ8_0, k.data() + 3 * kHkv * kD, row.data(), kHkv * kD));
+  EXPECT_EQ(std::memcmp(view.layers[0].key(3), row.data(), row.size()), 0);
 }
 
 TEST(RefAttention, RunTimeMisuseIsAnError) {
