@@ -61,7 +61,8 @@ Status RunPerplexity(const PplOptions& options) {
                                         {"tokens", result.tokens},
                                         {"windows", result.windows},
                                         {"nll", result.nll},
-                                        {"ctx", window}};
+                                        {"ctx", window},
+                                        {"kv_type", std::string(DTypeName(options.kv_type))}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("perplexity %.4f over %lld tokens in %lld windows of %d (NLL %.4f nats)\n", result.ppl,
@@ -88,7 +89,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       "Window length in tokens (default 512, or the model's trained context when shorter)");
   auto settings = std::make_shared<SettingFlags>(
       ppl, std::vector<std::string>{"backend", "threads", "check_tensors", "kv_type"});
-  ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx} as JSON");
+  ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx, kv_type} as JSON");
   ppl->callback([options, settings, exit_code] {
     RunSettings chosen;
     PrintWarnings(settings->ApplyTo(&chosen));
@@ -96,12 +97,6 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
     options->threads = chosen.engine.threads;
     options->check_tensors = chosen.engine.check_tensors;
     options->kv_type = chosen.engine.kv_dtype;
-  ppl->add_option("--ctx", options->window, "Window length in tokens (default 512)");
-  ppl->add_option("--backend", options->backend, "Backend to run on: cpu or ref (default cpu)");
-  ppl->add_option("-t,--threads", options->threads, "Threads of the cpu backend (default: all cores)")
-      ->check(CLI::Range(0, 1024));
-  ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx, kv_type} as JSON");
-  ppl->callback([options, exit_code] {
     if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());
   });
 }

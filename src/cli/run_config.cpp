@@ -5,7 +5,6 @@
 #include "base/mapped_file.h"
 #include "cli/genie_config.h"
 #include "format/json_util.h"
-#include "graph/kv_cache.h"
 
 namespace kite::cli {
 
