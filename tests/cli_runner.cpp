@@ -28,6 +28,16 @@ std::string SourcePath(const std::string& relative) {
   return std::string(KITE_SOURCE_DIR) + "/" + relative;
 }
 
+void ExecProgram(const std::string& program, const std::vector<std::string>& args) {
+  std::string binary = program;
+  std::vector<std::string> copies = args;
+  std::vector<char*> argv = {binary.data()};
+  for (std::string& arg : copies) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  ::execvp(binary.c_str(), argv.data());
+  std::_Exit(127);
+}
+
 CommandResult RunKite(const std::vector<std::string>& args, const std::string& input) {
   return RunProgram(KITE_BINARY, args, input);
 }
@@ -42,14 +52,7 @@ CommandResult RunProgram(const std::string& program, const std::vector<std::stri
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
     for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-    std::vector<char*> argv;
-    std::string binary = program;
-    argv.push_back(binary.data());
-    std::vector<std::string> copies = args;
-    for (std::string& arg : copies) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execvp(binary.c_str(), argv.data());
-    std::_Exit(127);
+    ExecProgram(program, args);
   }
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);

@@ -19,6 +19,10 @@ CommandResult RunKite(const std::vector<std::string>& args, const std::string& i
 CommandResult RunProgram(const std::string& program, const std::vector<std::string>& args,
                          const std::string& input = "");
 
+// In a forked child whose standard streams are set up: replaces it with `program` (looked up on
+// PATH when its name has no slash) and `args`; exits 127 if that fails.
+[[noreturn]] void ExecProgram(const std::string& program, const std::vector<std::string>& args);
+
 std::string SourcePath(const std::string& relative);  // KITE_SOURCE_DIR + "/" + relative
 
 }  // namespace kite::testing

@@ -29,6 +29,7 @@ namespace kite {
 namespace {
 
 using testing::CommandResult;
+using testing::ExecProgram;
 using testing::RunKite;
 using testing::SourcePath;
 
@@ -127,13 +128,7 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& err_path) {
     ::dup2(in, 0);
     ::dup2(err, 1);
     ::dup2(err, 2);
-    std::vector<std::string> copies = args;
-    std::string binary = KITE_BINARY;
-    std::vector<char*> argv = {binary.data()};
-    for (std::string& arg : copies) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execv(binary.c_str(), argv.data());
-    std::_Exit(127);
+    ExecProgram(KITE_BINARY, args);
   }
   return pid;
 }
@@ -265,13 +260,7 @@ TEST_F(FileSafetyTest, ARunningChatKeepsItsModelWhenTheFileIsRewritten) {
     const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(out, 1);
     ::dup2(err, 2);
-    std::vector<std::string> copies = args;
-    std::string binary = KITE_BINARY;
-    std::vector<char*> argv = {binary.data()};
-    for (std::string& arg : copies) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    ::execv(binary.c_str(), argv.data());
-    std::_Exit(127);
+    ExecProgram(KITE_BINARY, args);
   }
   ::close(in[0]);
   const std::string turn1 = "Hello there\n", turn2 = "What now?\n";

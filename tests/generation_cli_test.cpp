@@ -343,13 +343,7 @@ class ChatProcess {
       ::dup2(out[1], 1);
       ::dup2(err[1], 2);
       for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) ::close(fd);
-      std::string binary = KITE_BINARY;
-      std::vector<std::string> copies = args;
-      std::vector<char*> argv = {binary.data()};
-      for (std::string& arg : copies) argv.push_back(arg.data());
-      argv.push_back(nullptr);
-      ::execv(binary.c_str(), argv.data());
-      std::_Exit(127);
+      ExecProgram(KITE_BINARY, args);
     }
     ::close(in[0]);
     ::close(out[1]);

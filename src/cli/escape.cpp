@@ -1,17 +1,8 @@
 #include "cli/escape.h"
 
+#include "base/hex.h"
+
 namespace kite::cli {
-
-namespace {
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
 
 std::string ProcessEscapes(std::string_view text) {
   std::string out;

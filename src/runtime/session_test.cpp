@@ -342,6 +342,8 @@ TEST(SessionTest, NonFiniteLogitsStopGenerationNamingThePosition) {
   EXPECT_TRUE(Contains(result.error().message, "the logits for position 3 are not finite"))
       << result.error().message;
   EXPECT_TRUE(Contains(result.error().message, "--check-tensors")) << result.error().message;
+}
+
 // A q8_0 cache is saved as the rows stand (blocks along head_dim) and loaded back byte for byte;
 // the restored session continues exactly as the uninterrupted one. Loaded into an f16 engine,
 // the same file's history is fed again.

@@ -2,18 +2,9 @@
 
 #include <algorithm>
 
+#include "base/hex.h"
+
 namespace kite::tok {
-
-namespace {
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-}  // namespace
 
 int ParseByteToken(std::string_view text) {
   if (text.size() != 6 || !text.starts_with("<0x") || text.back() != '>') return -1;
