@@ -20,18 +20,7 @@
 
 namespace {
 
-#ifndef KITE_SOURCE_DIR
-// The fuzz targets get no compile definitions; find testdata from this file's path.
-constexpr std::string_view kThisFile = __FILE__;
-std::string Testdata() {
-  std::string_view dir = kThisFile.substr(0, kThisFile.rfind('/'));  // tests/fuzz
-  dir = dir.substr(0, dir.rfind('/'));                               // tests
-  dir = dir.substr(0, dir.rfind('/'));                               // the repository
-  return std::string(dir) + "/testdata/tokenizers/";
-}
-#else
 std::string Testdata() { return KITE_SOURCE_DIR "/testdata/tokenizers/"; }
-#endif
 
 void Check(bool ok, const char* what, std::string_view input) {
   if (ok) return;
