@@ -76,6 +76,8 @@ TEST(ChatTurn, TemplateThatRewritesEarlierTurnsIsRenderedAnew) {
   messages.push_back({"user", "How are you?"});
   const ChatTurnPrompt second =
       NextChatTurnPrompt(tokenizer, chat_template, messages, history, first.rendered).value();
+  // Written out by hand: the whole conversation, the mark moved to the new last message.
+  EXPECT_EQ(second.rendered, "<s>user: Hello\nassistant: Hi\n(last) user: How are you?\nassistant:");
   EXPECT_EQ(second.ids, cli::ChatPromptIds(tokenizer, chat_template, messages).value());
   EXPECT_EQ(second.new_tokens, static_cast<int32_t>(second.ids.size()));
 }

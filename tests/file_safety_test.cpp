@@ -47,18 +47,21 @@ std::string Slurp(const std::string& path) {
   return out.str();
 }
 
-void XorRange(const std::string& path, uint64_t begin, uint64_t end) {
+// XORs bytes [begin, end) of `path` with `mask`, every `stride`-th byte from `begin`.
+void XorRange(const std::string& path, uint64_t begin, uint64_t end, char mask = 0x5a,
+              size_t stride = 1) {
   std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
   std::string bytes(end - begin, '\0');
   file.seekg(static_cast<std::streamoff>(begin));
   file.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  for (char& c : bytes) c = static_cast<char>(c ^ 0x5a);
+  for (size_t i = 0; i < bytes.size(); i += stride) bytes[i] = static_cast<char>(bytes[i] ^ mask);
   file.seekp(static_cast<std::streamoff>(begin));
   file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 // Another model of the same shape and embeddings: the demo's copy in `folder` with one layer's
-// weights changed (as a fine-tune that kept the embeddings).
+// f16 down projection negated (the sign bit of each little-endian f16's high byte), a valid
+// model that answers differently, as a fine-tune that kept the embeddings would.
 void ChangeALayer(const std::string& folder) {
   const std::string weights = folder + "/model.safetensors";
   std::ifstream in(weights, std::ios::binary);
@@ -69,8 +72,8 @@ void ChangeALayer(const std::string& folder) {
   in.close();
   const auto offsets =
       nlohmann::json::parse(header)["model.layers.1.mlp.down_proj.weight"]["data_offsets"];
-  XorRange(weights, 8 + header_bytes + offsets[0].get<uint64_t>(),
-           8 + header_bytes + offsets[1].get<uint64_t>());
+  XorRange(weights, 8 + header_bytes + offsets[0].get<uint64_t>() + 1,
+           8 + header_bytes + offsets[1].get<uint64_t>(), static_cast<char>(0x80), 2);
 }
 
 class FileSafetyTest : public ::testing::Test {
@@ -247,6 +250,11 @@ TEST_F(FileSafetyTest, ARunningChatKeepsItsModelWhenTheFileIsRewritten) {
   const CommandResult both = RunKite(args, "Hello there\nWhat now?\n");
   ASSERT_EQ(both.exit_code, 0) << both.err;
   ASSERT_FALSE(first.out.empty());
+  // The other weights answer differently, so a second reply that came from them would show.
+  const CommandResult from_other = RunKite({"chat", "-m", other, "--temp", "0", "-n", "6"},
+                                           "Hello there\nWhat now?\n");
+  ASSERT_EQ(from_other.exit_code, 0) << from_other.err;
+  ASSERT_NE(from_other.out, both.out);
 
   int in[2];
   ASSERT_EQ(::pipe(in), 0);

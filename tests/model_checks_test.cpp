@@ -120,10 +120,11 @@ TEST(ModelChecks, IdsTheTokenizerLacksAreNeverSampled) {
   ASSERT_TRUE(WriteTestModel(gguf, model).has_value());
   for (const std::string seed : {"0", "1", "2", "3"}) {
     CommandResult run =
-        RunKite({"run", "-m", gguf, "-p", "hello", "-n", "6", "--seed", seed, "--json"});
+        RunKite({"run", "-m", gguf, "-p", "hello", "-n", "6", "--seed", seed, "--ignore-eos", "--json"});
     ASSERT_EQ(run.exit_code, 0) << run.err;
     EXPECT_EQ(Count(run.err, "the tokenizer has 300 tokens, the embedding 320 rows"), 1) << run.err;
     const json ids = json::parse(run.out)["ids"];
+    ASSERT_EQ(ids.size(), 6u) << run.out;  // --ignore-eos: all 6 are sampled
     for (int id : ids) EXPECT_LT(id, 300) << "seed " << seed;
     CommandResult text = RunKite({"detokenize", "-m", gguf}, ids.dump());
     EXPECT_EQ(text.exit_code, 0) << "seed " << seed << ": " << ids.dump() << ": " << text.err;

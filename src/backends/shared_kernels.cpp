@@ -16,7 +16,7 @@ Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& conte
   }
   const KvLayerView& layer = layers[attrs.layer];
   if (layer.n_kv_heads != k.shape[1] || layer.head_dim != k.shape[2] ||
-      !IsKvCacheType(layer.dtype) || layer.head_dim % Traits(layer.dtype).block_size != 0) {
+      !IsKvCacheType(layer.dtype)) {  // KvCache::Create made its heads whole blocks
     return InvalidInput("KV cache layer " + std::to_string(attrs.layer) + " holds " +
                         std::to_string(layer.n_kv_heads) + " heads of " +
                         std::to_string(layer.head_dim) + " " + std::string(DTypeName(layer.dtype)) +

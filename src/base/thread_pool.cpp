@@ -81,12 +81,18 @@ void PinTo(std::thread& thread, int32_t cpu) {
 
 }  // namespace
 
+int32_t UsableCpuCount() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 ThreadPool::ThreadPool(int32_t threads) : ThreadPool(threads, nullptr) {}
 
 ThreadPool::ThreadPool(int32_t threads, std::function<void(int32_t thread)> before_join)
     : before_join_(std::move(before_join)) {
-  if (threads <= 0)
-    threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = UsableCpuCount();
   const std::vector<int32_t> cpus = CpusFastestFirst();
   const bool pin = threads > 1 && static_cast<int32_t>(cpus.size()) > threads;
   workers_.reserve(threads - 1);

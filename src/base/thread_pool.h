@@ -35,9 +35,13 @@
 
 namespace kite {
 
+// The CPUs this process may run on (its affinity mask, so `taskset` counts), at least 1: what
+// "all cores" means for a pool of 0 threads and for the settings' thread clamp.
+int32_t UsableCpuCount();
+
 class ThreadPool {
  public:
-  // `threads` <= 0: the hardware concurrency. The pool runs at most that many threads at once,
+  // `threads` <= 0: UsableCpuCount(). The pool runs at most that many threads at once,
   // the calling thread included.
   explicit ThreadPool(int32_t threads);
   // For tests: every worker calls before_join(thread) when a job wakes it, before it tries to

@@ -41,12 +41,15 @@ class Signal {
 
 TEST(ThreadPoolTest, ParallelForCoversEachIndexOnceInContiguousChunks) {
   ThreadPool pool(4);
-  for (int64_t n : {0, 1, 3, 4, 5, 17, 1000}) {
+  // {n, largest chunk, chunks}: 4 chunks a thread at most, 16 on 4 threads, so 1000 -> 63 each.
+  struct Case {
+    int64_t n, grain, chunks;
+  };
+  for (const Case c : {Case{0, 0, 0}, Case{1, 1, 1}, Case{3, 1, 3}, Case{4, 1, 4}, Case{5, 1, 5},
+                       Case{17, 2, 9}, Case{1000, 63, 16}}) {
+    const int64_t n = c.n, grain = c.grain;
     std::vector<std::atomic<int>> hits(n);
     std::atomic<int> chunks{0};
-    // kChunksPerThread chunks a thread at most: 1000 / 16 -> 63 each, 17 / 16 -> 2 each.
-    const int64_t most = int64_t{ThreadPool::kChunksPerThread} * pool.size();
-    const int64_t grain = (n + most - 1) / most;
     pool.ParallelFor(n, [&](int64_t begin, int64_t end) {
       EXPECT_LT(begin, end);
       EXPECT_LE(end - begin, grain);
@@ -54,7 +57,7 @@ TEST(ThreadPoolTest, ParallelForCoversEachIndexOnceInContiguousChunks) {
       chunks.fetch_add(1);
     });
     for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n " << n << " index " << i;
-    EXPECT_EQ(chunks.load(), n == 0 ? 0 : (n + grain - 1) / grain) << "n " << n;
+    EXPECT_EQ(chunks.load(), c.chunks) << "n " << n;
   }
 }
 

@@ -35,6 +35,14 @@ uint64_t KvHeadBytes(DType dtype, int64_t head_dim) {
   return static_cast<uint64_t>(head_dim / traits.block_size) * traits.block_bytes;
 }
 
+Status CheckKvHeadDim(DType dtype, int64_t head_dim) {
+  const int32_t block = Traits(dtype).block_size;
+  if (head_dim % block == 0) return Ok();
+  return Unsupported("head_dim " + std::to_string(head_dim) + " is not a multiple of " +
+                     std::to_string(block) + ", the block size of KV cache type " +
+                     std::string(DTypeName(dtype)) + "; use f16 or f32");
+}
+
 Result<KvCache> KvCache::Create(const KvCacheConfig& config) {
   auto positive = [](const char* field, int64_t v) -> Status {
     if (v <= 0) {
@@ -52,12 +60,8 @@ Result<KvCache> KvCache::Create(const KvCacheConfig& config) {
     return InvalidInput("KV cache config: dtype " + std::string(DTypeName(config.dtype)) +
                         ", expected one of " + KvCacheTypeNames());
   }
-  const int32_t block = Traits(config.dtype).block_size;
-  if (config.head_dim % block != 0) {
-    return InvalidInput("KV cache config: head_dim " + std::to_string(config.head_dim) +
-                        " is not a multiple of " + std::to_string(block) +
-                        ", the block size of KV cache type " +
-                        std::string(DTypeName(config.dtype)));
+  if (Status whole = CheckKvHeadDim(config.dtype, config.head_dim); !whole) {
+    return std::unexpected(std::move(whole.error()).WithContext("KV cache config"));
   }
   uint64_t page_bytes = 0;
   uint64_t pool_bytes = 0;

@@ -33,6 +33,8 @@ std::optional<DType> ParseKvCacheType(std::string_view name);
 // Bytes of one head of one position's k (or v): head_dim elements of `dtype` (a KV cache type;
 // head_dim a multiple of its block size).
 uint64_t KvHeadBytes(DType dtype, int64_t head_dim);
+// Unsupported unless a head of head_dim elements is whole blocks of `dtype` (q8_0: 32).
+Status CheckKvHeadDim(DType dtype, int64_t head_dim);
 
 struct KvLayerView {
   DType dtype = DType::kF16;  // a KV cache type

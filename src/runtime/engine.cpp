@@ -62,7 +62,7 @@ Status CheckOptions(const EngineOptions& options) {
   }
   if (options.threads < 0 || options.threads > kMaxEngineThreads) {
     return InvalidInput("threads " + std::to_string(options.threads) + ", expected 0 to " +
-                        std::to_string(kMaxEngineThreads) + " (0: one per hardware thread)");
+                        std::to_string(kMaxEngineThreads) + " (0: every CPU this process may use)");
   }
   if (!IsKvCacheType(options.kv_dtype)) {
     return InvalidInput("KV cache type " + std::string(DTypeName(options.kv_dtype)) +
@@ -107,12 +107,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
                        ", which Kite does not implement; use a context up to the window");
   }
 
-  const int32_t kv_block = Traits(options.kv_dtype).block_size;
-  if (spec.head_dim % kv_block != 0) {
-    return Unsupported(spec.source + ": head_dim " + std::to_string(spec.head_dim) +
-                       " is not a multiple of " + std::to_string(kv_block) +
-                       ", the block size of KV cache type " +
-                       std::string(DTypeName(options.kv_dtype)) + "; use f16 or f32");
+  // Before the memory check, which counts whole blocks: named with the model's path.
+  if (Status whole = CheckKvHeadDim(options.kv_dtype, spec.head_dim); !whole) {
+    return std::unexpected(std::move(whole.error()).WithContext(spec.source));
   }
 
   if (options.check_tensors) {

@@ -36,7 +36,7 @@ struct EngineOptions {
   DType kv_dtype = DType::kF16;  // f16, f32 or q8_0 (head_dim a multiple of 32)
   int32_t kv_page_size = 64;     // positions per KV page
   std::string backend = "cpu";   // see AvailableBackends()
-  int32_t threads = 0;           // cpu backend threads; 0: the hardware concurrency
+  int32_t threads = 0;           // cpu backend threads; 0: every CPU this process may use
   bool check_tensors = false;    // scan every weight for NaN/Inf at load (models/check_tensors.h)
 };
 

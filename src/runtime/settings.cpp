@@ -1,14 +1,11 @@
 #include "runtime/settings.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <random>
-#include <thread>
 
 #include "format/json_util.h"
 #include "graph/kv_cache.h"
@@ -373,13 +370,6 @@ Status ApplySettingsJson(const nlohmann::json& root, const std::string& where, R
     return InvalidInput(where + ": expected an object, found " + std::string(JsonKind(root)));
   }
   return ApplyObject(root, where, "", settings, warnings);
-}
-
-int32_t UsableCpuCount() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 bool DrawSeedIfRandom(RunSettings* settings) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_pool.h"  // UsableCpuCount, which the thread clamp uses
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "tensor/dtype.h"
@@ -89,9 +90,6 @@ Result<SettingValue> ParseSettingJson(const Setting& setting, std::string_view w
 // table; an unknown key is an error listing the known ones.
 Status ApplySettingsJson(const nlohmann::json& root, const std::string& where,
                          RunSettings* settings, std::vector<std::string>* warnings);
-
-// The CPUs this process may run on (its affinity mask), at least 1.
-int32_t UsableCpuCount();
 
 // With random_seed set, draws a seed from std::random_device into sampler.seed, clears
 // random_seed and returns true (print the seed so the run can be repeated with --seed).

@@ -21,7 +21,7 @@ namespace kite {
 
 class CpuBackend final : public Backend {
  public:
-  // threads <= 0: the hardware concurrency.
+  // threads <= 0: every CPU this process may use (UsableCpuCount).
   explicit CpuBackend(int32_t threads = 0);
 
   std::string_view name() const override { return "cpu"; }

@@ -3,6 +3,7 @@
 #include <array>
 #include <utility>
 
+#include "base/hex.h"
 #include "base/utf8.h"
 #include "runtime/jinja/js_string.h"
 
@@ -171,12 +172,6 @@ bool IsWordChar(char c) {
 }
 bool IsDigitChar(char c) { return c >= '0' && c <= '9'; }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
-  return -1;
-}
-
 class Lexer {
  public:
   Lexer(std::string_view source, Mapped text) : source_(source), m_(std::move(text)), s_(m_.text) {}
@@ -242,7 +237,7 @@ Status Lexer::LexString(char quote, std::string* out) {
       const size_t digits = escaped == 'x' ? 2 : 4;
       uint32_t unit = 0;
       for (size_t k = 0; k < digits; ++k) {
-        const int h = pos_ + k < s_.size() ? HexValue(s_[pos_ + k]) : -1;
+        const int h = pos_ + k < s_.size() ? HexDigit(s_[pos_ + k]) : -1;
         if (h < 0) return Fail(pos_, std::string("invalid \\") + escaped + " escape");
         unit = unit * 16 + h;
       }
