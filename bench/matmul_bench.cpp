@@ -16,7 +16,7 @@
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/packed_matrix.h"
 #include "base/thread_pool.h"
-#include "graph/aligned_buffer.h"
+#include "tensor/aligned_buffer.h"
 #include "tensor/quantize.h"
 
 namespace kite {

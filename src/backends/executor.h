@@ -18,7 +18,7 @@
 #include "backends/op_profile.h"
 #include "backends/partitioner.h"
 #include "base/status.h"
-#include "graph/aligned_buffer.h"
+#include "tensor/aligned_buffer.h"
 #include "graph/graph.h"
 #include "graph/kv_cache.h"
 #include "graph/memory_plan.h"

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "graph/op_rules.h"
+#include "tensor/weight_store.h"
 
 namespace kite {
 
@@ -74,6 +75,7 @@ Result<ValueId> GraphBuilder::Weight(const TensorView& weight) {
   value.strides = ContiguousStrides(weight.shape);
   value.data = weight.data;
   value.bytes = *bytes;
+  value.weight_id = weight.id != 0 ? weight.id : NewWeightId();
   const ValueId id{graph_.num_values()};
   graph_.values_.push_back(std::move(value));
   return id;

@@ -43,6 +43,7 @@ struct Value {
   int32_t producer = -1;       // node index, for kNode
   const void* data = nullptr;  // kWeight: the mapped bytes
   uint64_t bytes = 0;          // kWeight: byte size of data
+  uint64_t weight_id = 0;      // kWeight: its identity (tensor/weight_store.h), never 0
 
   bool is_view() const { return alias_of.valid(); }
   bool contiguous() const;

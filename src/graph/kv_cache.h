@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "graph/aligned_buffer.h"
+#include "tensor/aligned_buffer.h"
 #include "tensor/dtype.h"
 
 namespace kite {

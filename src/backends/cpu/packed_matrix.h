@@ -18,7 +18,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
-#include "graph/aligned_buffer.h"
+#include "tensor/aligned_buffer.h"
 #include "tensor/dtype.h"
 
 namespace kite::cpu {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "graph/aligned_buffer.h"
+#include "tensor/aligned_buffer.h"
 
 namespace kite::testing {
 
