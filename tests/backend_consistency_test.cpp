@@ -16,13 +16,13 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/executor.h"
 #include "backends/ref/ref_backend.h"
 #include "graph/builder.h"
 #include "graph/kv_cache.h"
 #include "reference_gguf.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
+#include "runtime/testing.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
 
@@ -69,7 +69,7 @@ Outcome RunGraph(Backend& first, Backend* second, const BuildFn& build,
   EXPECT_TRUE(graph.has_value()) << graph.error().message;
   std::vector<Backend*> backends = {&first};
   if (second) backends.push_back(second);
-  auto compiled = CompiledGraph::Compile(std::move(*graph), backends);
+  auto compiled = testing::GraphRunner::Compile(std::move(*graph), backends);
   EXPECT_TRUE(compiled.has_value()) << compiled.error().message;
   if (!compiled) return {};
   for (const Input& in : inputs) {
@@ -520,7 +520,7 @@ TEST_F(ConsistencyTest, AttentionRefusesPositionsPastTheCache) {
   const ValueId pos = *b.Input("positions", DType::kI32, {2});
   ASSERT_TRUE(b.MarkOutput(*b.Attention("attn", q, k, v, pos, {.layer = 1, .scale = 0.25f})));
   Backend* backends[] = {&cpu_};
-  auto compiled = CompiledGraph::Compile(*std::move(b).Finish(), backends);
+  auto compiled = testing::GraphRunner::Compile(*std::move(b).Finish(), backends);
   ASSERT_TRUE(compiled.has_value());
   ASSERT_TRUE(compiled->SetInput("positions", std::vector<int32_t>{3, 5}));  // length is 5
   const Status ran = compiled->Run(&view);
@@ -544,7 +544,7 @@ TEST_F(ConsistencyTest, Q8_0CacheRefusesNonFiniteKeysAndValues) {
       const ValueId pos = *b.Input("positions", DType::kI32, {2});
       ASSERT_TRUE(b.MarkOutput(*b.Attention("attn", q, k, v, pos, {.layer = 1, .scale = 0.25f})));
       Backend* backends[] = {backend};
-      auto compiled = CompiledGraph::Compile(*std::move(b).Finish(), backends);
+      auto compiled = testing::GraphRunner::Compile(*std::move(b).Finish(), backends);
       ASSERT_TRUE(compiled.has_value());
       std::vector<float> rows = Random(64, 7, -2, 2);
       rows[32 + 5] = std::numeric_limits<float>::infinity();  // token 1, element 5
@@ -570,7 +570,7 @@ TEST_F(ConsistencyTest, DeclinedNodesFallBackToRefWithAReason) {
   const ValueId w = *b.Input("w", DType::kF32, {3, 32});
   ASSERT_TRUE(b.MarkOutput(*b.MatMul("mm", x, w)));
   Backend* backends[] = {&cpu_, &ref_};
-  auto compiled = CompiledGraph::Compile(*std::move(b).Finish(), backends);
+  auto compiled = testing::GraphRunner::Compile(*std::move(b).Finish(), backends);
   ASSERT_TRUE(compiled.has_value()) << compiled.error().message;
   const Placement& placement = compiled->placement();
   ASSERT_EQ(placement.nodes.size(), 1u);

@@ -59,11 +59,12 @@ class Backend {
   // reason a user can act on. Views are never asked: they have no kernel.
   virtual SupportResult Supports(const Graph& graph, const Node& node) const = 0;
 
-  // Scratch memory Execute needs for `node`; the executor allocates the largest once.
+  // Scratch memory Execute needs for `node`; each run state allocates the largest once.
   virtual uint64_t ScratchBytes(const Graph& graph, const Node& node) const { return 0; }
 
   // Called once for each node placed on this backend when a graph is compiled, with the node's
-  // inputs as Execute will see them: the place to prepare constant weights (repack them for the
+  // inputs as Execute will see them, except that activations have null data (each run has its
+  // own arena): the place to prepare constant weights (repack them for the
   // kernels), so that Execute does not. A weight shared by several graphs (decode step, prefill
   // chunks) is offered once per graph; a backend that keeps prepared copies keys them by memory.
   virtual Status Prepare(const Graph& graph, const Node& node, std::span<const TensorArg> inputs) {

@@ -8,7 +8,7 @@ namespace kite::cli {
 
 namespace {
 
-Json GraphSummary(const std::string& phase, int32_t tokens, const CompiledGraph& compiled) {
+Json GraphSummary(const std::string& phase, int32_t tokens, const Executable& compiled) {
   const Placement& placement = compiled.placement();
   const std::span<const Node> nodes = compiled.graph().nodes();
   std::map<std::string, int64_t> per_backend;
@@ -42,11 +42,11 @@ Json GraphSummary(const std::string& phase, int32_t tokens, const CompiledGraph&
 Result<Json> InspectPlacement(const std::string& path, const EngineOptions& options) {
   auto engine = KITE_TRY(Engine::Load(path, options));
   Json graphs = Json::array();
-  const CompiledGraph* decode = KITE_TRY(engine->GetGraph(1, false));
+  const Executable* decode = KITE_TRY(engine->GetGraph(1, false)).executable;
   graphs.push_back(GraphSummary("decode", 1, *decode));
   const int32_t chunk = std::min(options.prefill_chunk, engine->context_length());
   if (chunk > 1) {
-    const CompiledGraph* prefill = KITE_TRY(engine->GetGraph(chunk, false));
+    const Executable* prefill = KITE_TRY(engine->GetGraph(chunk, false)).executable;
     graphs.push_back(GraphSummary("prefill", chunk, *prefill));
   }
   const Json kv_cache = {{"type", std::string(DTypeName(options.kv_dtype))},

@@ -167,12 +167,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
   return engine;
 }
 
-void Engine::set_profile(OpProfile* profile) {
-  profile_ = profile;
-  for (auto& [key, cached] : graphs_) cached.graph->set_profile(profile);
-}
-
-Result<CompiledGraph*> Engine::GetGraph(int32_t tokens, bool all_logits) {
+Result<Engine::GraphRun> Engine::GetGraph(int32_t tokens, bool all_logits) {
   if (tokens < 1 || tokens > options_.prefill_chunk) {
     return InvalidInput("a graph of " + std::to_string(tokens) + " tokens; expected 1.." +
                         std::to_string(options_.prefill_chunk) + " (the prefill chunk)");
@@ -181,16 +176,16 @@ Result<CompiledGraph*> Engine::GetGraph(int32_t tokens, bool all_logits) {
   ++use_counter_;
   if (auto it = graphs_.find(key); it != graphs_.end()) {
     it->second.last_use = use_counter_;
-    return it->second.graph.get();
+    return GraphRun{it->second.executable.get(), it->second.state.get()};
   }
   const PhaseOptions phase{.tokens = tokens, .all_logits = key.all_logits};
   Graph graph = KITE_TRY(BuildModelGraph(spec_, phase));
   std::vector<Backend*> backends;
   for (const auto& backend : backends_) backends.push_back(backend.get());
-  auto compiled =
-      std::make_unique<CompiledGraph>(KITE_TRY(CompiledGraph::Compile(std::move(graph), backends)));
-
-  if (profile_ != nullptr) compiled->set_profile(profile_);
+  CachedGraph compiled;
+  compiled.executable = KITE_TRY(Executable::Compile(std::move(graph), backends));
+  compiled.state = KITE_TRY(compiled.executable->NewRunState());
+  compiled.last_use = use_counter_;
 
   auto pinned = [&](const GraphKey& k) {
     return k.tokens == 1 || k.tokens == options_.prefill_chunk;
@@ -207,8 +202,8 @@ Result<CompiledGraph*> Engine::GetGraph(int32_t tokens, bool all_logits) {
       graphs_.erase(oldest);
     }
   }
-  CompiledGraph* result = compiled.get();
-  graphs_[key] = CachedGraph{std::move(compiled), use_counter_};
+  const GraphRun result{compiled.executable.get(), compiled.state.get()};
+  graphs_[key] = std::move(compiled);
   return result;
 }
 
@@ -218,7 +213,7 @@ std::string Engine::PlacementReport() const {
     report += key.tokens == 1 ? "decode step (1 token)"
                               : "prefill chunk (" + std::to_string(key.tokens) + " tokens, " +
                                     (key.all_logits ? "all logits" : "last logits") + ")";
-    report += ":\n" + cached.graph->placement().Report(cached.graph->graph()) + "\n";
+    report += ":\n" + cached.executable->placement().Report(cached.executable->graph()) + "\n";
   }
   return report;
 }

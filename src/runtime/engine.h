@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "backends/backend.h"
-#include "backends/executor.h"
+#include "runtime/executable.h"
+#include "runtime/op_profile.h"
 #include "base/status.h"
 #include "graph/kv_cache.h"
 #include "models/model_spec.h"
@@ -79,11 +80,17 @@ class Engine {
   // For Session: the compiled graph of `tokens` tokens (1 <= tokens <= prefill_chunk), compiled
   // on first use. Graphs of the decode step and full prefill chunks are kept for the engine's
   // life; a few others (the last, shorter chunk of a prompt) are kept most-recent-first.
-  Result<CompiledGraph*> GetGraph(int32_t tokens, bool all_logits);
+  struct GraphRun {
+    const Executable* executable = nullptr;
+    RunState* state = nullptr;  // the one run state of the executable
+  };
+  Result<GraphRun> GetGraph(int32_t tokens, bool all_logits);
   KvCache& kv_cache() { return kv_cache_; }
   // Times every node of every compiled graph, those compiled later included, into `profile`
   // (nullptr: stop). The profile must outlive the runs.
-  void set_profile(OpProfile* profile);
+  void set_profile(OpProfile* profile) { profile_ = profile; }
+  // What runs of the engine's graphs show their nodes to: the profile, if any.
+  Observer* observer() const { return profile_; }
   // The session whose tokens the KV cache holds (nullptr: none).
   const Session* kv_owner() const { return kv_owner_; }
   void set_kv_owner(const Session* session) { kv_owner_ = session; }
@@ -98,7 +105,8 @@ class Engine {
     auto operator<=>(const GraphKey&) const = default;
   };
   struct CachedGraph {
-    std::unique_ptr<CompiledGraph> graph;
+    std::unique_ptr<Executable> executable;
+    std::unique_ptr<RunState> state;
     uint64_t last_use = 0;
   };
 

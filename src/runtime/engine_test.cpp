@@ -163,13 +163,13 @@ TEST(EngineTest, CompiledGraphsAreCachedPerShape) {
   options.prefill_chunk = 16;
   auto engine = Engine::Load(kReference + "llama-gqa", options);
   ASSERT_TRUE(engine.has_value()) << engine.error().message;
-  CompiledGraph* decode = *(*engine)->GetGraph(1, false);
-  CompiledGraph* chunk = *(*engine)->GetGraph(16, false);
-  EXPECT_EQ(*(*engine)->GetGraph(1, true), decode);  // one token: all logits = last logits
+  const Executable* decode = (*engine)->GetGraph(1, false)->executable;
+  const Executable* chunk = (*engine)->GetGraph(16, false)->executable;
+  EXPECT_EQ((*engine)->GetGraph(1, true)->executable, decode);  // one token: all = last logits
   for (int32_t t = 2; t < 12; ++t) ASSERT_TRUE((*engine)->GetGraph(t, false).has_value());
-  EXPECT_EQ(*(*engine)->GetGraph(1, false), decode);  // the decode step and full chunks stay
-  EXPECT_EQ(*(*engine)->GetGraph(16, false), chunk);
-  EXPECT_NE(*(*engine)->GetGraph(16, true), chunk);
+  EXPECT_EQ((*engine)->GetGraph(1, false)->executable, decode);  // decode step, full chunks stay
+  EXPECT_EQ((*engine)->GetGraph(16, false)->executable, chunk);
+  EXPECT_NE((*engine)->GetGraph(16, true)->executable, chunk);
 }
 
 TEST(EngineTest, ContextBeyondTheTrainedOneWarnsWithBothNumbers) {

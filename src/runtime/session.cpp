@@ -58,23 +58,24 @@ Status Session::ClaimCache() {
 Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> tokens,
                                                   bool all_logits) {
   const int32_t count = static_cast<int32_t>(tokens.size());
-  CompiledGraph* graph = KITE_TRY(engine_.GetGraph(count, all_logits));
+  const Engine::GraphRun graph = KITE_TRY(engine_.GetGraph(count, all_logits));
   const int32_t start = n_past();
   for (int32_t t = 0; t < count; ++t) positions_[t] = start + t;
   KvCache& cache = engine_.kv_cache();
   KITE_RETURN_IF_ERROR(cache.Resize(start + count));
-  Status status = graph->SetInput("tokens", tokens);
-  if (status) status = graph->SetInput("positions", std::span(positions_).first(count));
+  Status status = graph.state->SetInput("tokens", tokens);
+  if (status) status = graph.state->SetInput("positions", std::span(positions_).first(count));
   if (status) {
     const KvCacheView view = cache.view();
-    status = graph->Run(&view);
+    status = graph.executable->Run(*graph.state,
+                                   {.kv_cache = &view, .observer = engine_.observer()});
   }
   if (!status) {
     (void)cache.Resize(start);  // shrinking cannot fail
     return std::unexpected(std::move(status.error()));
   }
   history_.insert(history_.end(), tokens.begin(), tokens.end());
-  return graph->OutputF32(0);
+  return graph.state->OutputF32(0);
 }
 
 Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bool all_logits) {

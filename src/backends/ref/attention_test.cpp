@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "backends/executor.h"
 #include "backends/ref/ref_backend.h"
 #include "graph/builder.h"
+#include "runtime/testing.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
 
@@ -38,7 +38,7 @@ Qkv RandomQkv() {
 }
 
 // A graph of one attention node over `count` tokens (layer 1 of the cache).
-CompiledGraph AttentionGraph(int64_t count, Backend* backend) {
+testing::GraphRunner AttentionGraph(int64_t count, Backend* backend) {
   GraphBuilder b;
   const ValueId q = *b.Input("q", DType::kF32, {count, kQHeads, kDim});
   const ValueId k = *b.Input("k", DType::kF32, {count, kKvHeads, kDim});
@@ -48,13 +48,13 @@ CompiledGraph AttentionGraph(int64_t count, Backend* backend) {
                                    {.layer = 1, .scale = 1.0f / std::sqrt(float{kDim})});
   EXPECT_TRUE(b.MarkOutput(out));
   Backend* backends[] = {backend};
-  return *CompiledGraph::Compile(*std::move(b).Finish(), backends);
+  return *testing::GraphRunner::Compile(*std::move(b).Finish(), backends);
 }
 
 // Runs tokens [begin, begin + count) at their positions; returns their outputs.
 std::vector<float> RunChunk(const Qkv& qkv, int64_t begin, int64_t count, KvCache& cache,
                             Backend* backend) {
-  CompiledGraph graph = AttentionGraph(count, backend);
+  testing::GraphRunner graph = AttentionGraph(count, backend);
   auto slice = [&](const std::vector<float>& x, int64_t heads) {
     return std::vector<float>(x.begin() + begin * heads * kDim,
                               x.begin() + (begin + count) * heads * kDim);
@@ -138,7 +138,8 @@ TEST(RefAttention, Q8_0CacheAttendsToTheDequantizedKeysAndValues) {
   ASSERT_TRUE(b.MarkOutput(*b.Attention("attn", qi, ki, vi, positions, {.layer = 0, .scale = scale})));
   RefBackend ref;
   Backend* backends[] = {&ref};
-  CompiledGraph graph = *CompiledGraph::Compile(*std::move(b).Finish(), backends);
+  testing::GraphRunner graph =
+      *testing::GraphRunner::Compile(*std::move(b).Finish(), backends);
   std::vector<int32_t> pos(kT);
   for (int64_t t = 0; t < kT; ++t) pos[t] = static_cast<int32_t>(t);
   ASSERT_TRUE(graph.SetInput("q", q));
@@ -199,7 +200,7 @@ TEST(RefAttention, Q8_0CacheAttendsToTheDequantizedKeysAndValues) {
 TEST(RefAttention, RunTimeMisuseIsAnError) {
   const Qkv qkv = RandomQkv();
   RefBackend ref;
-  CompiledGraph graph = AttentionGraph(2, &ref);
+  testing::GraphRunner graph = AttentionGraph(2, &ref);
   ASSERT_TRUE(graph.SetInput("q", std::vector<float>(qkv.q.begin(), qkv.q.begin() + 64)));
   ASSERT_TRUE(graph.SetInput("k", std::vector<float>(qkv.k.begin(), qkv.k.begin() + 32)));
   ASSERT_TRUE(graph.SetInput("v", std::vector<float>(qkv.v.begin(), qkv.v.begin() + 32)));

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "backends/executor.h"
 #include "backends/ref/golden_fixture.h"
 #include "backends/ref/ref_backend.h"
 #include "backends/testing.h"
 #include "graph/builder.h"
+#include "runtime/testing.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
 
@@ -136,7 +136,7 @@ void RunGoldenOp(const std::string& op) {
       ASSERT_TRUE(builder.MarkOutput(*out));
       auto graph = std::move(builder).Finish();
       ASSERT_TRUE(graph.has_value()) << graph.error().message;
-      auto compiled = CompiledGraph::Compile(std::move(*graph), backends);
+      auto compiled = testing::GraphRunner::Compile(std::move(*graph), backends);
       ASSERT_TRUE(compiled.has_value()) << compiled.error().message;
       for (const json& tensor : Get(step, "inputs")) {
         if (Text(tensor, "dtype") != "i32") continue;

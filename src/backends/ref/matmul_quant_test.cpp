@@ -8,11 +8,11 @@
 #include <optional>
 #include <vector>
 
-#include "backends/executor.h"
 #include "backends/ref/golden_fixture.h"
 #include "backends/ref/ref_backend.h"
 #include "backends/testing.h"
 #include "graph/builder.h"
+#include "runtime/testing.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
 
@@ -71,7 +71,8 @@ TEST_P(RefQuantizedMatMul, MatchesDequantizedProduct) {
   ASSERT_TRUE(b.MarkOutput(*b.MatMul("proj", x, w)));
   RefBackend ref;
   Backend* backends[] = {&ref};
-  CompiledGraph compiled = *CompiledGraph::Compile(*std::move(b).Finish(), backends);
+  testing::GraphRunner compiled =
+      *testing::GraphRunner::Compile(*std::move(b).Finish(), backends);
   ASSERT_TRUE(compiled.SetInput("x", c->x));
   ASSERT_TRUE(compiled.Run());
   const std::span<const float> got = *compiled.OutputF32(0);

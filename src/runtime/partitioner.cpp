@@ -1,4 +1,4 @@
-#include "backends/partitioner.h"
+#include "runtime/partitioner.h"
 
 #include <algorithm>
 

@@ -1,15 +1,17 @@
-#include "backends/executor.h"
+#include "runtime/executable.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/ref/ref_backend.h"
 #include "base/half.h"
 #include "graph/builder.h"
+#include "runtime/op_profile.h"
 
 namespace kite {
 namespace {
@@ -45,32 +47,36 @@ class TinyModel : public ::testing::Test {
     const ValueId norm = *b.RmsNorm("output_norm", x, norm_w, 0.0f);
     ASSERT_TRUE(b.MarkOutput(*b.MatMul("output", norm, out_w)));
     Backend* backends[] = {&ref_};
-    auto compiled = CompiledGraph::Compile(*std::move(b).Finish(), backends);
+    auto compiled = Executable::Compile(*std::move(b).Finish(), backends);
     ASSERT_TRUE(compiled.has_value()) << compiled.error().message;
-    compiled_.emplace(std::move(*compiled));
+    executable_ = std::move(*compiled);
+    auto state = executable_->NewRunState();
+    ASSERT_TRUE(state.has_value()) << state.error().message;
+    state_ = std::move(*state);
   }
 
   std::vector<uint16_t> table_;
   std::vector<float> norm_ = {1, 2};
   std::vector<float> output_ = {1, 0, 0, 1, 1, 1};
   RefBackend ref_;
-  std::optional<CompiledGraph> compiled_;
+  std::unique_ptr<Executable> executable_;
+  std::unique_ptr<RunState> state_;
 };
 
 TEST_F(TinyModel, EmbeddingRmsNormMatMul) {
-  ASSERT_TRUE(compiled_->SetInput("tokens", std::vector<int32_t>{0, 2}));
-  ASSERT_TRUE(compiled_->Run());
-  const std::span<const float> logits = *compiled_->OutputF32(0);  // [2, 3]
+  ASSERT_TRUE(state_->SetInput("tokens", std::vector<int32_t>{0, 2}));
+  ASSERT_TRUE(executable_->Run(*state_));
+  const std::span<const float> logits = *state_->OutputF32(0);  // [2, 3]
   const double r = std::sqrt(2.0);
   const double expected[] = {3 * r / 5, 8 * r / 5, 11 * r / 5, 0, 2 * r, 2 * r};
   ASSERT_EQ(logits.size(), 6u);
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(logits[i], expected[i], 1e-6) << i;
 
   // The same compiled graph runs again on new inputs (a decode loop), allocating nothing new.
-  const std::byte* arena = compiled_->arg(compiled_->graph().outputs()[0]).data;
-  ASSERT_TRUE(compiled_->SetInput("tokens", std::vector<int32_t>{1, 1}));
-  ASSERT_TRUE(compiled_->Run());
-  const std::span<const float> again = *compiled_->OutputF32(0);
+  const std::byte* arena = state_->arg(executable_->graph().outputs()[0]).data;
+  ASSERT_TRUE(state_->SetInput("tokens", std::vector<int32_t>{1, 1}));
+  ASSERT_TRUE(executable_->Run(*state_));
+  const std::span<const float> again = *state_->OutputF32(0);
   EXPECT_EQ(reinterpret_cast<const std::byte*>(again.data()), arena);
   const double expected_again[] = {1, -2, -1, 1, -2, -1};
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(again[i], expected_again[i], 1e-6) << i;
@@ -81,10 +87,9 @@ TEST_F(TinyModel, EmbeddingRmsNormMatMul) {
 // zeroes; a graph without a profile times nothing.
 TEST_F(TinyModel, ProfileCountsEveryNodePerOpAndWeightType) {
   OpProfile profile;
-  compiled_->set_profile(&profile);
-  ASSERT_TRUE(compiled_->SetInput("tokens", std::vector<int32_t>{0, 2}));
-  ASSERT_TRUE(compiled_->Run());
-  ASSERT_TRUE(compiled_->Run());
+  ASSERT_TRUE(state_->SetInput("tokens", std::vector<int32_t>{0, 2}));
+  ASSERT_TRUE(executable_->Run(*state_, {.observer = &profile}));
+  ASSERT_TRUE(executable_->Run(*state_, {.observer = &profile}));
   const std::vector<OpProfile::Row> rows = profile.SortedRows();
   ASSERT_EQ(rows.size(), 3u);
   std::map<std::string, OpProfile::Row> by_op;
@@ -99,26 +104,67 @@ TEST_F(TinyModel, ProfileCountsEveryNodePerOpAndWeightType) {
 
   profile.Clear();
   EXPECT_TRUE(profile.SortedRows().empty());
-  compiled_->set_profile(nullptr);
-  ASSERT_TRUE(compiled_->Run());
+  ASSERT_TRUE(executable_->Run(*state_));
   EXPECT_TRUE(profile.SortedRows().empty());
 }
 
+// Run states are independent: two threads run one executable at once on different tokens, each
+// with its own state, and each gets its own answer.
+TEST_F(TinyModel, RunStatesOfOneExecutableRunAtOnce) {
+  std::unique_ptr<RunState> other = *executable_->NewRunState();
+  ASSERT_TRUE(state_->SetInput("tokens", std::vector<int32_t>{0, 2}));
+  ASSERT_TRUE(other->SetInput("tokens", std::vector<int32_t>{1, 1}));
+  Status first, second;
+  {
+    std::jthread a([&] {
+      for (int i = 0; i < 200 && first; ++i) first = executable_->Run(*state_);
+    });
+    std::jthread b([&] {
+      for (int i = 0; i < 200 && second; ++i) second = executable_->Run(*other);
+    });
+  }
+  ASSERT_TRUE(first.has_value()) << first.error().message;
+  ASSERT_TRUE(second.has_value()) << second.error().message;
+  const double r = std::sqrt(2.0);
+  const double expected[] = {3 * r / 5, 8 * r / 5, 11 * r / 5, 0, 2 * r, 2 * r};
+  const double expected_other[] = {1, -2, -1, 1, -2, -1};
+  const std::span<const float> logits = *state_->OutputF32(0);
+  const std::span<const float> logits_other = *other->OutputF32(0);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_NEAR(logits[i], expected[i], 1e-6) << i;
+    EXPECT_NEAR(logits_other[i], expected_other[i], 1e-6) << i;
+  }
+  EXPECT_NE(logits.data(), logits_other.data());
+}
+
+TEST_F(TinyModel, ARunStateOfAnotherExecutableIsRefused) {
+  RefBackend ref;
+  Backend* backends[] = {&ref};
+  GraphBuilder b;
+  ASSERT_TRUE(b.MarkOutput(*b.Silu("s", *b.Input("x", DType::kF32, {2}))));
+  std::unique_ptr<Executable> other = *Executable::Compile(*std::move(b).Finish(), backends);
+  const Status run = other->Run(*state_);
+  ASSERT_FALSE(run.has_value());
+  EXPECT_EQ(run.error().code, ErrorCode::kInvalidInput);
+  EXPECT_EQ(run.error().message,
+            "a run state made by another executable (NewRunState of this one)");
+}
+
 TEST_F(TinyModel, BadInputsAreErrorsThatNameThem) {
-  const Status wrong_count = compiled_->SetInput("tokens", std::vector<int32_t>{0, 1, 2});
+  const Status wrong_count = state_->SetInput("tokens", std::vector<int32_t>{0, 1, 2});
   ASSERT_FALSE(wrong_count.has_value());
   EXPECT_EQ(wrong_count.error().message, "input 'tokens' is [2] i32, given 3 i32 elements");
-  EXPECT_FALSE(compiled_->SetInput("tokens", std::vector<float>{0, 1}).has_value());
-  EXPECT_EQ(compiled_->SetInput("positions", std::vector<int32_t>{0, 1}).error().code,
+  EXPECT_FALSE(state_->SetInput("tokens", std::vector<float>{0, 1}).has_value());
+  EXPECT_EQ(state_->SetInput("positions", std::vector<int32_t>{0, 1}).error().code,
             ErrorCode::kNotFound);
 
-  ASSERT_TRUE(compiled_->SetInput("tokens", std::vector<int32_t>{0, 3}));
-  const Status run = compiled_->Run();
+  ASSERT_TRUE(state_->SetInput("tokens", std::vector<int32_t>{0, 3}));
+  const Status run = executable_->Run(*state_);
   ASSERT_FALSE(run.has_value());
   EXPECT_EQ(run.error().message,
             "node 'embed' (embedding) on ref: token id 3 at index 1 is outside the table's 3 "
             "rows");
-  EXPECT_FALSE(compiled_->OutputF32(1).has_value());
+  EXPECT_FALSE(state_->OutputF32(1).has_value());
 }
 
 // Views reach kernels as strides: out = permute(x) · Wᵀ and a slice of a row of the result.
@@ -138,12 +184,13 @@ TEST(Executor, KernelsReadStridedViews) {
   ASSERT_TRUE(b.MarkOutput(scaled));
   RefBackend ref;
   Backend* backends[] = {&ref};
-  CompiledGraph compiled = *CompiledGraph::Compile(*std::move(b).Finish(), backends);
-  ASSERT_TRUE(compiled.SetInput("x", std::vector<float>{1, 2, 3, 4, 5, 6}));
-  ASSERT_TRUE(compiled.Run());
-  const std::span<const float> y_out = *compiled.OutputF32(0);
+  std::unique_ptr<Executable> compiled = *Executable::Compile(*std::move(b).Finish(), backends);
+  std::unique_ptr<RunState> state = *compiled->NewRunState();
+  ASSERT_TRUE(state->SetInput("x", std::vector<float>{1, 2, 3, 4, 5, 6}));
+  ASSERT_TRUE(compiled->Run(*state));
+  const std::span<const float> y_out = *state->OutputF32(0);
   EXPECT_EQ(std::vector<float>(y_out.begin(), y_out.end()), (std::vector<float>{531, 642}));
-  const std::span<const float> s_out = *compiled.OutputF32(1);
+  const std::span<const float> s_out = *state->OutputF32(1);
   EXPECT_EQ(std::vector<float>(s_out.begin(), s_out.end()),
             (std::vector<float>{2 * 531, 4 * 531, 6 * 531}));
 }
@@ -183,16 +230,18 @@ TEST(Executor, MixedPlacementMatchesRefAlone) {
   SiluAddOnly partial;
   Backend* ref_only[] = {&ref};
   Backend* mixed[] = {&partial, &ref};
-  CompiledGraph a = *CompiledGraph::Compile(build(), ref_only);
-  CompiledGraph b = *CompiledGraph::Compile(build(), mixed);
-  EXPECT_EQ(b.placement().partitions.size(), 4u);
-  for (CompiledGraph* g : {&a, &b}) {
-    ASSERT_TRUE(g->SetInput("x", input));
-    ASSERT_TRUE(g->Run());
-  }
+  std::unique_ptr<Executable> a = *Executable::Compile(build(), ref_only);
+  std::unique_ptr<Executable> b = *Executable::Compile(build(), mixed);
+  EXPECT_EQ(b->placement().partitions.size(), 4u);
+  std::unique_ptr<RunState> state_a = *a->NewRunState();
+  std::unique_ptr<RunState> state_b = *b->NewRunState();
+  ASSERT_TRUE(state_a->SetInput("x", input));
+  ASSERT_TRUE(a->Run(*state_a));
+  ASSERT_TRUE(state_b->SetInput("x", input));
+  ASSERT_TRUE(b->Run(*state_b));
   EXPECT_EQ(partial.ran, (std::vector<std::string>{"a", "r"}));
-  const std::span<const float> out_a = *a.OutputF32(0);
-  const std::span<const float> out_b = *b.OutputF32(0);
+  const std::span<const float> out_a = *state_a->OutputF32(0);
+  const std::span<const float> out_b = *state_b->OutputF32(0);
   EXPECT_EQ(std::vector<float>(out_a.begin(), out_a.end()),
             std::vector<float>(out_b.begin(), out_b.end()));
 }
