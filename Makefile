@@ -67,16 +67,19 @@ test-sanitize: deps san-deps llamacpp
 	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
 	./tests/fuzz/run_fuzzers.sh $(SAN_BUILD) $${FUZZ_SECONDS:-20}
 
-# The base layer's tests under ThreadSanitizer: the thread pool is where Kite's threads meet (its
-# tests run thousands of jobs and hold workers back on purpose); the kernels only write disjoint
-# chunks. Only kite_base_tests is built, so this takes a minute, not another whole build.
+# Where Kite's threads meet, under ThreadSanitizer: the thread pool (its tests run thousands of
+# jobs, from several callers at once, and hold workers back on purpose) and sessions of one
+# engine on several threads (the graph cache, leased arenas, the shared KV pool, the backends).
+# Only the two test binaries are built, not another whole build.
 test-tsan: deps san-deps
 	CC=clang-19 CXX=clang++-19 cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DKITE_TSAN=ON -DKITE_BENCH=OFF >/dev/null
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target kite_base_tests
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target kite_base_tests kite_runtime_tests
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/kite_base_tests
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/kite_runtime_tests \
+	  --gtest_filter='ConcurrentSessions.*:EngineTest.Leases*'
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD)

@@ -21,6 +21,7 @@
 #include "graph/kv_cache.h"
 #include "reference_gguf.h"
 #include "runtime/engine.h"
+#include "runtime/kv_pool.h"
 #include "runtime/session.h"
 #include "runtime/testing.h"
 #include "tensor/dequantize.h"
@@ -421,17 +422,24 @@ struct AttentionCase {
 
 // Two caches with identical contents: the first `past` positions filled with the same random
 // keys and values (the cpu and ref runs each write the new tokens into their own).
-KvCache MakeCache(const AttentionCase& c, uint32_t seed) {
+struct TestCache {
+  std::unique_ptr<KvPool> pool;
+  std::unique_ptr<KvSequence> sequence;
+  KvCacheView view() const { return sequence->batch_view(); }
+};
+TestCache MakeCache(const AttentionCase& c, uint32_t seed) {
   const int64_t length = c.past + c.tokens;
-  auto cache = KvCache::Create({.n_layers = 2,
+  auto pool = KvPool::Create({.n_layers = 2,
                                 .n_kv_heads = static_cast<int32_t>(c.kv_heads),
                                 .head_dim = static_cast<int32_t>(c.dim),
                                 .page_size = c.page_size,
                                 .n_pages = 2 * ((length + c.page_size - 1) / c.page_size),
                                 .dtype = c.kv_dtype});
-  EXPECT_TRUE(cache.has_value());
-  EXPECT_TRUE(cache->Resize(length).has_value());
-  const KvLayerView& layer = cache->view().layers[1];
+  EXPECT_TRUE(pool.has_value());
+  TestCache cache{std::move(*pool), nullptr};
+  cache.sequence = std::make_unique<KvSequence>(cache.pool.get());
+  EXPECT_TRUE(cache.sequence->Resize(length).has_value());
+  const KvLayerView& layer = cache.sequence->view().layers[1];
   const int64_t row = c.kv_heads * c.dim;
   std::vector<float> values = Random(2 * c.past * row, seed, -2, 2);
   for (int64_t p = 0; p < c.past; ++p) {
@@ -440,7 +448,7 @@ KvCache MakeCache(const AttentionCase& c, uint32_t seed) {
       EXPECT_TRUE(Quantize(c.kv_dtype, values.data() + (2 * p + kv) * row, dst, row));
     }
   }
-  return std::move(*cache);
+  return cache;
 }
 
 TEST_F(ConsistencyTest, AttentionOverPagedCache) {
@@ -473,8 +481,8 @@ TEST_F(ConsistencyTest, AttentionOverPagedCache) {
                  " Hq=" + std::to_string(c.q_heads) + " Hkv=" + std::to_string(c.kv_heads) +
                  " D=" + std::to_string(c.dim) + " page=" + std::to_string(c.page_size) + " " +
                  std::string(DTypeName(c.kv_dtype)));
-    KvCache cpu_cache = MakeCache(c, seed);
-    KvCache ref_cache = MakeCache(c, seed);
+    TestCache cpu_cache = MakeCache(c, seed);
+    TestCache ref_cache = MakeCache(c, seed);
     ++seed;
     std::vector<int32_t> positions(c.tokens);
     for (int64_t t = 0; t < c.tokens; ++t) positions[t] = static_cast<int32_t>(c.past + t);
@@ -501,17 +509,60 @@ TEST_F(ConsistencyTest, AttentionOverPagedCache) {
     ExpectNear(p, 0, 2e-5, "attention");
     // The cache rows the two wrote for the new tokens are equal.
     for (int64_t t = 0; t < c.tokens; t += std::max<int64_t>(1, c.tokens / 5)) {
-      const auto& a = cpu_view.layers[1];
-      const auto& r = ref_view.layers[1];
+      const auto& a = cpu_view.layer(t, 1);
+      const auto& r = ref_view.layer(t, 1);
       EXPECT_EQ(std::memcmp(a.key(positions[t]), r.key(positions[t]), a.row_bytes()), 0);
       EXPECT_EQ(std::memcmp(a.value(positions[t]), r.value(positions[t]), a.row_bytes()), 0);
     }
   }
 }
 
+// One run carrying the tokens of two sequences, interleaved, each at its own positions after its
+// own history (a batch of sessions): the cpu backend, which attends run by run of one sequence's
+// tokens, agrees with ref, which looks each token's sequence up.
+TEST_F(ConsistencyTest, AttentionOverTwoSequencesInOneRun) {
+  const AttentionCase first{3, 37, 8, 2, 64, 16, DType::kF16};
+  const AttentionCase second{3, 5, 8, 2, 64, 16, DType::kF16};
+  TestCache cpu_first = MakeCache(first, 1), ref_first = MakeCache(first, 1);
+  TestCache cpu_second = MakeCache(second, 2), ref_second = MakeCache(second, 2);
+  const std::vector<int32_t> sequence_of = {0, 1, 1, 0, 1, 0};
+  std::vector<int32_t> positions;
+  int32_t next[2] = {37, 5};
+  for (int32_t s : sequence_of) positions.push_back(next[s]++);
+  const AttentionAttrs attrs{.layer = 1, .scale = 0.125f};
+  const BuildFn build = [&](GraphBuilder& b) -> Result<ValueId> {
+    const ValueId q = KITE_TRY(b.Input("q", DType::kF32, {6, 8, 64}));
+    const ValueId k = KITE_TRY(b.Input("k", DType::kF32, {6, 2, 64}));
+    const ValueId v = KITE_TRY(b.Input("v", DType::kF32, {6, 2, 64}));
+    const ValueId pos = KITE_TRY(b.Input("positions", DType::kI32, {6}));
+    return b.Attention("attn", q, k, v, pos, attrs);
+  };
+  const std::vector<Input> inputs = {F32("q", Random(6 * 8 * 64, 11, -2, 2)),
+                                     F32("k", Random(6 * 2 * 64, 12, -2, 2)),
+                                     F32("v", Random(6 * 2 * 64, 13, -2, 2)),
+                                     I32("positions", positions)};
+  const KvSequenceView cpu_sequences[2] = {cpu_first.sequence->view(),
+                                           cpu_second.sequence->view()};
+  const KvSequenceView ref_sequences[2] = {ref_first.sequence->view(),
+                                           ref_second.sequence->view()};
+  const KvCacheView cpu_view{.sequences = cpu_sequences, .token_sequence = sequence_of};
+  const KvCacheView ref_view{.sequences = ref_sequences, .token_sequence = sequence_of};
+  const Pair p = RunBoth(build, inputs, &cpu_view, &ref_view);
+  ExpectNear(p, 0, 2e-5, "attention over two sequences");
+  // The two histories differ, so a token attending to the wrong sequence would differ a lot;
+  // and each token's k row went into its own sequence, at its own position.
+  for (size_t t = 0; t < sequence_of.size(); ++t) {
+    const KvLayerView& layer = cpu_view.layer(static_cast<int64_t>(t), 1);
+    std::vector<std::byte> row(layer.row_bytes());
+    ASSERT_TRUE(Quantize(DType::kF16, Random(6 * 2 * 64, 12, -2, 2).data() + t * 2 * 64,
+                         row.data(), 2 * 64));
+    EXPECT_EQ(std::memcmp(layer.key(positions[t]), row.data(), row.size()), 0) << t;
+  }
+}
+
 TEST_F(ConsistencyTest, AttentionRefusesPositionsPastTheCache) {
   const AttentionCase c{2, 3, 2, 1, 16, 4, DType::kF16};
-  KvCache cache = MakeCache(c, 1);
+  TestCache cache = MakeCache(c, 1);
   const KvCacheView view = cache.view();
   GraphBuilder b;
   const ValueId q = *b.Input("q", DType::kF32, {2, 2, 16});
@@ -535,7 +586,7 @@ TEST_F(ConsistencyTest, Q8_0CacheRefusesNonFiniteKeysAndValues) {
   for (const char* bad : {"k", "v"}) {
     for (Backend* backend : {static_cast<Backend*>(&cpu_), static_cast<Backend*>(&ref_)}) {
       SCOPED_TRACE(std::string(bad) + " on " + std::string(backend->name()));
-      KvCache cache = MakeCache(c, 1);
+      TestCache cache = MakeCache(c, 1);
       const KvCacheView view = cache.view();
       GraphBuilder b;
       const ValueId q = *b.Input("q", DType::kF32, {2, 2, 32});

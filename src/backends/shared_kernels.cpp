@@ -9,19 +9,38 @@ namespace kite {
 Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& context,
                            const TensorArg& k) {
   if (context.kv_cache == nullptr) return InvalidInput("attention needs a KV cache; none given");
-  const auto& layers = context.kv_cache->layers;
-  if (attrs.layer < 0 || attrs.layer >= static_cast<int64_t>(layers.size())) {
-    return InvalidInput("layer " + std::to_string(attrs.layer) + " is past the KV cache's " +
-                        std::to_string(layers.size()) + " layers");
+  const KvCacheView& cache = *context.kv_cache;
+  if (cache.sequences.empty()) return InvalidInput("attention needs a KV cache; no sequence given");
+  const int64_t tokens = k.shape[0];
+  if (!cache.token_sequence.empty() &&
+      static_cast<int64_t>(cache.token_sequence.size()) != tokens) {
+    return InvalidInput("the KV cache view names the sequences of " +
+                        std::to_string(cache.token_sequence.size()) + " tokens; the run has " +
+                        std::to_string(tokens));
   }
-  const KvLayerView& layer = layers[attrs.layer];
-  if (layer.n_kv_heads != k.shape[1] || layer.head_dim != k.shape[2] ||
-      !IsKvCacheType(layer.dtype)) {  // KvCache::Create made its heads whole blocks
-    return InvalidInput("KV cache layer " + std::to_string(attrs.layer) + " holds " +
-                        std::to_string(layer.n_kv_heads) + " heads of " +
-                        std::to_string(layer.head_dim) + " " + std::string(DTypeName(layer.dtype)) +
-                        "; k has " + std::to_string(k.shape[1]) + " heads of " +
-                        std::to_string(k.shape[2]));
+  for (size_t t = 0; t < cache.token_sequence.size(); ++t) {
+    const int32_t sequence = cache.token_sequence[t];
+    if (sequence < 0 || sequence >= static_cast<int64_t>(cache.sequences.size())) {
+      return InvalidInput("token " + std::to_string(t) + " is in sequence " +
+                          std::to_string(sequence) + "; the run has " +
+                          std::to_string(cache.sequences.size()) + " sequences");
+    }
+  }
+  for (const KvSequenceView& sequence : cache.sequences) {
+    const auto& layers = sequence.layers;
+    if (attrs.layer < 0 || attrs.layer >= static_cast<int64_t>(layers.size())) {
+      return InvalidInput("layer " + std::to_string(attrs.layer) + " is past the KV cache's " +
+                          std::to_string(layers.size()) + " layers");
+    }
+    const KvLayerView& layer = layers[attrs.layer];
+    if (layer.n_kv_heads != k.shape[1] || layer.head_dim != k.shape[2] ||
+        !IsKvCacheType(layer.dtype)) {  // KvPool::Create made its heads whole blocks
+      return InvalidInput("KV cache layer " + std::to_string(attrs.layer) + " holds " +
+                          std::to_string(layer.n_kv_heads) + " heads of " +
+                          std::to_string(layer.head_dim) + " " +
+                          std::string(DTypeName(layer.dtype)) + "; k has " +
+                          std::to_string(k.shape[1]) + " heads of " + std::to_string(k.shape[2]));
+    }
   }
   return Ok();
 }

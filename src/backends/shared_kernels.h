@@ -7,8 +7,9 @@
 
 namespace kite {
 
-// The cache holds attrs.layer, and that layer's heads, head size and dtype (f16/f32) fit k
-// [T, Hkv, D]; else InvalidInput naming both.
+// Every sequence of the cache holds attrs.layer, whose heads, head size and dtype fit k
+// [T, Hkv, D], and each of the T tokens names one of the sequences; else InvalidInput naming
+// what disagrees.
 Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& context,
                            const TensorArg& k);
 

@@ -15,7 +15,8 @@
 //
 // Waiting threads spin briefly (a kernel follows the last one within microseconds), yielding
 // the CPU to any other runnable thread while they do, then sleep on an atomic wait so that an
-// idle engine uses no CPU. A job is started from one thread at a time.
+// idle engine uses no CPU. Several threads may call at once (sessions of one engine): one job
+// has the workers at a time, and a caller that finds them taken runs its job by itself.
 //
 // Worker i is pinned to the (i+1)-th fastest CPU the process may use (cpufreq's maximum
 // frequency; on a phone's big.LITTLE the big cores first), leaving the fastest to the caller,
@@ -28,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -65,7 +67,10 @@ class ThreadPool {
   void ParallelForChunks(int64_t n, int64_t grain, Fn&& fn) {
     grain = std::max<int64_t>(1, grain);
     if (n <= 0) return;
-    if (workers_.empty() || n <= grain || Alone()) {
+    // While another thread's job holds the workers (two sessions computing at once), this
+    // caller runs its own chunks rather than wait for the pool: each keeps its thread busy.
+    std::unique_lock job(job_mutex_, std::try_to_lock);
+    if (!job.owns_lock() || workers_.empty() || n <= grain || Alone()) {
       for (int64_t begin = 0; begin < n; begin += grain) fn(begin, std::min(n, begin + grain));
       return;
     }
@@ -118,6 +123,7 @@ class ThreadPool {
   void WorkerLoop(int32_t thread);
 
   std::vector<std::thread> workers_;
+  std::mutex job_mutex_;  // held by the caller whose job has the workers
   std::vector<int32_t> pinned_;  // per worker
   std::function<void(int32_t)> before_join_;
   // The current job: written by the caller only while no worker has joined it.

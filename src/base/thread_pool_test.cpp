@@ -306,5 +306,31 @@ TEST(ThreadPoolTest, ZeroMeansHardwareConcurrencyAndOneRunsInline) {
   EXPECT_EQ(ran, std::set<std::thread::id>{std::this_thread::get_id()});
 }
 
+// Sessions of one engine share its pool: jobs started from several threads at once each run
+// every chunk exactly once, whether they got the workers or ran by themselves.
+TEST(ThreadPoolTest, JobsFromSeveralThreadsAtOnceEachRunEveryChunkOnce) {
+  ThreadPool pool(3);
+  constexpr int kCallers = 4;
+  constexpr int kJobs = 200;
+  constexpr int64_t kItems = 1000;
+  std::vector<std::vector<int>> hits(kCallers, std::vector<int>(kItems, 0));
+  std::vector<std::thread> callers;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      std::vector<std::atomic<int>> counts(kItems);
+      for (int job = 0; job < kJobs; ++job) {
+        pool.ParallelForChunks(kItems, 7, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) counts[i].fetch_add(1, std::memory_order_relaxed);
+        });
+      }
+      for (int64_t i = 0; i < kItems; ++i) hits[c][i] = counts[i].load();
+    });
+  }
+  for (std::thread& caller : callers) caller.join();
+  for (int c = 0; c < kCallers; ++c) {
+    for (int64_t i = 0; i < kItems; ++i) ASSERT_EQ(hits[c][i], kJobs) << c << " " << i;
+  }
+}
+
 }  // namespace
 }  // namespace kite

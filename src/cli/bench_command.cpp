@@ -40,6 +40,7 @@
 #include "cli/command.h"
 #include "cli/setting_flags.h"
 #include "graph/kv_cache.h"
+#include "runtime/op_profile.h"
 #include "runtime/session.h"
 
 namespace kite::cli {
@@ -154,8 +155,8 @@ ModelFacts DescribeModel(const ModelSpec& spec) {
 
 class Bench {
  public:
-  Bench(Engine& engine, const BenchOptions& options)
-      : engine_(engine), session_(engine), options_(options), rng_(kSeed) {
+  Bench(const Engine& engine, const BenchOptions& options)
+      : session_(engine), options_(options), rng_(kSeed) {
     const Tokenizer& tokenizer = engine.tokenizer();
     vocab_ = std::min(tokenizer.vocab_size() > 0 ? tokenizer.vocab_size() : engine.spec().vocab,
                       engine.spec().vocab);
@@ -166,11 +167,11 @@ class Bench {
     if (test->n_prompt > 0) KITE_TRY(TimeOnce(test->n_prompt, 0));  // warm-up: compiles graphs
     if (test->n_gen > 0) KITE_TRY(TimeOnce(0, 1));
     OpProfile profile;
-    if (options_.profile) engine_.set_profile(&profile);
+    if (options_.profile) session_.set_observer(&profile);
     for (int32_t rep = 0; rep < options_.reps; ++rep) {
       test->samples_ns.push_back(KITE_TRY(TimeOnce(test->n_prompt, test->n_gen)));
     }
-    engine_.set_profile(nullptr);
+    session_.set_observer(nullptr);
     test->profile = profile.SortedRows();
     test->peak_rss_bytes = PeakRssBytes();
     return Ok();
@@ -196,7 +197,6 @@ class Bench {
     return NowNs() - start;
   }
 
-  Engine& engine_;
   Session session_;
   const BenchOptions& options_;
   std::mt19937 rng_;

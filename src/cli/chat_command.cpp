@@ -133,7 +133,7 @@ void PrintStats(const Session& session, const Engine& engine, const ChatState& s
 }
 
 // Handles a /command; returns false for /quit.
-bool HandleCommand(const std::string& line, Session& session, Engine& engine,
+bool HandleCommand(const std::string& line, Session& session, const Engine& engine,
                    const ChatTemplate& chat_template, ChatState& state) {
   const size_t space = line.find(' ');
   const std::string name = line.substr(0, space);

@@ -42,12 +42,11 @@ Json GraphSummary(const std::string& phase, int32_t tokens, const Executable& co
 Result<Json> InspectPlacement(const std::string& path, const EngineOptions& options) {
   auto engine = KITE_TRY(Engine::Load(path, options));
   Json graphs = Json::array();
-  const Executable* decode = KITE_TRY(engine->GetGraph(1, false)).executable;
-  graphs.push_back(GraphSummary("decode", 1, *decode));
+  graphs.push_back(GraphSummary("decode", 1, KITE_TRY(engine->LeaseGraph(1, false)).executable()));
   const int32_t chunk = std::min(options.prefill_chunk, engine->context_length());
   if (chunk > 1) {
-    const Executable* prefill = KITE_TRY(engine->GetGraph(chunk, false)).executable;
-    graphs.push_back(GraphSummary("prefill", chunk, *prefill));
+    graphs.push_back(
+        GraphSummary("prefill", chunk, KITE_TRY(engine->LeaseGraph(chunk, false)).executable()));
   }
   const Json kv_cache = {{"type", std::string(DTypeName(options.kv_dtype))},
                          {"context", engine->context_length()},

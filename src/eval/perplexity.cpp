@@ -20,7 +20,7 @@ double NegativeLogLikelihood(std::span<const float> logits, int32_t target) {
 
 }  // namespace
 
-Result<PerplexityResult> ComputePerplexity(Engine& engine, std::string_view text, int32_t window,
+Result<PerplexityResult> ComputePerplexity(const Engine& engine, std::string_view text, int32_t window,
                                            const PerplexityProgress& progress) {
   if (window < 2) return InvalidInput("perplexity window must be at least 2 tokens, got " + std::to_string(window));
   if (window > engine.context_length()) {

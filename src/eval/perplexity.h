@@ -25,7 +25,7 @@ struct PerplexityResult {
 // Called after each window with (windows done, windows in all, running ppl).
 using PerplexityProgress = std::function<void(int64_t, int64_t, double)>;
 
-Result<PerplexityResult> ComputePerplexity(Engine& engine, std::string_view text, int32_t window,
+Result<PerplexityResult> ComputePerplexity(const Engine& engine, std::string_view text, int32_t window,
                                            const PerplexityProgress& progress = nullptr);
 
 }  // namespace kite

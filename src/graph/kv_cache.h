@@ -1,8 +1,8 @@
-// The KV cache as the attention op sees it (KvCacheView), and a small owning cache (KvCache) that
-// allocates its pages once from a pool with a free list. The runtime owns the cache; a graph
-// run only reads and writes page contents, never the bookkeeping.
+// The KV cache as the attention op sees it. The runtime owns the pages (runtime/kv_pool.h: one
+// pool shared by every sequence); a graph run only reads and writes page contents, never the
+// bookkeeping.
 //
-// Each layer maps logical page p (positions p·page_size .. (p+1)·page_size - 1) to a page of
+// Each layer of a sequence maps logical page p (positions p·page_size .. (p+1)·page_size - 1) to a page of
 // memory holding k [page_size, n_kv_heads, head_dim] followed by v [page_size, n_kv_heads,
 // head_dim], in f16, f32 or q8_0. A q8_0 row holds, per head, head_dim / 32 ggml blocks (32 int8
 // codes and an f16 scale, tensor/quant_blocks.h): blocks run along head_dim and never straddle
@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "base/status.h"
-#include "tensor/aligned_buffer.h"
 #include "tensor/dtype.h"
 
 namespace kite {
@@ -58,54 +57,24 @@ struct KvLayerView {
   std::byte* value(int64_t pos) const { return key(pos) + page_size * row_bytes(); }
 };
 
-struct KvCacheView {
+// One sequence's cache: its pages in every layer.
+struct KvSequenceView {
   std::span<const KvLayerView> layers;
 };
 
-struct KvCacheConfig {
-  int32_t n_layers = 0;
-  int32_t n_kv_heads = 0;
-  int32_t head_dim = 0;
-  int32_t page_size = 16;
-  int64_t n_pages = 0;  // the pool, shared by all layers
-  DType dtype = DType::kF16;
-};
+// What attention reads and writes in one graph run: the run's sequences and, per token, the one
+// it belongs to, so that one run can carry the tokens of several sequences (a batch; each
+// token's position is within its own sequence).
+struct KvCacheView {
+  std::span<const KvSequenceView> sequences;
+  std::span<const int32_t> token_sequence;  // [T] indices into sequences; empty: all are 0
 
-class KvCache {
- public:
-  // Allocates the whole pool now (zero-filled); an error names the bad field (a head_dim that is
-  // not a whole number of the type's blocks included).
-  static Result<KvCache> Create(const KvCacheConfig& config);
-
-  KvCache(KvCache&&) = default;
-  KvCache& operator=(KvCache&&) = default;
-  KvCache(const KvCache&) = delete;
-  KvCache& operator=(const KvCache&) = delete;
-
-  const KvCacheConfig& config() const { return config_; }
-  int64_t length() const { return length_; }
-  int64_t free_pages() const { return static_cast<int64_t>(free_.size()); }
-
-  // Makes positions [0, length) valid in every layer: maps pages from the pool as needed, or
-  // returns the pages past the new length to it (to rewind or clear). OutOfResources, with
-  // nothing changed, when the pool is short.
-  Status Resize(int64_t length);
-
-  // Valid until the next Resize or move.
-  KvCacheView view() const { return KvCacheView{views_}; }
-
- private:
-  KvCache() = default;
-  int64_t PagesFor(int64_t length) const;
-  void RefreshViews();
-
-  KvCacheConfig config_;
-  uint64_t page_bytes_ = 0;
-  AlignedBuffer pool_;
-  std::vector<int64_t> free_;                    // free page indices; the back is taken first
-  std::vector<std::vector<std::byte*>> tables_;  // per layer: logical page -> page memory
-  std::vector<KvLayerView> views_;
-  int64_t length_ = 0;
+  int32_t sequence_of(int64_t token) const {
+    return token_sequence.empty() ? 0 : token_sequence[token];
+  }
+  const KvLayerView& layer(int64_t token, int32_t layer) const {
+    return sequences[sequence_of(token)].layers[layer];
+  }
 };
 
 }  // namespace kite

@@ -57,6 +57,11 @@ Status CheckOptions(const EngineOptions& options) {
     return InvalidInput("prefill chunk " + std::to_string(options.prefill_chunk) +
                         ", expected >= 1");
   }
+  if (options.parallel < 1 || options.parallel > kMaxEngineThreads) {
+    return InvalidInput("parallel " + std::to_string(options.parallel) + ", expected 1 to " +
+                        std::to_string(kMaxEngineThreads) +
+                        " (sessions that can each fill the context at once)");
+  }
   if (options.kv_page_size < 1) {
     return InvalidInput("KV page size " + std::to_string(options.kv_page_size) + ", expected >= 1");
   }
@@ -75,12 +80,13 @@ Status CheckOptions(const EngineOptions& options) {
 
 std::vector<std::string> AvailableBackends() { return {"ref", "cpu"}; }
 
-Engine::Engine(ModelSpec spec, EngineOptions options, int32_t context_length, KvCache cache,
-               uint64_t kv_bytes, std::vector<std::unique_ptr<Backend>> backends)
+Engine::Engine(ModelSpec spec, EngineOptions options, int32_t context_length,
+               std::unique_ptr<KvPool> kv_pool, uint64_t kv_bytes,
+               std::vector<std::unique_ptr<Backend>> backends)
     : spec_(std::move(spec)),
       options_(std::move(options)),
       context_length_(context_length),
-      kv_cache_(std::move(cache)),
+      kv_pool_(std::move(kv_pool)),
       kv_bytes_(kv_bytes),
       backends_(std::move(backends)) {}
 
@@ -126,16 +132,20 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
                        std::to_string(spec.context_length) + " may be poor");
   }
 
-  // The pool holds every layer's pages for the whole context, allocated now so that a context
-  // too large fails here, with the number, not in the middle of a conversation.
+  // The pool holds every layer's pages for `parallel` whole contexts, allocated now so that a
+  // context too large fails here, with the number, not in the middle of a conversation.
   const int64_t pages_per_layer =
-      (int64_t{context} + options.kv_page_size - 1) / options.kv_page_size;
+      (int64_t{context} + options.kv_page_size - 1) / options.kv_page_size * options.parallel;
   const long double kv_bytes_exact = static_cast<long double>(pages_per_layer) *
                                      options.kv_page_size *
                                      KvBytesPerPosition(spec, options.kv_dtype);
   const uint64_t memory = PhysicalMemoryBytes();
   if (kv_bytes_exact > static_cast<long double>(memory)) {
-    return OutOfResources("a context of " + std::to_string(context) + " positions needs " +
+    return OutOfResources("a context of " + std::to_string(context) + " positions" +
+                          (options.parallel > 1
+                               ? " for each of " + std::to_string(options.parallel) + " sessions"
+                               : std::string()) +
+                          " needs " +
                           std::to_string(static_cast<unsigned long long>(kv_bytes_exact)) +
                           " bytes of KV cache (" + std::to_string(spec.n_layers) + " layers x " +
                           std::to_string(spec.n_kv_heads) + " kv heads x " +
@@ -149,71 +159,120 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
                              .page_size = options.kv_page_size,
                              .n_pages = pages_per_layer * spec.n_layers,
                              .dtype = options.kv_dtype};
-  auto cache = KvCache::Create(config);
-  if (!cache) {
+  auto pool = KvPool::Create(config);
+  if (!pool) {
     return std::unexpected(
-        std::move(cache.error())
+        std::move(pool.error())
             .WithContext("KV cache for a context of " + std::to_string(context) + " positions"));
   }
 
   std::vector<std::unique_ptr<Backend>> backends = KITE_TRY(MakeBackends(options));
-  std::unique_ptr<Engine> engine(new Engine(std::move(spec), options, context, std::move(*cache),
+  std::unique_ptr<Engine> engine(new Engine(std::move(spec), options, context, std::move(*pool),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));
   engine->warnings_ = std::move(warnings);
   // The decode step is compiled now: it proves the model builds and runs on the backends, and
   // the decode loop then finds it ready.
-  KITE_RETURN_IF_ERROR(engine->GetGraph(1, false));
+  KITE_RETURN_IF_ERROR(engine->LeaseGraph(1, false));
   return engine;
 }
 
-Result<Engine::GraphRun> Engine::GetGraph(int32_t tokens, bool all_logits) {
+Result<Engine::GraphLease> Engine::LeaseGraph(int32_t tokens, bool all_logits) const {
   if (tokens < 1 || tokens > options_.prefill_chunk) {
     return InvalidInput("a graph of " + std::to_string(tokens) + " tokens; expected 1.." +
                         std::to_string(options_.prefill_chunk) + " (the prefill chunk)");
   }
   const GraphKey key{tokens, all_logits && tokens > 1};  // one token: both are the same graph
-  ++use_counter_;
-  if (auto it = graphs_.find(key); it != graphs_.end()) {
-    it->second.last_use = use_counter_;
-    return GraphRun{it->second.executable.get(), it->second.state.get()};
+  std::shared_ptr<GraphLease::Entry> entry;
+  std::unique_ptr<RunState> state;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = graphs_.find(key); it != graphs_.end()) {
+      entry = it->second;
+      entry->last_use = ++use_counter_;
+      if (!entry->spare.empty()) {
+        state = std::move(entry->spare.back());
+        entry->spare.pop_back();
+      }
+    }
   }
-  const PhaseOptions phase{.tokens = tokens, .all_logits = key.all_logits};
+  if (!entry) entry = KITE_TRY(Compile(key));
+  if (!state) state = KITE_TRY(entry->executable->NewRunState());
+  return GraphLease(this, std::move(entry), std::move(state));
+}
+
+Result<std::shared_ptr<Engine::GraphLease::Entry>> Engine::Compile(const GraphKey& key) const {
+  // One compile at a time: two sessions that need the same new shape compile it once.
+  std::lock_guard compiling(compile_mutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = graphs_.find(key); it != graphs_.end()) return it->second;
+  }
+  const PhaseOptions phase{.tokens = key.tokens, .all_logits = key.all_logits};
   Graph graph = KITE_TRY(BuildModelGraph(spec_, phase));
   std::vector<Backend*> backends;
   for (const auto& backend : backends_) backends.push_back(backend.get());
-  CachedGraph compiled;
-  compiled.executable = KITE_TRY(Executable::Compile(std::move(graph), backends));
-  compiled.state = KITE_TRY(compiled.executable->NewRunState());
-  compiled.last_use = use_counter_;
+  auto entry = std::make_shared<GraphLease::Entry>(
+      KITE_TRY(Executable::Compile(std::move(graph), backends)));
 
+  std::lock_guard lock(mutex_);
+  entry->last_use = ++use_counter_;
   auto pinned = [&](const GraphKey& k) {
     return k.tokens == 1 || k.tokens == options_.prefill_chunk;
   };
   if (!pinned(key)) {
-    std::vector<std::map<GraphKey, CachedGraph>::iterator> spares;
+    // Leases of an evicted graph keep it alive until they go.
+    std::vector<decltype(graphs_)::iterator> spares;
     for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
       if (!pinned(it->first)) spares.push_back(it);
     }
     if (spares.size() >= kSpareGraphs) {
       auto oldest = *std::min_element(spares.begin(), spares.end(), [](auto a, auto b) {
-        return a->second.last_use < b->second.last_use;
+        return a->second->last_use < b->second->last_use;
       });
       graphs_.erase(oldest);
     }
   }
-  const GraphRun result{compiled.executable.get(), compiled.state.get()};
-  graphs_[key] = std::move(compiled);
-  return result;
+  graphs_[key] = entry;
+  return entry;
+}
+
+Engine::GraphLease::GraphLease(GraphLease&&) noexcept = default;
+
+Engine::GraphLease& Engine::GraphLease::operator=(GraphLease&& other) noexcept {
+  if (this != &other) {
+    Return();
+    engine_ = other.engine_;
+    entry_ = std::move(other.entry_);
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Engine::GraphLease::~GraphLease() { Return(); }
+
+void Engine::GraphLease::Return() {
+  if (!state_) return;
+  std::lock_guard lock(engine_->mutex_);
+  entry_->spare.push_back(std::move(state_));
+}
+
+Status Engine::GraphLease::Run(const RunContext& context) {
+  KITE_RETURN_IF_ERROR(entry_->executable->Run(*state_, context));
+  const Value& tokens = entry_->executable->graph().value(
+      *entry_->executable->graph().FindInput("tokens"));
+  engine_->tokens_computed_.fetch_add(tokens.elements(), std::memory_order_relaxed);
+  return Ok();
 }
 
 std::string Engine::PlacementReport() const {
+  std::lock_guard lock(mutex_);
   std::string report;
   for (const auto& [key, cached] : graphs_) {
     report += key.tokens == 1 ? "decode step (1 token)"
                               : "prefill chunk (" + std::to_string(key.tokens) + " tokens, " +
                                     (key.all_logits ? "all logits" : "last logits") + ")";
-    report += ":\n" + cached.executable->placement().Report(cached.executable->graph()) + "\n";
+    report += ":\n" + cached->executable->placement().Report(cached->executable->graph()) + "\n";
   }
   return report;
 }

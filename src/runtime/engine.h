@@ -1,41 +1,41 @@
-// Engine: a loaded model ready to run. It owns the ModelSpec (weights mmap'd, tokenizer), the
-// backends, the KV cache (one pool of pages sized at load from the context length) and the
-// compiled graphs, one per phase shape: a decode step (T = 1) compiled at load, prefill chunks
-// compiled on first use and cached, so the decode loop allocates nothing.
+// Engine: a loaded model ready to run, shared by any number of sessions and threads. It owns the
+// ModelSpec (weights mmap'd, tokenizer), the backends, the KV page pool (sized at load: `parallel`
+// whole contexts) and the compiled graphs, one per phase shape: a decode step (T = 1) compiled
+// at load, prefill chunks compiled on first use and cached. After Load nothing a caller sees
+// changes: every method is const and thread-safe. What a run writes is lent to it: a session
+// takes its KV sequence from the pool and leases a graph with its own arena for each run, so the
+// decode loop allocates nothing and sessions never wait for each other's history.
 //
 //   auto engine = KITE_TRY(Engine::Load("model.gguf", EngineOptions{}));
-//   Session session(*engine);
+//   Session session(*engine);  // as many as the pool has pages for, on any threads
 //   auto result = KITE_TRY(session.Generate(ids, options));
-//
-// One Session at a time computes with an engine's KV cache; a Session that finds the cache used
-// by another since its last call re-feeds its own history first (see Session).
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backends/backend.h"
-#include "runtime/executable.h"
-#include "runtime/op_profile.h"
 #include "base/status.h"
-#include "graph/kv_cache.h"
 #include "models/model_spec.h"
+#include "runtime/executable.h"
+#include "runtime/kv_pool.h"
 #include "tensor/dtype.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kite {
-
-class Session;
 
 struct EngineOptions {
   int32_t context_length = 0;    // 0: min(the model's, 4096)
   int32_t prefill_chunk = 128;   // tokens per prefill graph run
   DType kv_dtype = DType::kF16;  // f16, f32 or q8_0 (head_dim a multiple of 32)
   int32_t kv_page_size = 64;     // positions per KV page
+  int32_t parallel = 1;          // sessions that can each fill the context at once (pool size)
   std::string backend = "cpu";   // see AvailableBackends()
   int32_t threads = 0;           // cpu backend threads; 0: every CPU this process may use
   bool check_tensors = false;    // scan every weight for NaN/Inf at load (models/check_tensors.h)
@@ -71,56 +71,82 @@ class Engine {
   // The placement of every compiled graph (decode step, and prefill chunks once used): which
   // node runs on which backend, and why others declined it.
   std::string PlacementReport() const;
-  // The KV cache: all of it (every layer's pages for the whole context), and what one position
-  // takes in every layer (k and v).
+  // The KV cache: all of it (every layer's pages for `parallel` whole contexts), and what one
+  // position takes in every layer (k and v).
   uint64_t KvCacheBytes() const { return kv_bytes_; }
   uint64_t KvBytesPerToken() const;
   uint64_t WeightBytes() const { return spec_.WeightBytes(); }
 
-  // For Session: the compiled graph of `tokens` tokens (1 <= tokens <= prefill_chunk), compiled
-  // on first use. Graphs of the decode step and full prefill chunks are kept for the engine's
-  // life; a few others (the last, shorter chunk of a prompt) are kept most-recent-first.
-  struct GraphRun {
-    const Executable* executable = nullptr;
-    RunState* state = nullptr;  // the one run state of the executable
+  // The KV cache's pages: every layer's pages for `parallel` whole contexts. Sessions take
+  // their sequences from it.
+  KvPool& kv_pool() const { return *kv_pool_; }
+
+  // A compiled graph of one phase shape with memory for one run, lent to one caller until the
+  // lease goes; the outputs of its last run stay readable until then.
+  class GraphLease {
+   public:
+    GraphLease(GraphLease&&) noexcept;
+    GraphLease& operator=(GraphLease&&) noexcept;
+    ~GraphLease();
+
+    const Executable& executable() const { return *entry_->executable; }
+    RunState& state() { return *state_; }
+    // Runs the graph on the lease's state; counts its tokens in tokens_computed().
+    Status Run(const RunContext& context);
+
+   private:
+    friend class Engine;
+    // A compiled graph and the run states no lease holds (guarded by the engine's mutex).
+    struct Entry {
+      explicit Entry(std::unique_ptr<Executable> compiled) : executable(std::move(compiled)) {}
+      std::unique_ptr<Executable> executable;
+      std::vector<std::unique_ptr<RunState>> spare;  // after executable: they point into it
+      uint64_t last_use = 0;
+    };
+    GraphLease(const Engine* engine, std::shared_ptr<Entry> entry, std::unique_ptr<RunState> state)
+        : engine_(engine), entry_(std::move(entry)), state_(std::move(state)) {}
+    void Return();
+
+    const Engine* engine_ = nullptr;
+    std::shared_ptr<Entry> entry_;
+    std::unique_ptr<RunState> state_;
   };
-  Result<GraphRun> GetGraph(int32_t tokens, bool all_logits);
-  KvCache& kv_cache() { return kv_cache_; }
-  // Times every node of every compiled graph, those compiled later included, into `profile`
-  // (nullptr: stop). The profile must outlive the runs.
-  void set_profile(OpProfile* profile) { profile_ = profile; }
-  // What runs of the engine's graphs show their nodes to: the profile, if any.
-  Observer* observer() const { return profile_; }
-  // The session whose tokens the KV cache holds (nullptr: none).
-  const Session* kv_owner() const { return kv_owner_; }
-  void set_kv_owner(const Session* session) { kv_owner_ = session; }
+  // The graph of `tokens` tokens (1 <= tokens <= prefill_chunk), compiled on first use, with a
+  // run state no other lease holds. Graphs of the decode step and full prefill chunks are kept
+  // for the engine's life; a few others (the last, shorter chunk of a prompt) are kept
+  // most-recent-first. Thread-safe.
+  Result<GraphLease> LeaseGraph(int32_t tokens, bool all_logits) const;
+
+  // Tokens run through the model's graphs so far, by every session: what was computed, as
+  // opposed to reused from a KV cache.
+  uint64_t tokens_computed() const { return tokens_computed_.load(std::memory_order_relaxed); }
 
  private:
-  Engine(ModelSpec spec, EngineOptions options, int32_t context_length, KvCache cache,
-         uint64_t kv_bytes, std::vector<std::unique_ptr<Backend>> backends);
-
   struct GraphKey {
     int32_t tokens;
     bool all_logits;
     auto operator<=>(const GraphKey&) const = default;
   };
-  struct CachedGraph {
-    std::unique_ptr<Executable> executable;
-    std::unique_ptr<RunState> state;
-    uint64_t last_use = 0;
-  };
+  Engine(ModelSpec spec, EngineOptions options, int32_t context_length,
+         std::unique_ptr<KvPool> kv_pool, uint64_t kv_bytes,
+         std::vector<std::unique_ptr<Backend>> backends);
+
+  // Builds and compiles the graph of `key` and caches it (unless another thread just did).
+  Result<std::shared_ptr<GraphLease::Entry>> Compile(const GraphKey& key) const;
 
   ModelSpec spec_;
   EngineOptions options_;
   int32_t context_length_;
-  KvCache kv_cache_;
+  std::unique_ptr<KvPool> kv_pool_;
   uint64_t kv_bytes_;
   std::vector<std::unique_ptr<Backend>> backends_;  // in order of preference
-  std::map<GraphKey, CachedGraph> graphs_;
-  uint64_t use_counter_ = 0;
-  const Session* kv_owner_ = nullptr;
-  OpProfile* profile_ = nullptr;
   std::vector<std::string> warnings_;
+  // The graph cache: what leases share. Guarded by mutex_, as are the entries' spare states.
+  mutable std::mutex mutex_;
+  mutable std::mutex compile_mutex_;  // held while a graph compiles (see Compile)
+  mutable std::map<GraphKey, std::shared_ptr<GraphLease::Entry>> graphs_;
+  mutable uint64_t use_counter_ = 0;
+  mutable std::atomic<uint64_t> tokens_computed_{0};
 };
 
 }  // namespace kite

@@ -152,10 +152,10 @@ TEST(EngineTest, PlacementReportCoversEachCompiledPhase) {
   EXPECT_TRUE(Contains(report, "cpu")) << report;  // the default backend
   EXPECT_FALSE(Contains(report, "prefill")) << report;  // compiled on first use
 
-  ASSERT_TRUE((*engine)->GetGraph(7, false).has_value());
+  ASSERT_TRUE((*engine)->LeaseGraph(7, false).has_value());
   report = (*engine)->PlacementReport();
   EXPECT_TRUE(Contains(report, "prefill chunk (7 tokens, last logits)")) << report;
-  EXPECT_FALSE((*engine)->GetGraph(129, false).has_value());  // past the prefill chunk
+  EXPECT_FALSE((*engine)->LeaseGraph(129, false).has_value());  // past the prefill chunk
 }
 
 TEST(EngineTest, CompiledGraphsAreCachedPerShape) {
@@ -163,13 +163,33 @@ TEST(EngineTest, CompiledGraphsAreCachedPerShape) {
   options.prefill_chunk = 16;
   auto engine = Engine::Load(kReference + "llama-gqa", options);
   ASSERT_TRUE(engine.has_value()) << engine.error().message;
-  const Executable* decode = (*engine)->GetGraph(1, false)->executable;
-  const Executable* chunk = (*engine)->GetGraph(16, false)->executable;
-  EXPECT_EQ((*engine)->GetGraph(1, true)->executable, decode);  // one token: all = last logits
-  for (int32_t t = 2; t < 12; ++t) ASSERT_TRUE((*engine)->GetGraph(t, false).has_value());
-  EXPECT_EQ((*engine)->GetGraph(1, false)->executable, decode);  // decode step, full chunks stay
-  EXPECT_EQ((*engine)->GetGraph(16, false)->executable, chunk);
-  EXPECT_NE((*engine)->GetGraph(16, true)->executable, chunk);
+  auto executable = [&](int32_t tokens, bool all_logits) {
+    return &(*engine)->LeaseGraph(tokens, all_logits)->executable();
+  };
+  const Executable* decode = executable(1, false);
+  const Executable* chunk = executable(16, false);
+  EXPECT_EQ(executable(1, true), decode);  // one token: all logits = last logits
+  for (int32_t t = 2; t < 12; ++t) ASSERT_TRUE((*engine)->LeaseGraph(t, false).has_value());
+  EXPECT_EQ(executable(1, false), decode);  // the decode step and full chunks stay
+  EXPECT_EQ(executable(16, false), chunk);
+  EXPECT_NE(executable(16, true), chunk);
+}
+
+// Leases held at once share the compiled graph but never a run state (arena); a returned state
+// is lent again rather than allocated anew.
+TEST(EngineTest, LeasesOfOneShapeShareTheGraphNotTheArena) {
+  auto engine = Engine::Load(kReference + "llama-gqa", EngineOptions{});
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  auto first = (*engine)->LeaseGraph(1, false);
+  auto second = (*engine)->LeaseGraph(1, false);
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ(&first->executable(), &second->executable());
+  EXPECT_NE(&first->state(), &second->state());
+  const RunState* returned = &second->state();
+  second = (*engine)->LeaseGraph(2, false);  // the decode state goes back
+  auto third = (*engine)->LeaseGraph(1, false);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(&third->state(), returned);
 }
 
 TEST(EngineTest, ContextBeyondTheTrainedOneWarnsWithBothNumbers) {

@@ -4,7 +4,7 @@
 // for a graph. It watches one run at a time.
 //
 //   OpProfile profile;
-//   engine->set_profile(&profile);   // every run of the engine's graphs, until set to nullptr
+//   session.set_observer(&profile);  // every run of the session's graphs, until set to nullptr
 //   ... run ...   (or executable->Run(state, {.observer = &profile}))
 //   for (const OpProfile::Row& row : profile.SortedRows()) ...
 #pragma once

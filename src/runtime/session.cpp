@@ -30,52 +30,34 @@ Status CheckLogitsFinite(std::span<const float> logits, int32_t position) {
 
 }  // namespace
 
-Session::Session(Engine& engine) : engine_(engine) {
+Session::Session(const Engine& engine) : engine_(engine), sequence_(&engine.kv_pool()) {
   positions_.resize(engine.options().prefill_chunk);
   history_.reserve(engine.context_length());
 }
 
-Session::~Session() {
-  if (engine_.kv_owner() == this) engine_.set_kv_owner(nullptr);
-}
-
-Status Session::ClaimCache() {
-  if (engine_.kv_owner() == this) return Ok();
-  engine_.set_kv_owner(this);
-  KITE_RETURN_IF_ERROR(engine_.kv_cache().Resize(0));
-  // The cache holds another session's tokens: compute ours again.
-  const std::vector<int32_t> tokens = std::move(history_);
-  history_.clear();
-  const int32_t chunk = engine_.options().prefill_chunk;
-  for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
-    const size_t count = std::min<size_t>(chunk, tokens.size() - begin);
-    auto fed = FeedChunk(std::span(tokens).subspan(begin, count), false);
-    if (!fed) return std::unexpected(std::move(fed.error()).WithContext("restoring the history"));
-  }
-  return Ok();
-}
+Session::~Session() = default;
 
 Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> tokens,
                                                   bool all_logits) {
   const int32_t count = static_cast<int32_t>(tokens.size());
-  const Engine::GraphRun graph = KITE_TRY(engine_.GetGraph(count, all_logits));
+  lease_.reset();  // back to the engine first: a chunk of the same shape takes it again
+  lease_ = KITE_TRY(engine_.LeaseGraph(count, all_logits));
   const int32_t start = n_past();
   for (int32_t t = 0; t < count; ++t) positions_[t] = start + t;
-  KvCache& cache = engine_.kv_cache();
-  KITE_RETURN_IF_ERROR(cache.Resize(start + count));
-  Status status = graph.state->SetInput("tokens", tokens);
-  if (status) status = graph.state->SetInput("positions", std::span(positions_).first(count));
+  KITE_RETURN_IF_ERROR(sequence_.Resize(start + count));
+  RunState& state = lease_->state();
+  Status status = state.SetInput("tokens", tokens);
+  if (status) status = state.SetInput("positions", std::span(positions_).first(count));
   if (status) {
-    const KvCacheView view = cache.view();
-    status = graph.executable->Run(*graph.state,
-                                   {.kv_cache = &view, .observer = engine_.observer()});
+    const KvCacheView view = sequence_.batch_view();
+    status = lease_->Run({.kv_cache = &view, .observer = observer_});
   }
   if (!status) {
-    (void)cache.Resize(start);  // shrinking cannot fail
+    (void)sequence_.Resize(start);  // shrinking cannot fail
     return std::unexpected(std::move(status.error()));
   }
   history_.insert(history_.end(), tokens.begin(), tokens.end());
-  return graph.state->OutputF32(0);
+  return state.OutputF32(0);
 }
 
 Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bool all_logits) {
@@ -94,8 +76,6 @@ Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bo
                         std::to_string(end) + " positions; the context holds " +
                         std::to_string(engine_.context_length()));
   }
-  KITE_RETURN_IF_ERROR(ClaimCache());
-
   const size_t chunk = engine_.options().prefill_chunk;
   if (all_logits) all_logits_.resize(tokens.size() * vocab);
   std::span<const float> logits;
@@ -110,8 +90,7 @@ Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bo
 
 Status Session::Truncate(int32_t length) {
   history_.resize(std::min<size_t>(history_.size(), length));
-  if (engine_.kv_owner() == this) KITE_RETURN_IF_ERROR(engine_.kv_cache().Resize(n_past()));
-  return Ok();
+  return sequence_.Resize(n_past());
 }
 
 Result<Session::PromptResult> Session::FeedPrompt(std::span<const int32_t> ids) {
@@ -120,7 +99,6 @@ Result<Session::PromptResult> Session::FeedPrompt(std::span<const int32_t> ids) 
   const size_t common =
       std::mismatch(history_.begin(), history_.begin() + limit, ids.begin()).first -
       history_.begin();
-  // Cut first, so that a session that lost the cache re-feeds only what it keeps.
   KITE_RETURN_IF_ERROR(Truncate(static_cast<int32_t>(common)));
   PromptResult result;
   result.reused = static_cast<int32_t>(common);
@@ -130,7 +108,7 @@ Result<Session::PromptResult> Session::FeedPrompt(std::span<const int32_t> ids) 
 
 void Session::Reset() {
   history_.clear();
-  if (engine_.kv_owner() == this) (void)engine_.kv_cache().Resize(0);
+  (void)sequence_.Resize(0);  // shrinking cannot fail
 }
 
 Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> prompt_ids,

@@ -1,14 +1,14 @@
-// Session: one conversation with an Engine. It feeds tokens through the compiled graphs in
-// prefill chunks, keeps the history the KV cache holds, reuses the longest common prefix of a
-// new prompt (multi-turn chat), generates with the sampler chain and saves/restores its state.
-//
-// The engine has one KV cache. A session that finds it used by another session since its own
-// last call re-feeds its history first, so several sessions on one engine stay correct (they
-// only lose the cache reuse). The engine must outlive its sessions.
+// Session: one conversation with an Engine. It owns a sequence of the engine's KV pool and the
+// history it holds, feeds tokens through the engine's graphs in prefill chunks, reuses the
+// longest common prefix of a new prompt (multi-turn chat), generates with the sampler chain and
+// saves/restores its state. Sessions of one engine run side by side, on any threads, each
+// keeping its own cache; a session itself is used by one thread at a time. The engine must
+// outlive its sessions.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,7 +22,8 @@ namespace kite {
 
 class Session {
  public:
-  explicit Session(Engine& engine);
+  // OutOfResources (naming the pool) comes later, from the feed that finds no free page.
+  explicit Session(const Engine& engine);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -76,24 +77,31 @@ class Session {
   void Reset();
   const std::vector<int32_t>& history() const { return history_; }
   int32_t n_past() const { return static_cast<int32_t>(history_.size()); }
+  // The KV cache rows of the history.
+  const KvSequence& kv_sequence() const { return sequence_; }
+
+  // Runs from now on show every node to `observer` (nullptr: nobody), which must outlive them:
+  // the profiler, calibration.
+  void set_observer(Observer* observer) { observer_ = observer; }
 
   // The history and its KV cache rows, as a GGUF file (kite.session.* metadata, tensors
   // "history" and blk.N.k / blk.N.v [n_past, n_kv_heads, head_dim]). Load refuses a file made
   // for another model or longer than the context, naming the field; a file without the KV rows
-  // (saved while another session held the cache) or with another KV type is re-fed instead.
+  // or with another KV type is re-fed instead.
   Status Save(const std::string& path) const;
   Status Load(const std::string& path);
 
  private:
-  // Makes the engine's KV cache hold this session's history (re-feeding it when another
-  // session used the cache since).
-  Status ClaimCache();
-  // Feeds one chunk (T <= prefill_chunk) at position n_past; the KV cache must already be ours.
+  // Feeds one chunk (T <= prefill_chunk) at position n_past.
   Result<std::span<const float>> FeedChunk(std::span<const int32_t> tokens, bool all_logits);
   // Drops history_ and the cache past `length`.
   Status Truncate(int32_t length);
 
-  Engine& engine_;
+  const Engine& engine_;
+  KvSequence sequence_;
+  // The graph of the last feed: its outputs are the logits the caller may still read.
+  std::optional<Engine::GraphLease> lease_;
+  Observer* observer_ = nullptr;
   std::vector<int32_t> history_;
   std::vector<int32_t> positions_;  // scratch [prefill_chunk]
   std::vector<float> all_logits_;   // [T, vocab] of the last Feed with all_logits

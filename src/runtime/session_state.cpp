@@ -5,9 +5,10 @@
 //   kite.session.{n_layers, n_kv_heads, head_dim, vocab}  u32
 //   kite.session.kv_type        str   "f16" / "f32" / "q8_0"
 //   history                     i32   [n_past]
-//   blk.N.k, blk.N.v            kv    [n_past, n_kv_heads, head_dim]   (when the cache held them;
-//                                     q8_0: the cache rows as they stand, blocks along head_dim)
-// Without the KV tensors (or with another KV type) Load feeds the history again. A damaged file
+//   blk.N.k, blk.N.v            kv    [n_past, n_kv_heads, head_dim]   (q8_0: the cache rows as
+//                                     they stand, blocks along head_dim)
+// Without the KV tensors (a file from a Kite whose sessions shared one cache, which saved them
+// only while it held the rows) or with another KV type, Load feeds the history again. A damaged file
 // or one saved with another model is refused: its KV rows would be used as they are.
 #include <cstdio>
 #include <cstring>
@@ -73,7 +74,7 @@ Result<uint64_t> GetUint64(const GgufFile& file, const std::string& path, const 
 
 Status Session::Save(const std::string& path) const {
   const ModelSpec& spec = engine_.spec();
-  const KvCacheConfig& kv = engine_.kv_cache().config();
+  const KvCacheConfig& kv = sequence_.config();
   GgufWriter writer;
   writer.SetUint32("kite.session.version", kSessionVersion);
   writer.SetValue("kite.session.model", GgufValue{ModelIdentity(spec)});
@@ -92,9 +93,8 @@ Status Session::Save(const std::string& path) const {
     KITE_RETURN_IF_ERROR(writer.AddTensor("history", DType::kI32, {n}, ids));
     checksum = Fnv1a(ids.data(), ids.size(), checksum);
   }
-  // Only the owner's cache holds this session's rows; otherwise Load re-feeds the history.
-  if (n > 0 && engine_.kv_owner() == this) {
-    const KvCacheView view = engine_.kv_cache().view();
+  if (n > 0) {
+    const KvSequenceView view = sequence_.view();
     rows.reserve(2 * kv.n_layers);  // the references below stay valid
     for (int32_t layer = 0; layer < kv.n_layers; ++layer) {
       const KvLayerView& cache = view.layers[layer];
@@ -124,7 +124,7 @@ Status Session::Save(const std::string& path) const {
 Status Session::Load(const std::string& path) {
   const GgufFile file = KITE_TRY(GgufFile::Open(path));
   const ModelSpec& spec = engine_.spec();
-  const KvCacheConfig& kv = engine_.kv_cache().config();
+  const KvCacheConfig& kv = sequence_.config();
   auto expect = [&](const char* key, int64_t want) -> Status {
     const int64_t have = KITE_TRY(file.GetInt(key));
     if (have != want) {
@@ -202,9 +202,8 @@ Status Session::Load(const std::string& path) {
     if (n > 0) KITE_RETURN_IF_ERROR(Feed(ids));
     return Ok();
   }
-  engine_.set_kv_owner(this);
-  KITE_RETURN_IF_ERROR(engine_.kv_cache().Resize(n));
-  const KvCacheView view = engine_.kv_cache().view();
+  KITE_RETURN_IF_ERROR(sequence_.Resize(n));
+  const KvSequenceView view = sequence_.view();
   for (int32_t layer = 0; layer < kv.n_layers; ++layer) {
     const KvLayerView& cache = view.layers[layer];
     const uint64_t row = cache.row_bytes();

@@ -27,9 +27,10 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-std::unique_ptr<Engine> LoadGqa(int32_t context = 0) {
+std::unique_ptr<Engine> LoadGqa(int32_t context = 0, int32_t parallel = 1) {
   EngineOptions options;
   options.context_length = context;
+  options.parallel = parallel;
   options.kv_dtype = DType::kF32;
   auto engine = Engine::Load(kReference + "llama-gqa", options);
   EXPECT_TRUE(engine.has_value()) << engine.error().message;
@@ -267,23 +268,33 @@ TEST(SessionTest, LoadRefusesADamagedFile) {
   std::filesystem::remove(path);
 }
 
-TEST(SessionTest, SaveWithoutTheCacheStillRestoresByRefeeding) {
-  auto engine = LoadGqa();
+// Each session has its own KV rows, whoever ran since: a session saved beside another keeps its
+// rows, and its copy loads them back without computing the history again.
+TEST(SessionTest, SaveBesideAnotherSessionKeepsItsRowsAndLoadsWithoutRefeeding) {
+  auto engine = LoadGqa(0, /*parallel=*/3);
   ASSERT_TRUE(engine);
-  const std::string path = ::testing::TempDir() + "kite_session_refeed";
+  const std::string path = ::testing::TempDir() + "kite_session_beside";
   Session a(*engine);
   Session b(*engine);
   ASSERT_TRUE(a.Feed(std::span(kPrompt).first(10)).has_value());
-  ASSERT_TRUE(b.Feed(std::span(kPrompt).first(2)).has_value());  // the cache is b's now
-  ASSERT_TRUE(a.Save(path).has_value());                         // history only
+  ASSERT_TRUE(b.Feed(std::span(kPrompt).first(2)).has_value());  // ran after a
+  ASSERT_TRUE(a.Save(path).has_value());
+  {
+    auto file = GgufFile::Open(path);
+    ASSERT_TRUE(file.has_value()) << file.error().message;
+    EXPECT_NE(file->FindTensor("blk.0.k"), nullptr);
+  }
 
   Session c(*engine);
-  ASSERT_TRUE(c.Load(path).has_value());
+  const uint64_t computed = engine->tokens_computed();
+  const Status loaded = c.Load(path);
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+  EXPECT_EQ(engine->tokens_computed(), computed);  // the rows came from the file
   EXPECT_EQ(c.history(), std::vector<int32_t>(kPrompt.begin(), kPrompt.begin() + 10));
   auto restored = c.Feed(std::span(kPrompt).subspan(10));
-  auto direct = a.Feed(std::span(kPrompt).subspan(10));
   ASSERT_TRUE(restored.has_value());
   std::vector<float> restored_logits(restored->begin(), restored->end());
+  auto direct = a.Feed(std::span(kPrompt).subspan(10));
   ASSERT_TRUE(direct.has_value());
   ASSERT_EQ(restored_logits.size(), direct->size());
   for (size_t i = 0; i < restored_logits.size(); ++i) {
@@ -367,7 +378,7 @@ TEST(SessionTest, Q8_0CacheSavesAndLoadsItsBlocks) {
   const std::string path = ::testing::TempDir() + "kite_session_q8_0";
   Session a(**engine);
   ASSERT_TRUE(a.Feed(std::span(prompt).first(10)).has_value());
-  const KvLayerView& layer = (*engine)->kv_cache().view().layers[1];
+  const KvLayerView& layer = a.kv_sequence().view().layers[1];
   std::vector<std::byte> keys(10 * layer.row_bytes());
   for (int64_t pos = 0; pos < 10; ++pos) {
     std::memcpy(keys.data() + pos * layer.row_bytes(), layer.key(pos), layer.row_bytes());
@@ -388,10 +399,10 @@ TEST(SessionTest, Q8_0CacheSavesAndLoadsItsBlocks) {
   const std::vector<float> direct_logits(direct->begin(), direct->end());
 
   Session other(**engine);
-  ASSERT_TRUE(other.Feed(std::span(prompt).last(6)).has_value());  // overwrites the cache
+  ASSERT_TRUE(other.Feed(std::span(prompt).last(6)).has_value());  // a session beside it
   Session restored(**engine);
   ASSERT_TRUE(restored.Load(path).has_value());
-  const KvLayerView& after = (*engine)->kv_cache().view().layers[1];
+  const KvLayerView& after = restored.kv_sequence().view().layers[1];
   for (int64_t pos = 0; pos < 10; ++pos) {
     EXPECT_EQ(std::memcmp(after.key(pos), keys.data() + pos * after.row_bytes(), after.row_bytes()),
               0)

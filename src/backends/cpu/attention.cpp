@@ -390,23 +390,26 @@ SupportResult Support(const AttentionAttrs&, const Graph& graph, const Node& nod
   return SupportResult::Yes();
 }
 
-// q [T, Hq, D], k and v [T, Hkv, D], positions [T] -> out [T, Hq, D]; the same contract as ref:
-// k and v enter the cache first, then query t sees positions 0..positions[t].
-Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
+namespace {
+
+// Tokens [begin, end) of the run, all of one sequence whose cache layer is `layer`: k and v
+// enter the cache first, then query t sees positions 0..positions[t].
+Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const KvLayerView& layer,
+                    int64_t begin, int64_t end) {
   const TensorArg& q = args.in[0];
   const TensorArg& k = args.in[1];
   const TensorArg& v = args.in[2];
   const TensorArg& positions = args.in[3];
-  KITE_RETURN_IF_ERROR(CheckAttentionCache(attrs, args.context, k));
-  const KvLayerView& layer = args.context.kv_cache->layers[attrs.layer];
-  const int64_t tokens = q.shape[0], q_heads = q.shape[1], dim = q.shape[2];
+  const int64_t tokens = end - begin, q_heads = q.shape[1], dim = q.shape[2];
   const int64_t kv_heads = k.shape[1];
   const int64_t group = q_heads / kv_heads;
-  const int32_t* pos = positions.as<const int32_t>();
   const int64_t pos_step = positions.strides[0];
+  const int32_t* pos = positions.as<const int32_t>() + begin * pos_step;  // [tokens]
+  const float* qs = q.as<const float>() + begin * q_heads * dim;         // [tokens, Hq, D]
+  float* outs = args.out.as<float>() + begin * q_heads * dim;            // [tokens, Hq, D]
   int64_t work = 0;
-  for (int64_t t = 0; t < tokens; ++t) {
-    const int32_t p = pos[t * pos_step];
+  for (int64_t t = begin; t < end; ++t) {
+    const int32_t p = pos[(t - begin) * pos_step];
     if (p < 0 || p >= layer.length) {
       return InvalidInput("position " + std::to_string(p) + " of token " + std::to_string(t) +
                           " is outside the KV cache's valid length " +
@@ -431,15 +434,15 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
       for (int64_t r = 0; r < block.count; ++r) {
         const int64_t t = (first + r) / group;
         const int64_t h = kv_head * group + (first + r) % group;
-        block.q[r] = q.as<const float>() + (t * q_heads + h) * dim;
-        block.out[r] = args.out.as<float>() + (t * q_heads + h) * dim;
+        block.q[r] = qs + (t * q_heads + h) * dim;
+        block.out[r] = outs + (t * q_heads + h) * dim;
         block.last[r] = pos[t * pos_step];
       }
       HWY_DYNAMIC_DISPATCH(AttendRows)(block, layer, kv_head, attrs.scale);
     };
     const int64_t units = kv_heads * blocks_per_head;
-    args.pool.ParallelForChunks(units, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t u = begin; u < end; ++u) attend_block(u);
+    args.pool.ParallelForChunks(units, 1, [&](int64_t first, int64_t last) {
+      for (int64_t u = first; u < last; ++u) attend_block(u);
     });
     return Ok();
   }
@@ -447,15 +450,30 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   auto attend = [&](int64_t u) {
     const int64_t t = u / q_heads, h = u % q_heads;
     HWY_DYNAMIC_DISPATCH(Attend)
-    (q.as<const float>() + u * dim, layer, h / group, pos[t * pos_step], attrs.scale,
-     args.out.as<float>() + u * dim);
+    (qs + u * dim, layer, h / group, pos[t * pos_step], attrs.scale, outs + u * dim);
   };
   if (work < (1 << 16) || units < 2) {
     for (int64_t u = 0; u < units; ++u) attend(u);
   } else {
-    args.pool.ParallelForChunks(units, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t u = begin; u < end; ++u) attend(u);
+    args.pool.ParallelForChunks(units, 1, [&](int64_t first, int64_t last) {
+      for (int64_t u = first; u < last; ++u) attend(u);
     });
+  }
+  return Ok();
+}
+
+}  // namespace
+
+// q [T, Hq, D], k and v [T, Hkv, D], positions [T] -> out [T, Hq, D]; the same contract as ref.
+// Consecutive tokens of one sequence run together (a run usually holds one sequence).
+Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
+  KITE_RETURN_IF_ERROR(CheckAttentionCache(attrs, args.context, args.in[1]));
+  const KvCacheView& cache = *args.context.kv_cache;
+  const int64_t tokens = args.in[0].shape[0];
+  for (int64_t begin = 0, end = 0; begin < tokens; begin = end) {
+    end = begin + 1;
+    while (end < tokens && cache.sequence_of(end) == cache.sequence_of(begin)) ++end;
+    KITE_RETURN_IF_ERROR(AttendTokens(attrs, args, cache.layer(begin, attrs.layer), begin, end));
   }
   return Ok();
 }

@@ -63,8 +63,8 @@ uint64_t Scratch(const AttentionAttrs&, const Graph& graph, const Node& node) {
 }
 
 // q [T, Hq, D], k and v [T, Hkv, D], positions [T] -> out [T, Hq, D]. First k and v go into the
-// cache at their positions; then query head h of token t attends to the cache entries
-// 0..positions[t] of kv head h / (Hq / Hkv): out = Σ_j softmax_j(scale · q·k_j) · v_j, with k_j
+// cache of each token's sequence at their positions; then query head h of token t attends to
+// its sequence's cache entries 0..positions[t] of kv head h / (Hq / Hkv): out = Σ_j softmax_j(scale · q·k_j) · v_j, with k_j
 // and v_j as the cache holds them (rounded to f16, or q8_0 blocks dequantized).
 Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   const TensorArg& q = args.in[0];
@@ -72,7 +72,7 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   const TensorArg& v = args.in[2];
   const TensorArg& positions = args.in[3];
   KITE_RETURN_IF_ERROR(CheckAttentionCache(attrs, args.context, k));
-  const KvLayerView& layer = args.context.kv_cache->layers[attrs.layer];
+  const KvCacheView& cache = *args.context.kv_cache;
   const int64_t tokens = q.shape[0];
   const int64_t q_heads = q.shape[1];
   const int64_t dim = q.shape[2];
@@ -83,6 +83,7 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   };
 
   for (int64_t t = 0; t < tokens; ++t) {
+    const KvLayerView& layer = cache.layer(t, attrs.layer);
     if (position(t) < 0 || position(t) >= layer.length) {
       return InvalidInput("position " + std::to_string(position(t)) + " of token " +
                           std::to_string(t) + " is outside the KV cache's valid length " +
@@ -95,6 +96,7 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   const float* qs = q.as<const float>();
   double* acc = buffers.acc;
   for (int64_t t = 0; t < tokens; ++t) {
+    const KvLayerView& layer = cache.layer(t, attrs.layer);  // of token t's sequence
     for (int64_t h = 0; h < q_heads; ++h) {
       const float* query = qs + t * q.strides[0] + h * q.strides[1];
       const int64_t kv_head = h / group;

@@ -11,6 +11,7 @@
 
 #include "backends/ref/ref_backend.h"
 #include "graph/builder.h"
+#include "runtime/kv_pool.h"
 #include "runtime/testing.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
@@ -52,7 +53,7 @@ testing::GraphRunner AttentionGraph(int64_t count, Backend* backend) {
 }
 
 // Runs tokens [begin, begin + count) at their positions; returns their outputs.
-std::vector<float> RunChunk(const Qkv& qkv, int64_t begin, int64_t count, KvCache& cache,
+std::vector<float> RunChunk(const Qkv& qkv, int64_t begin, int64_t count, KvSequence& cache,
                             Backend* backend) {
   testing::GraphRunner graph = AttentionGraph(count, backend);
   auto slice = [&](const std::vector<float>& x, int64_t heads) {
@@ -66,35 +67,43 @@ std::vector<float> RunChunk(const Qkv& qkv, int64_t begin, int64_t count, KvCach
   EXPECT_TRUE(graph.SetInput("v", slice(qkv.v, kKvHeads)));
   EXPECT_TRUE(graph.SetInput("positions", positions));
   EXPECT_TRUE(cache.Resize(begin + count));
-  const KvCacheView view = cache.view();
+  const KvCacheView view = cache.batch_view();
   const Status run = graph.Run(&view);
   EXPECT_TRUE(run.has_value()) << run.error().message;
   const std::span<const float> out = *graph.OutputF32(0);
   return {out.begin(), out.end()};
 }
 
-KvCache MakeCache(int32_t page_size, DType dtype) {
-  return *KvCache::Create({.n_layers = 2,
-                           .n_kv_heads = kKvHeads,
-                           .head_dim = kDim,
-                           .page_size = page_size,
-                           .n_pages = 32,
-                           .dtype = dtype});
+// A pool of 32 pages and one sequence in it.
+struct Cache {
+  std::unique_ptr<KvPool> pool;
+  std::unique_ptr<KvSequence> sequence;
+};
+Cache MakeCache(int32_t page_size, DType dtype, int32_t layers = 2) {
+  Cache cache;
+  cache.pool = *KvPool::Create({.n_layers = layers,
+                                .n_kv_heads = kKvHeads,
+                                .head_dim = kDim,
+                                .page_size = page_size,
+                                .n_pages = 32,
+                                .dtype = dtype});
+  cache.sequence = std::make_unique<KvSequence>(cache.pool.get());
+  return cache;
 }
 
 TEST(RefAttention, CacheBuiltInStepsEqualsOneStep) {
   const Qkv qkv = RandomQkv();
   RefBackend ref;
   for (DType dtype : {DType::kF32, DType::kF16}) {
-    KvCache whole_cache = MakeCache(16, dtype);
-    const std::vector<float> whole = RunChunk(qkv, 0, kTokens, whole_cache, &ref);
+    Cache whole_cache = MakeCache(16, dtype);
+    const std::vector<float> whole = RunChunk(qkv, 0, kTokens, *whole_cache.sequence, &ref);
 
     // A prefill of 4, one of 3, then decode steps of 1, on pages of 3 positions.
-    KvCache stepped_cache = MakeCache(3, dtype);
-    std::vector<float> stepped = RunChunk(qkv, 0, 4, stepped_cache, &ref);
+    Cache stepped_cache = MakeCache(3, dtype);
+    std::vector<float> stepped = RunChunk(qkv, 0, 4, *stepped_cache.sequence, &ref);
     for (const auto& [begin, count] :
          std::vector<std::pair<int64_t, int64_t>>{{4, 3}, {7, 1}, {8, 1}, {9, 1}, {10, 1}}) {
-      const std::vector<float> chunk = RunChunk(qkv, begin, count, stepped_cache, &ref);
+      const std::vector<float> chunk = RunChunk(qkv, begin, count, *stepped_cache.sequence, &ref);
       stepped.insert(stepped.end(), chunk.begin(), chunk.end());
     }
     // Same keys, same order, same arithmetic: identical, not just close.
@@ -102,12 +111,75 @@ TEST(RefAttention, CacheBuiltInStepsEqualsOneStep) {
   }
 }
 
+// One run may carry the tokens of several sequences (each token names its own, and its position
+// is within it): the tokens of two sequences, interleaved in one run, get exactly what each
+// sequence's tokens get in a run of their own. (The cpu backend against ref on such runs:
+// tests/backend_consistency_test.cpp.)
+TEST(RefAttention, TwoSequencesInOneRunEqualEachSequenceAlone) {
+  const Qkv qkv = RandomQkv();
+  RefBackend ref;
+  {
+    Backend* backend = &ref;
+    // Alone: sequence A holds tokens 0..4, sequence B tokens 5..9, both at positions 0..4.
+    Cache a = MakeCache(3, DType::kF16);
+    Cache b = MakeCache(3, DType::kF16);
+    const std::vector<float> alone_a = RunChunk(qkv, 0, 5, *a.sequence, backend);
+    std::vector<float> alone_b;
+    {
+      Qkv shifted = qkv;  // tokens 5..9 moved to the front, so that they sit at positions 0..4
+      auto shift = [](std::vector<float>& x, int64_t heads) {
+        x.erase(x.begin(), x.begin() + 5 * heads * kDim);
+      };
+      shift(shifted.q, kQHeads);
+      shift(shifted.k, kKvHeads);
+      shift(shifted.v, kKvHeads);
+      alone_b = RunChunk(shifted, 0, 5, *b.sequence, backend);
+    }
+
+    // Together, interleaved A B A B ...: token i of the run is token i/2 of A or of B.
+    Cache together = MakeCache(3, DType::kF16);
+    KvSequence second(together.pool.get());
+    ASSERT_TRUE(together.sequence->Resize(5));
+    ASSERT_TRUE(second.Resize(5));
+    std::vector<float> q, k, v;
+    std::vector<int32_t> positions, sequence_of;
+    for (int64_t i = 0; i < 10; ++i) {
+      const int64_t token = i % 2 == 0 ? i / 2 : 5 + i / 2;
+      q.insert(q.end(), qkv.q.begin() + token * kQHeads * kDim,
+               qkv.q.begin() + (token + 1) * kQHeads * kDim);
+      k.insert(k.end(), qkv.k.begin() + token * kKvHeads * kDim,
+               qkv.k.begin() + (token + 1) * kKvHeads * kDim);
+      v.insert(v.end(), qkv.v.begin() + token * kKvHeads * kDim,
+               qkv.v.begin() + (token + 1) * kKvHeads * kDim);
+      positions.push_back(static_cast<int32_t>(i / 2));
+      sequence_of.push_back(static_cast<int32_t>(i % 2));
+    }
+    testing::GraphRunner graph = AttentionGraph(10, backend);
+    ASSERT_TRUE(graph.SetInput("q", q));
+    ASSERT_TRUE(graph.SetInput("k", k));
+    ASSERT_TRUE(graph.SetInput("v", v));
+    ASSERT_TRUE(graph.SetInput("positions", positions));
+    const KvSequenceView sequences[2] = {together.sequence->view(), second.view()};
+    const KvCacheView view{.sequences = sequences, .token_sequence = sequence_of};
+    const Status run = graph.Run(&view);
+    ASSERT_TRUE(run.has_value()) << run.error().message;
+    const std::span<const float> out = *graph.OutputF32(0);  // [10, kQHeads, kDim]
+    const int64_t row = kQHeads * kDim;
+    for (int64_t i = 0; i < 10; ++i) {
+      const std::vector<float>& alone = i % 2 == 0 ? alone_a : alone_b;
+      const std::vector<float> got(out.begin() + i * row, out.begin() + (i + 1) * row);
+      const std::vector<float> want(alone.begin() + i / 2 * row, alone.begin() + (i / 2 + 1) * row);
+      EXPECT_EQ(got, want) << "token " << i;
+    }
+  }
+}
+
 TEST(RefAttention, FirstTokenAttendsOnlyToItself) {
   // With one key the softmax weight is 1: the output of every query head is its kv head's v.
   const Qkv qkv = RandomQkv();
   RefBackend ref;
-  KvCache cache = MakeCache(4, DType::kF32);
-  const std::vector<float> out = RunChunk(qkv, 0, 1, cache, &ref);
+  Cache cache = MakeCache(4, DType::kF32);
+  const std::vector<float> out = RunChunk(qkv, 0, 1, *cache.sequence, &ref);
   for (int64_t h = 0; h < kQHeads; ++h) {
     const int64_t kv_head = h / (kQHeads / kKvHeads);
     for (int64_t i = 0; i < kDim; ++i) {
@@ -146,14 +218,15 @@ TEST(RefAttention, Q8_0CacheAttendsToTheDequantizedKeysAndValues) {
   ASSERT_TRUE(graph.SetInput("k", k));
   ASSERT_TRUE(graph.SetInput("v", v));
   ASSERT_TRUE(graph.SetInput("positions", pos));
-  KvCache cache = *KvCache::Create({.n_layers = 1,
-                                    .n_kv_heads = kHkv,
-                                    .head_dim = kD,
-                                    .page_size = 4,
-                                    .n_pages = 3,
-                                    .dtype = DType::kQ8_0});
+  const auto pool = *KvPool::Create({.n_layers = 1,
+                                     .n_kv_heads = kHkv,
+                                     .head_dim = kD,
+                                     .page_size = 4,
+                                     .n_pages = 3,
+                                     .dtype = DType::kQ8_0});
+  KvSequence cache(pool.get());
   ASSERT_TRUE(cache.Resize(kT));
-  const KvCacheView view = cache.view();
+  const KvCacheView view = cache.batch_view();
   const Status ran = graph.Run(&view);
   ASSERT_TRUE(ran.has_value()) << ran.error().message;
   const std::span<const float> out = *graph.OutputF32(0);
@@ -194,7 +267,7 @@ TEST(RefAttention, Q8_0CacheAttendsToTheDequantizedKeysAndValues) {
   // The cache holds exactly the quantizer's blocks (token 3's k: the far block).
   std::vector<std::byte> row(kHkv * kD / 32 * 34);
   ASSERT_TRUE(Quantize(DType::kQ8_0, k.data() + 3 * kHkv * kD, row.data(), kHkv * kD));
-  EXPECT_EQ(std::memcmp(view.layers[0].key(3), row.data(), row.size()), 0);
+  EXPECT_EQ(std::memcmp(view.layer(3, 0).key(3), row.data(), row.size()), 0);
 }
 
 TEST(RefAttention, RunTimeMisuseIsAnError) {
@@ -210,36 +283,44 @@ TEST(RefAttention, RunTimeMisuseIsAnError) {
   ASSERT_FALSE(run.has_value());
   EXPECT_NE(run.error().message.find("needs a KV cache"), std::string::npos);
 
-  KvCache cache = MakeCache(4, DType::kF16);
-  ASSERT_TRUE(cache.Resize(4));  // position 4 is past the valid length
-  KvCacheView view = cache.view();
+  Cache cache = MakeCache(4, DType::kF16);
+  ASSERT_TRUE(cache.sequence->Resize(4));  // position 4 is past the valid length
+  KvCacheView view = cache.sequence->batch_view();
   run = graph.Run(&view);
   ASSERT_FALSE(run.has_value());
   EXPECT_EQ(run.error().message,
             "node 'attn' (attention) on ref: position 4 of token 1 is outside the KV cache's "
             "valid length 4");
 
-  KvCache one_layer = *KvCache::Create({.n_layers = 1,
-                                        .n_kv_heads = kKvHeads,
-                                        .head_dim = kDim,
-                                        .page_size = 4,
-                                        .n_pages = 4,
-                                        .dtype = DType::kF32});
-  ASSERT_TRUE(one_layer.Resize(5));
-  view = one_layer.view();
+  Cache one_layer = MakeCache(4, DType::kF32, /*layers=*/1);
+  ASSERT_TRUE(one_layer.sequence->Resize(5));
+  view = one_layer.sequence->batch_view();
   run = graph.Run(&view);
   ASSERT_FALSE(run.has_value());
   EXPECT_NE(run.error().message.find("layer 1 is past the KV cache's 1 layers"), std::string::npos);
 
-  KvCache wrong_heads = *KvCache::Create({.n_layers = 2,
-                                          .n_kv_heads = 1,
-                                          .head_dim = kDim,
-                                          .page_size = 4,
-                                          .n_pages = 8,
-                                          .dtype = DType::kF32});
+  const auto wrong_pool = *KvPool::Create({.n_layers = 2,
+                                           .n_kv_heads = 1,
+                                           .head_dim = kDim,
+                                           .page_size = 4,
+                                           .n_pages = 8,
+                                           .dtype = DType::kF32});
+  KvSequence wrong_heads(wrong_pool.get());
   ASSERT_TRUE(wrong_heads.Resize(5));
-  view = wrong_heads.view();
+  view = wrong_heads.batch_view();
   EXPECT_FALSE(graph.Run(&view).has_value());
+
+  // Each token must name one of the run's sequences.
+  const int32_t past_the_sequences[2] = {0, 1};
+  view = cache.sequence->batch_view();
+  ASSERT_TRUE(cache.sequence->Resize(5));
+  view = cache.sequence->batch_view();
+  view.token_sequence = past_the_sequences;
+  run = graph.Run(&view);
+  ASSERT_FALSE(run.has_value());
+  EXPECT_NE(run.error().message.find("token 1 is in sequence 1; the run has 1 sequences"),
+            std::string::npos)
+      << run.error().message;
 }
 
 }  // namespace

@@ -1,0 +1,118 @@
+#include "runtime/kv_pool.h"
+
+#include <string>
+
+namespace kite {
+
+Result<std::unique_ptr<KvPool>> KvPool::Create(const KvCacheConfig& config) {
+  auto positive = [](const char* field, int64_t v) -> Status {
+    if (v <= 0) {
+      return InvalidInput(std::string("KV cache config: ") + field + " is " + std::to_string(v) +
+                          ", expected > 0");
+    }
+    return Ok();
+  };
+  KITE_RETURN_IF_ERROR(positive("n_layers", config.n_layers));
+  KITE_RETURN_IF_ERROR(positive("n_kv_heads", config.n_kv_heads));
+  KITE_RETURN_IF_ERROR(positive("head_dim", config.head_dim));
+  KITE_RETURN_IF_ERROR(positive("page_size", config.page_size));
+  KITE_RETURN_IF_ERROR(positive("n_pages", config.n_pages));
+  if (!IsKvCacheType(config.dtype)) {
+    return InvalidInput("KV cache config: dtype " + std::string(DTypeName(config.dtype)) +
+                        ", expected one of " + KvCacheTypeNames());
+  }
+  if (Status whole = CheckKvHeadDim(config.dtype, config.head_dim); !whole) {
+    return std::unexpected(std::move(whole.error()).WithContext("KV cache config"));
+  }
+  uint64_t page_bytes = 0;
+  uint64_t pool_bytes = 0;
+  if (__builtin_mul_overflow(2 * KvHeadBytes(config.dtype, config.head_dim) * config.n_kv_heads,
+                             static_cast<uint64_t>(config.page_size), &page_bytes) ||
+      __builtin_mul_overflow(page_bytes, static_cast<uint64_t>(config.n_pages), &pool_bytes) ||
+      pool_bytes > (uint64_t{1} << 48)) {
+    return OutOfResources("KV cache config: " + std::to_string(config.n_pages) +
+                          " pages are too large to allocate");
+  }
+  std::unique_ptr<KvPool> pool(new KvPool());
+  pool->config_ = config;
+  pool->page_bytes_ = page_bytes;
+  auto memory = AlignedBuffer::Allocate(pool_bytes);
+  if (!memory) return std::unexpected(std::move(memory.error()).WithContext("KV cache pool"));
+  pool->memory_ = std::move(*memory);
+  for (int64_t page = config.n_pages; page-- > 0;) pool->free_.push_back(page);
+  return pool;
+}
+
+int64_t KvPool::free_pages() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int64_t>(free_.size());
+}
+
+Status KvPool::Take(int64_t count, std::vector<std::vector<std::byte*>>& tables, int64_t want,
+                    int64_t length) {
+  std::lock_guard lock(mutex_);
+  if (count > static_cast<int64_t>(free_.size())) {
+    return OutOfResources("KV cache: " + std::to_string(length) + " positions need " +
+                          std::to_string(count) + " more pages, " + std::to_string(free_.size()) +
+                          " of " + std::to_string(config_.n_pages) +
+                          " are free (the pool is shared by every session of the engine)");
+  }
+  for (std::vector<std::byte*>& table : tables) {
+    while (static_cast<int64_t>(table.size()) < want) {
+      table.push_back(memory_.data() + free_.back() * page_bytes_);
+      free_.pop_back();
+    }
+  }
+  return Ok();
+}
+
+void KvPool::Give(std::span<std::byte* const> pages) {
+  std::lock_guard lock(mutex_);
+  for (std::byte* page : pages) {
+    free_.push_back((page - memory_.data()) / static_cast<int64_t>(page_bytes_));
+  }
+}
+
+KvSequence::KvSequence(KvPool* pool) : pool_(pool) {
+  tables_.resize(pool->config().n_layers);
+  RefreshViews();
+}
+
+KvSequence::~KvSequence() {
+  for (const std::vector<std::byte*>& table : tables_) pool_->Give(table);
+}
+
+Status KvSequence::Resize(int64_t length) {
+  if (length < 0) return InvalidInput("KV cache length " + std::to_string(length) + " < 0");
+  const int64_t page_size = config().page_size;
+  const int64_t have = (length_ + page_size - 1) / page_size;
+  const int64_t want = (length + page_size - 1) / page_size;
+  if (want > have) {
+    KITE_RETURN_IF_ERROR(pool_->Take((want - have) * config().n_layers, tables_, want, length));
+  } else {
+    for (std::vector<std::byte*>& table : tables_) {
+      pool_->Give(std::span(table).subspan(want));
+      table.resize(want);
+    }
+  }
+  length_ = length;
+  RefreshViews();
+  return Ok();
+}
+
+void KvSequence::RefreshViews() {
+  const KvCacheConfig& c = config();
+  views_.clear();
+  for (const std::vector<std::byte*>& table : tables_) {
+    views_.push_back(KvLayerView{.dtype = c.dtype,
+                                 .page_size = c.page_size,
+                                 .n_kv_heads = c.n_kv_heads,
+                                 .head_dim = c.head_dim,
+                                 .length = length_,
+                                 .pages = table,
+                                 .head_bytes = KvHeadBytes(c.dtype, c.head_dim)});
+  }
+  self_ = KvSequenceView{views_};
+}
+
+}  // namespace kite
