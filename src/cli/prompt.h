@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kite::cli {

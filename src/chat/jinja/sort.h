@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/jinja/value.h"
+#include "chat/jinja/value.h"
 
 namespace kite::jinja {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/jinja/ast.h"
-#include "runtime/jinja/value.h"
+#include "chat/jinja/ast.h"
+#include "chat/jinja/value.h"
 
 namespace kite::jinja {
 

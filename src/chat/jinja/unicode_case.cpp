@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "base/utf8.h"
-#include "runtime/jinja/js_string.h"
+#include "chat/jinja/js_string.h"
 
 namespace kite::jinja {
 namespace {

@@ -1,8 +1,8 @@
-#include "runtime/jinja/parser.h"
+#include "chat/jinja/parser.h"
 
 #include <utility>
 
-#include "runtime/jinja/parser_impl.h"
+#include "chat/jinja/parser_impl.h"
 
 namespace kite::jinja {
 namespace internal {

@@ -5,10 +5,10 @@
 #include <unordered_set>
 
 #include "base/utf8.h"
-#include "runtime/jinja/convert.h"
-#include "runtime/jinja/interpreter.h"
-#include "runtime/jinja/js_string.h"
-#include "runtime/jinja/sort.h"
+#include "chat/jinja/convert.h"
+#include "chat/jinja/interpreter.h"
+#include "chat/jinja/js_string.h"
+#include "chat/jinja/sort.h"
 
 namespace kite::jinja {
 namespace {

@@ -1,10 +1,10 @@
-#include "runtime/jinja/sort.h"
+#include "chat/jinja/sort.h"
 
 #include <algorithm>
 #include <numeric>
 #include <string>
 
-#include "runtime/jinja/js_string.h"
+#include "chat/jinja/js_string.h"
 
 namespace kite::jinja {
 namespace {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/jinja/ast.h"
-#include "runtime/jinja/lexer.h"
-#include "runtime/jinja/parser.h"
+#include "chat/jinja/ast.h"
+#include "chat/jinja/lexer.h"
+#include "chat/jinja/parser.h"
 
 namespace kite::jinja::internal {
 

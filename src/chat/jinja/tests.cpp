@@ -2,8 +2,8 @@
 #include <cmath>
 #include <string_view>
 
-#include "runtime/jinja/interpreter.h"
-#include "runtime/jinja/js_string.h"
+#include "chat/jinja/interpreter.h"
+#include "chat/jinja/js_string.h"
 
 namespace kite::jinja {
 namespace {

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "base/utf8.h"
-#include "runtime/jinja/convert.h"
-#include "runtime/jinja/interpreter.h"
+#include "chat/jinja/convert.h"
+#include "chat/jinja/interpreter.h"
 
 namespace kite::jinja {
 namespace {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/jinja/ast.h"
-#include "runtime/jinja/interpreter.h"
-#include "runtime/jinja/value.h"
+#include "chat/jinja/ast.h"
+#include "chat/jinja/interpreter.h"
+#include "chat/jinja/value.h"
 
 namespace kite::jinja {
 

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "base/status.h"
-#include "runtime/jinja/value.h"
+#include "chat/jinja/value.h"
 
 namespace kite::jinja {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "runtime/jinja/js_string.h"
-#include "runtime/jinja/parser_impl.h"
+#include "chat/jinja/js_string.h"
+#include "chat/jinja/parser_impl.h"
 
 namespace kite::jinja::internal {
 

@@ -1,6 +1,6 @@
-#include "runtime/chat_template.h"
+#include "chat/chat_template.h"
 
-#include "runtime/jinja/js_string.h"
+#include "chat/jinja/js_string.h"
 
 namespace kite {
 namespace {

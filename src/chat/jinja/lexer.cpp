@@ -1,11 +1,11 @@
-#include "runtime/jinja/lexer.h"
+#include "chat/jinja/lexer.h"
 
 #include <array>
 #include <utility>
 
 #include "base/hex.h"
 #include "base/utf8.h"
-#include "runtime/jinja/js_string.h"
+#include "chat/jinja/js_string.h"
 
 namespace kite::jinja {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/jinja/convert.h"
+#include "chat/jinja/convert.h"
 
 namespace kite {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/jinja/value.h"
+#include "chat/jinja/value.h"
 
 #include <algorithm>
 

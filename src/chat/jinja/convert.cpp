@@ -1,4 +1,4 @@
-#include "runtime/jinja/convert.h"
+#include "chat/jinja/convert.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/utf8.h"
-#include "runtime/jinja/js_string.h"
+#include "chat/jinja/js_string.h"
 
 namespace kite::jinja {
 namespace {

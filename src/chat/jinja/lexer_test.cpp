@@ -1,4 +1,4 @@
-#include "runtime/jinja/lexer.h"
+#include "chat/jinja/lexer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-#include "runtime/jinja/interpreter.h"
+#include "chat/jinja/interpreter.h"
 
 #include <algorithm>
 
-#include "runtime/jinja/convert.h"
-#include "runtime/jinja/lexer.h"
+#include "chat/jinja/convert.h"
+#include "chat/jinja/lexer.h"
 
 namespace kite::jinja {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/jinja/template.h"
+#include "chat/jinja/template.h"
 
 namespace kite {
 

@@ -1,4 +1,4 @@
-#include "runtime/jinja/js_string.h"
+#include "chat/jinja/js_string.h"
 
 #include <gtest/gtest.h>
 

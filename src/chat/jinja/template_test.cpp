@@ -1,10 +1,10 @@
-#include "runtime/jinja/template.h"
+#include "chat/jinja/template.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "runtime/jinja/convert.h"
+#include "chat/jinja/convert.h"
 
 namespace kite::jinja {
 namespace {

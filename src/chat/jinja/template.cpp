@@ -1,8 +1,8 @@
-#include "runtime/jinja/template.h"
+#include "chat/jinja/template.h"
 
-#include "runtime/jinja/js_string.h"
-#include "runtime/jinja/lexer.h"
-#include "runtime/jinja/parser.h"
+#include "chat/jinja/js_string.h"
+#include "chat/jinja/lexer.h"
+#include "chat/jinja/parser.h"
 
 namespace kite::jinja {
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/jinja/ast.h"
-#include "runtime/jinja/lexer.h"
+#include "chat/jinja/ast.h"
+#include "chat/jinja/lexer.h"
 
 namespace kite::jinja {
 
