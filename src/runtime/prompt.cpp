@@ -1,11 +1,31 @@
-#include "cli/prompt.h"
+#include "runtime/prompt.h"
 
-namespace kite::cli {
+#include <algorithm>
+
+#include "tokenizer/pipeline.h"
+
+namespace kite {
 
 Result<std::vector<int32_t>> RawPromptIds(const Tokenizer& tokenizer, const std::string& text) {
   std::vector<int32_t> ids = KITE_TRY(tokenizer.Encode(text, /*add_special=*/true));
   while (!ids.empty() && tokenizer.IsEos(ids.back())) ids.pop_back();
   return ids;
+}
+
+Result<std::string> DecodeIds(const Tokenizer& tokenizer, std::span<const int32_t> ids,
+                              bool keep_special) {
+  if (!keep_special) {  // what Encode(text, add_special=true) put around the text
+    const std::vector<int32_t>& prefix = tokenizer.pipeline().prefix_ids;
+    const std::vector<int32_t>& suffix = tokenizer.pipeline().suffix_ids;
+    if (ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), ids.begin())) {
+      ids = ids.subspan(prefix.size());
+    }
+    if (ids.size() >= suffix.size() &&
+        std::equal(suffix.begin(), suffix.end(), ids.end() - suffix.size())) {
+      ids = ids.first(ids.size() - suffix.size());
+    }
+  }
+  return tokenizer.Decode(ids);
 }
 
 Result<ChatTemplate> SelectChatTemplate(const Tokenizer& tokenizer, const std::string& builtin_name) {
@@ -95,4 +115,4 @@ Result<ChatTurnPrompt> NextChatTurnPrompt(const Tokenizer& tokenizer,
   return turn;
 }
 
-}  // namespace kite::cli
+}  // namespace kite

@@ -1,5 +1,6 @@
-// Turning what the user typed into prompt token ids: raw (BOS as the tokenizer's config says,
-// then the text) or wrapped in the model's chat template.
+// Turning what the user typed into prompt token ids, raw (BOS as the tokenizer's config says,
+// then the text) or wrapped in the model's chat template, and ids back into text. The CLI, the
+// server and the C API all build their prompts here.
 #pragma once
 
 #include <cstdint>
@@ -12,11 +13,17 @@
 #include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
-namespace kite::cli {
+namespace kite {
 
 // BOS (when the tokenizer adds one) + the text; never a trailing EOS, which would end the
 // continuation before it starts.
 Result<std::vector<int32_t>> RawPromptIds(const Tokenizer& tokenizer, const std::string& text);
+
+// The text of `ids` as `kite detokenize` prints it: the BOS/EOS that Encode(text,
+// add_special=true) puts around a text are dropped at the ends (so that encoding and decoding
+// give the text back), unless `keep_special`.
+Result<std::string> DecodeIds(const Tokenizer& tokenizer, std::span<const int32_t> ids,
+                              bool keep_special);
 
 // The model's template, or the built-in one named by `builtin_name` when not empty. A model
 // without a template and no name is an error listing the built-in names.
@@ -52,4 +59,4 @@ Result<ChatTurnPrompt> NextChatTurnPrompt(const Tokenizer& tokenizer,
                                           std::span<const int32_t> history,
                                           std::string_view rendered);
 
-}  // namespace kite::cli
+}  // namespace kite

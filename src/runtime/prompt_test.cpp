@@ -1,32 +1,28 @@
-// NextChatTurnPrompt (src/cli/prompt.cpp) on real tokenizers: a new turn appends the template's
-// text after the last reply to the ids as processed, the reply as generated; a template that
-// writes earlier turns differently once a turn is added makes it render the conversation anew.
+// NextChatTurnPrompt on real tokenizers: a new turn appends the template's text after the last
+// reply to the ids as processed, the reply as generated; a template that writes earlier turns
+// differently once a turn is added makes it render the conversation anew.
+#include "runtime/prompt.h"
+
 #include <gtest/gtest.h>
 
-#include "cli/prompt.h"
-#include "cli_runner.h"
-
-namespace kite::testing {
+namespace kite {
 namespace {
-
-using cli::ChatTurnPrompt;
-using cli::NextChatTurnPrompt;
 
 // Llama 3's tokenizer and its own template (testdata/tokenizers/llama3/tokenizer_config.json),
 // which trims each message: the reply " Hi!\n" was generated as one id per character, ids that
 // re-tokenizing the reply (trimmed or not) would not give back. The second prompt keeps them
 // and adds exactly the ids of the text written out here by hand.
 TEST(ChatTurn, Llama3AppendsOnlyTheNewTurnToTheIdsAsGenerated) {
-  auto loaded = Tokenizer::Load(SourcePath("testdata/tokenizers/llama3"));
+  auto loaded = Tokenizer::Load(KITE_SOURCE_DIR "/testdata/tokenizers/llama3");
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   const Tokenizer& tokenizer = **loaded;
-  auto chat_template = cli::SelectChatTemplate(tokenizer, "");
+  auto chat_template = SelectChatTemplate(tokenizer, "");
   ASSERT_TRUE(chat_template.has_value()) << chat_template.error().message;
 
   std::vector<ChatMessage> messages = {{"user", "Hello"}};
   const ChatTurnPrompt first =
       NextChatTurnPrompt(tokenizer, *chat_template, messages, {}, "").value();
-  EXPECT_EQ(first.ids, cli::ChatPromptIds(tokenizer, *chat_template, messages).value());
+  EXPECT_EQ(first.ids, ChatPromptIds(tokenizer, *chat_template, messages).value());
   EXPECT_EQ(first.new_tokens, static_cast<int32_t>(first.ids.size()));
 
   std::vector<int32_t> history = first.ids;
@@ -59,7 +55,7 @@ TEST(ChatTurn, Llama3AppendsOnlyTheNewTurnToTheIdsAsGenerated) {
 // added: the prompt is the conversation rendered and tokenized anew (the session then reuses
 // the KV of the common prefix).
 TEST(ChatTurn, TemplateThatRewritesEarlierTurnsIsRenderedAnew) {
-  auto loaded = Tokenizer::Load(SourcePath("models/demo"));
+  auto loaded = Tokenizer::Load(KITE_SOURCE_DIR "/models/demo");
   ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
   const Tokenizer& tokenizer = **loaded;
   const ChatTemplate chat_template =
@@ -78,9 +74,9 @@ TEST(ChatTurn, TemplateThatRewritesEarlierTurnsIsRenderedAnew) {
       NextChatTurnPrompt(tokenizer, chat_template, messages, history, first.rendered).value();
   // Written out by hand: the whole conversation, the mark moved to the new last message.
   EXPECT_EQ(second.rendered, "<s>user: Hello\nassistant: Hi\n(last) user: How are you?\nassistant:");
-  EXPECT_EQ(second.ids, cli::ChatPromptIds(tokenizer, chat_template, messages).value());
+  EXPECT_EQ(second.ids, ChatPromptIds(tokenizer, chat_template, messages).value());
   EXPECT_EQ(second.new_tokens, static_cast<int32_t>(second.ids.size()));
 }
 
 }  // namespace
-}  // namespace kite::testing
+}  // namespace kite

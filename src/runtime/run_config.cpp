@@ -1,12 +1,12 @@
-#include "cli/run_config.h"
+#include "runtime/run_config.h"
 
 #include <filesystem>
 
 #include "base/mapped_file.h"
-#include "cli/genie_config.h"
 #include "format/json_util.h"
+#include "runtime/genie_config.h"
 
-namespace kite::cli {
+namespace kite {
 
 std::string PathFromConfig(const std::string& config_path, const std::string& path) {
   const std::filesystem::path folder = std::filesystem::path(config_path).parent_path();
@@ -24,4 +24,13 @@ Status ApplyConfigFile(const std::string& path, RunSettings* settings,
   return Ok();
 }
 
-}  // namespace kite::cli
+Session::GenerateOptions GenerateOptionsOf(const RunSettings& settings) {
+  Session::GenerateOptions options;
+  options.max_tokens = settings.n_predict;
+  options.ignore_eos = settings.ignore_eos;
+  options.stop_strings = settings.stop;
+  options.sampler = settings.sampler;
+  return options;
+}
+
+}  // namespace kite

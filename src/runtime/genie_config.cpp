@@ -1,12 +1,12 @@
-#include "cli/genie_config.h"
+#include "runtime/genie_config.h"
 
 #include <filesystem>
 #include <map>
 
-#include "cli/run_config.h"
 #include "format/json_util.h"
+#include "runtime/run_config.h"
 
-namespace kite::cli {
+namespace kite {
 
 namespace {
 
@@ -99,4 +99,4 @@ Status ApplyGenieConfig(const json& root, const std::string& path, RunSettings* 
   return Ok();
 }
 
-}  // namespace kite::cli
+}  // namespace kite

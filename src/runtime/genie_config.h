@@ -1,8 +1,9 @@
 // Qualcomm Genie's genie_config.json, as `genie-t2t-run -c` reads it, accepted by --config: the
 // fields that have a Kite setting are mapped onto the settings table (and checked by it, with the
-// Genie spelling in the message); every other field is named on stderr, one line each, as not
-// used by Kite. The layout is the "dialog" schema of Qualcomm's Genie documentation ("Genie
-// Dialog JSON configuration string", docs.qualcomm.com 80-63442-100, topics/json.md, and
+// Genie spelling in the message); every other field is named in a warning (`kite` prints them on
+// stderr, one line each) as not used by Kite. The layout is the "dialog" schema of Qualcomm's
+// Genie documentation ("Genie Dialog JSON configuration string", docs.qualcomm.com
+// 80-63442-100, topics/json.md, and
 // qairt/docs/Genie/general/library/dialog/json.html in the QAIRT SDK):
 //   dialog.context    {size, n-vocab, bos-token, eos-token}
 //   dialog.sampler    {seed, temp, top-k, top-p, greedy,
@@ -22,7 +23,7 @@
 #include "base/status.h"
 #include "runtime/settings.h"
 
-namespace kite::cli {
+namespace kite {
 
 // A JSON object with a top-level "dialog" object.
 bool IsGenieConfig(const nlohmann::json& root);
@@ -30,4 +31,4 @@ bool IsGenieConfig(const nlohmann::json& root);
 Status ApplyGenieConfig(const nlohmann::json& root, const std::string& path, RunSettings* settings,
                         std::vector<std::string>* warnings);
 
-}  // namespace kite::cli
+}  // namespace kite

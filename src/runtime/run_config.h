@@ -1,5 +1,6 @@
-// The JSON file given to --config: Kite's run.json, or Genie's genie_config.json (recognised by
-// its top-level "dialog" object, see genie_config.h). run.json holds the settings of the table
+// The run config file (what `kite run` and `kite chat` take with --config; a server or the C
+// API read the same): Kite's run.json, or Genie's genie_config.json (recognised by its
+// top-level "dialog" object, see genie_config.h). run.json holds the settings of the table
 // (runtime/settings.h) under their keys:
 //
 // {
@@ -18,9 +19,10 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/session.h"
 #include "runtime/settings.h"
 
-namespace kite::cli {
+namespace kite {
 
 // Settings present in the file replace those of *settings; warnings (a clamped thread count,
 // Genie fields Kite does not use) are appended to *warnings.
@@ -31,4 +33,7 @@ Status ApplyConfigFile(const std::string& path, RunSettings* settings,
 // config file's folder.
 std::string PathFromConfig(const std::string& config_path, const std::string& path);
 
-}  // namespace kite::cli
+// What the settings ask of each Session::Generate call (on_token is left to the caller).
+Session::GenerateOptions GenerateOptionsOf(const RunSettings& settings);
+
+}  // namespace kite
