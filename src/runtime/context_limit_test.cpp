@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <span>
 #include <vector>
+
+#include "runtime/session.h"
 
 namespace kite {
 namespace {
@@ -55,6 +58,28 @@ TEST(ContextLimit, KeepPromptTailLeavesAPromptThatFitsAlone) {
   std::vector<int32_t> ids = Iota(60, 1);
   KeepPromptTail(&ids, 1, 64, 4);
   EXPECT_EQ(ids, Iota(60, 1));
+}
+
+// A prompt that cannot fit is refused before the session cuts its history to the common prefix:
+// the cache keeps what it held.
+TEST(ContextLimit, SessionRefusesAPromptBeforeCuttingItsHistory) {
+  EngineOptions options;
+  options.context_length = 8;
+  auto engine = Engine::Load(KITE_SOURCE_DIR "/testdata/reference/llama-gqa", options);
+  ASSERT_TRUE(engine.has_value()) << engine.error().message;
+  Session session(**engine);
+  const std::vector<int32_t> history = {1, 538, 592, 656, 562, 923};
+  ASSERT_TRUE(session.Feed(history).has_value());
+  const std::vector<int32_t> prompt = {1, 538, 592, 7, 8, 9, 10, 11, 12};  // 3 in common
+  auto refused = session.FeedPrompt(prompt);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().message, "the prompt has 9 tokens; the context holds 8");
+  EXPECT_EQ(session.history(), history);
+
+  auto fed = session.Feed(std::span(prompt).first(3));
+  ASSERT_FALSE(fed.has_value());
+  EXPECT_EQ(fed.error().message,
+            "3 tokens after the 6 already in the context need 9 positions; the context holds 8");
 }
 
 }  // namespace
