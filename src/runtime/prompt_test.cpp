@@ -78,5 +78,21 @@ TEST(ChatTurn, TemplateThatRewritesEarlierTurnsIsRenderedAnew) {
   EXPECT_EQ(second.new_tokens, static_cast<int32_t>(second.ids.size()));
 }
 
+// Decoding drops what encoding with the model's special tokens adds around a text, so that the
+// two give the text back; keep_special keeps them (Mistral's decoder writes BOS as "<s> ").
+TEST(DecodeIds, DropsTheBosAndEosThatEncodingAdds) {
+  auto loaded = Tokenizer::Load(KITE_SOURCE_DIR "/testdata/tokenizers/mistral");
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+  const Tokenizer& tokenizer = **loaded;
+  const std::vector<int32_t> ids = tokenizer.Encode("Hi", /*add_special=*/true).value();
+  ASSERT_EQ(ids.front(), tokenizer.bos_id());
+  EXPECT_EQ(DecodeIds(tokenizer, ids, /*keep_special=*/false).value(), "Hi");
+  EXPECT_EQ(DecodeIds(tokenizer, ids, /*keep_special=*/true).value(), "<s> Hi");
+  // Only at the ends: a BOS inside the ids is text like any other token.
+  std::vector<int32_t> twice = ids;
+  twice.insert(twice.end(), ids.begin(), ids.end());
+  EXPECT_EQ(DecodeIds(tokenizer, twice, false).value(), "Hi<s> Hi");
+}
+
 }  // namespace
 }  // namespace kite
