@@ -142,6 +142,23 @@ TEST(CliRun, PromptLongerThanContextIsAnErrorUnlessTruncated) {
   EXPECT_EQ(out["ids"].size(), 4u);
 }
 
+// The context check is the runtime's, the same for every caller: a prompt that fills the context
+// exactly still gets the one token its last position's logits give.
+TEST(CliRun, PromptAsLongAsTheContextGetsOneToken) {
+  const std::string model = SourcePath("models/demo");
+  const std::string prompt = "The quick brown fox jumps over the lazy dog.";
+  CommandResult tokens = RunKite({"tokenize", "-m", model, "-p", prompt, "--json"});
+  ASSERT_EQ(tokens.exit_code, 0) << tokens.err;
+  const size_t n = json::parse(tokens.out).size();
+  CommandResult run = RunKite({"run", "-m", model, "-p", prompt, "--ctx", std::to_string(n), "-n",
+                               "4", "--temp", "0", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json out = json::parse(run.out);
+  EXPECT_EQ(out["prompt_ids"].size(), n);
+  EXPECT_EQ(out["ids"].size(), 1u);
+  EXPECT_EQ(out["stats"]["stop_reason"], "context_full");
+}
+
 TEST(CliRun, BadModelPathNamesIt) {
   CommandResult result = RunKite({"run", "-m", "/no/such/model", "-p", "hi"});
   EXPECT_EQ(result.exit_code, 1);

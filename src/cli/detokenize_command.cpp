@@ -1,7 +1,6 @@
 // `kite detokenize -m PATH [--keep-special]`: token ids on stdin (whitespace-separated, as
 // `kite tokenize` prints them, or a JSON array) to text on stdout. The inverse of `kite
 // tokenize` in their default formats: the BOS/EOS that tokenize adds are not printed.
-#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <iostream>
@@ -12,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "tokenizer/pipeline.h"
+#include "runtime/prompt.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kite::cli {
@@ -61,20 +60,9 @@ Result<std::vector<int32_t>> ParseIds(const std::string& text) {
 
 Status RunDetokenize(const std::string& model, bool keep_special) {
   auto tokenizer = KITE_TRY(Tokenizer::Load(model));
-  std::vector<int32_t> ids =
+  const std::vector<int32_t> ids =
       KITE_TRY(ParseIds(std::string(std::istreambuf_iterator<char>(std::cin), {})));
-  if (!keep_special) {  // what Encode(text, add_special=true) put around the text
-    const std::vector<int32_t>& prefix = tokenizer->pipeline().prefix_ids;
-    const std::vector<int32_t>& suffix = tokenizer->pipeline().suffix_ids;
-    if (ids.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), ids.begin())) {
-      ids.erase(ids.begin(), ids.begin() + prefix.size());
-    }
-    if (ids.size() >= suffix.size() &&
-        std::equal(suffix.begin(), suffix.end(), ids.end() - suffix.size())) {
-      ids.resize(ids.size() - suffix.size());
-    }
-  }
-  const std::string text = KITE_TRY(tokenizer->Decode(ids));
+  const std::string text = KITE_TRY(DecodeIds(*tokenizer, ids, keep_special));
   std::fwrite(text.data(), 1, text.size(), stdout);
   return Ok();
 }

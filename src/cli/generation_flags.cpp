@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "cli/escape.h"
-#include "cli/run_config.h"
+#include "runtime/run_config.h"
 
 namespace kite::cli {
 

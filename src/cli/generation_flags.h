@@ -1,7 +1,7 @@
 // The flags `kite run` and `kite chat` share: every setting of the table (runtime/settings.h),
-// --config FILE (a run.json or Genie's genie_config.json, see run_config.h), -e/--escape and
-// --no-escape, and llama.cpp's -ngl/-fa (accepted, noted, ignored). A flag given on the command
-// line overrides the file's value, which overrides the table's default.
+// --config FILE (a run.json or Genie's genie_config.json, see runtime/run_config.h),
+// -e/--escape and --no-escape, and llama.cpp's -ngl/-fa (accepted, noted, ignored). A flag given
+// on the command line overrides the file's value, which overrides the table's default.
 #pragma once
 
 #include <memory>

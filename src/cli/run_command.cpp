@@ -8,7 +8,9 @@
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
-#include "cli/prompt.h"
+#include "runtime/context_limit.h"
+#include "runtime/prompt.h"
+#include "runtime/run_config.h"
 #include "runtime/session.h"
 
 namespace kite::cli {
@@ -23,17 +25,6 @@ struct RunOptions {
   bool json = false;
   bool truncate = false;
 };
-
-// Keeps BOS (if the prompt starts with it) and the last tokens, leaving room to generate
-// min(n_predict, context / 2) tokens (context / 2 for -n -1, "until the context is full").
-void TruncatePrompt(std::vector<int32_t>* ids, int32_t bos, int32_t context, int32_t n_predict) {
-  const int32_t room = n_predict < 0 ? context / 2 : std::min(n_predict, context / 2);
-  const size_t budget = static_cast<size_t>(context - room);
-  if (ids->size() <= budget) return;
-  const bool keep_bos = bos >= 0 && !ids->empty() && ids->front() == bos;
-  const size_t tail = budget - (keep_bos ? 1 : 0);
-  ids->erase(ids->begin() + (keep_bos ? 1 : 0), ids->end() - tail);
-}
 
 double PerSecond(int64_t count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
 
@@ -56,19 +47,17 @@ Status Run(const GenerationFlags& flags, const RunOptions& options) {
     prompt_ids = KITE_TRY(RawPromptIds(tokenizer, prompt));
   }
   if (options.truncate) {
-    TruncatePrompt(&prompt_ids, tokenizer.bos_id(), engine->context_length(), config.n_predict);
-  } else if (prompt_ids.size() >= static_cast<size_t>(engine->context_length())) {
-    return InvalidInput("the prompt has " + std::to_string(prompt_ids.size()) +
-                        " tokens; the context holds " + std::to_string(engine->context_length()) +
-                        " (leave room to generate: a larger --ctx, or --truncate to keep the tail)");
+    KeepPromptTail(&prompt_ids, tokenizer.bos_id(), engine->context_length(), config.n_predict);
+  } else if (Status fits = CheckContextRoom("the prompt", 0, std::ssize(prompt_ids),
+                                            engine->context_length());
+             !fits) {
+    Error error = std::move(fits.error());
+    error.message += " (leave room to generate: a larger --ctx, or --truncate to keep the tail)";
+    return std::unexpected(std::move(error));
   }
 
   Session session(*engine);
-  Session::GenerateOptions generate;
-  generate.max_tokens = config.n_predict;
-  generate.ignore_eos = config.ignore_eos;
-  generate.stop_strings = config.stop;
-  generate.sampler = config.sampler;
+  Session::GenerateOptions generate = GenerateOptionsOf(config);
   const auto start = std::chrono::steady_clock::now();
   double first_token_seconds = 0;
   generate.on_token = [&](int32_t id, std::string_view text) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runtime/context_limit.h"
 #include "runtime/session.h"
 
 namespace kite {
@@ -23,10 +24,11 @@ double NegativeLogLikelihood(std::span<const float> logits, int32_t target) {
 Result<PerplexityResult> ComputePerplexity(const Engine& engine, std::string_view text, int32_t window,
                                            const PerplexityProgress& progress) {
   if (window < 2) return InvalidInput("perplexity window must be at least 2 tokens, got " + std::to_string(window));
-  if (window > engine.context_length()) {
-    return InvalidInput("perplexity window of " + std::to_string(window) +
-                        " tokens is longer than the context of " +
-                        std::to_string(engine.context_length()) + " (raise --ctx)");
+  if (Status fits = CheckContextRoom("the perplexity window", 0, window, engine.context_length());
+      !fits) {
+    Error error = std::move(fits.error());
+    error.message += " (raise --ctx)";
+    return std::unexpected(std::move(error));
   }
   const Tokenizer& tokenizer = engine.tokenizer();
   const std::vector<int32_t> ids = KITE_TRY(tokenizer.Encode(text, /*add_special=*/false));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runtime/context_limit.h"
 #include "runtime/stop_strings.h"
 
 namespace kite {
@@ -69,13 +70,9 @@ Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bo
                           ", outside the model's vocabulary [0, " + std::to_string(vocab) + ")");
     }
   }
-  const int64_t end = int64_t{n_past()} + static_cast<int64_t>(tokens.size());
-  if (end > engine_.context_length()) {
-    return InvalidInput(std::to_string(tokens.size()) + " tokens after the " +
-                        std::to_string(n_past()) + " already in the context need " +
-                        std::to_string(end) + " positions; the context holds " +
-                        std::to_string(engine_.context_length()));
-  }
+  KITE_RETURN_IF_ERROR(
+      CheckContextRoom("the input", n_past(), std::ssize(tokens), engine_.context_length()));
+
   const size_t chunk = engine_.options().prefill_chunk;
   if (all_logits) all_logits_.resize(tokens.size() * vocab);
   std::span<const float> logits;
@@ -95,6 +92,9 @@ Status Session::Truncate(int32_t length) {
 
 Result<Session::PromptResult> Session::FeedPrompt(std::span<const int32_t> ids) {
   if (ids.empty()) return InvalidInput("the prompt is empty");
+  // Before the cut, so that a prompt that cannot fit leaves the history alone.
+  KITE_RETURN_IF_ERROR(
+      CheckContextRoom("the prompt", 0, std::ssize(ids), engine_.context_length()));
   const size_t limit = std::min(history_.size(), ids.size() - 1);
   const size_t common =
       std::mismatch(history_.begin(), history_.begin() + limit, ids.begin()).first -
@@ -114,10 +114,6 @@ void Session::Reset() {
 Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> prompt_ids,
                                                   const GenerateOptions& options) {
   if (prompt_ids.empty()) return InvalidInput("the prompt is empty");
-  if (static_cast<int64_t>(prompt_ids.size()) > engine_.context_length()) {
-    return InvalidInput("the prompt has " + std::to_string(prompt_ids.size()) +
-                        " tokens; the context holds " + std::to_string(engine_.context_length()));
-  }
   const ModelSpec& spec = engine_.spec();
   const Tokenizer& tokenizer = engine_.tokenizer();
   GenerateResult result;

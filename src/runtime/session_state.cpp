@@ -17,6 +17,7 @@
 
 #include "base/hash.h"
 #include "format/gguf.h"
+#include "runtime/context_limit.h"
 #include "runtime/session.h"
 
 namespace kite {
@@ -168,10 +169,8 @@ Status Session::Load(const std::string& path) {
     ids.resize(history->shape[0]);
     std::memcpy(ids.data(), file.View(*history).data, ids.size() * sizeof(int32_t));
   }
-  if (static_cast<int64_t>(ids.size()) > engine_.context_length()) {
-    return InvalidInput(path + ": the session holds " + std::to_string(ids.size()) +
-                        " tokens; the context holds " + std::to_string(engine_.context_length()));
-  }
+  KITE_RETURN_IF_ERROR(
+      CheckContextRoom(path + ": the session", 0, std::ssize(ids), engine_.context_length()));
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= spec.vocab) {
       return InvalidInput(path + ": history[" + std::to_string(i) + "] is id " +

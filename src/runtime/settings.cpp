@@ -7,9 +7,9 @@
 #include <limits>
 #include <random>
 
+#include "chat/chat_template.h"
 #include "format/json_util.h"
 #include "graph/kv_cache.h"
-#include "runtime/chat_template.h"
 
 namespace kite {
 

@@ -1,6 +1,6 @@
 // The one table of run settings: every engine, generation and sampler setting, defined once with
 // its type, allowed range, default, meaning, command-line spellings and run.json key. The command
-// line (cli/setting_flags.h), run.json and genie_config.json (cli/run_config.h) — and a future
+// line (cli/setting_flags.h), run.json and genie_config.json (runtime/run_config.h) — and a future
 // server or C API — parse and validate through it, so they accept the same values and refuse the
 // others with the same words, naming where the value came from, the value and what is allowed:
 //   --top-p 2: must be in [0, 1]

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "runtime/chat_template.h"
-#include "runtime/jinja/template.h"
+#include "chat/chat_template.h"
+#include "chat/jinja/template.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view source(reinterpret_cast<const char*>(data), size);
