@@ -95,8 +95,7 @@ Result<ValueId> GraphBuilder::Weight(const TensorView& weight,
   return id;
 }
 
-Result<ValueId> GraphBuilder::AddNode(std::string name, OpAttrs attrs,
-                                      std::vector<ValueId> inputs,
+Result<ValueId> GraphBuilder::AddNode(std::string name, OpAttrs attrs, std::vector<ValueId> inputs,
                                       std::optional<QuantEncoding> output_encoding) {
   const std::string what = "node '" + name + "' (" + std::string(OpName(attrs)) + ")";
   std::vector<const Value*> in;

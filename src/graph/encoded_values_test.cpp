@@ -38,8 +38,12 @@ struct FakeWeights {
   std::vector<std::byte> bytes = std::vector<std::byte>(1 << 16);
 
   TensorView View(std::string name, std::vector<int64_t> shape, DType dtype = DType::kF32) {
-    return TensorView{.name = std::move(name), .dtype = dtype, .shape = std::move(shape),
-                      .data = bytes.data(), .bytes = bytes.size(), .id = 0};
+    return TensorView{.name = std::move(name),
+                      .dtype = dtype,
+                      .shape = std::move(shape),
+                      .data = bytes.data(),
+                      .bytes = bytes.size(),
+                      .id = 0};
   }
 };
 
@@ -133,8 +137,8 @@ TEST(EncodedValues, ViewsKeepOnlyPerTensorEncodings) {
   ASSERT_FALSE(slice.has_value());
   EXPECT_TRUE(Contains(slice.error().message, "x 'x' [4, 64] i8 has a s8 per-axis(0)"));
   const ValueId y = *b.Input("y", DType::kU8, {4, 64}, PerTensorU8(0.1f, 0));
-  const Result<ValueId> given = b.AddNode("view", ReshapeAttrs{.shape = {256}}, {y},
-                                          PerTensorU8(0.2f, 0));
+  const Result<ValueId> given =
+      b.AddNode("view", ReshapeAttrs{.shape = {256}}, {y}, PerTensorU8(0.2f, 0));
   ASSERT_FALSE(given.has_value());
   EXPECT_TRUE(Contains(given.error().message, "a view's output keeps its input's encoding"));
 }

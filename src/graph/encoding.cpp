@@ -48,9 +48,7 @@ Status CheckDim(std::string_view field, int32_t dim, std::span<const int64_t> sh
 }  // namespace
 
 int32_t QuantEncoding::q_min() const { return is_signed ? -(1 << (bits - 1)) : 0; }
-int32_t QuantEncoding::q_max() const {
-  return is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
-}
+int32_t QuantEncoding::q_max() const { return is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1; }
 
 DType StorageDType(const QuantEncoding& encoding) {
   if (encoding.bits <= 8) return encoding.is_signed ? DType::kI8 : DType::kU8;
@@ -132,15 +130,14 @@ Status ValidateEncoding(const QuantEncoding& e, std::span<const int64_t> shape, 
     if (zero < e.q_min() || zero > e.q_max()) {
       return InvalidInput("offset " + std::to_string(i) + " is " + std::to_string(e.offsets[i]) +
                           ": real 0 would be q = " + std::to_string(zero) + ", outside " +
-                          std::string(DTypeName(dtype)) + " range [" +
-                          std::to_string(e.q_min()) + ", " + std::to_string(e.q_max()) + "]");
+                          std::string(DTypeName(dtype)) + " range [" + std::to_string(e.q_min()) +
+                          ", " + std::to_string(e.q_max()) + "]");
     }
   }
 
   if (e.granularity != EncodingGranularity::kLpbq) {
     if (!e.multipliers.empty()) {
-      return InvalidInput(std::to_string(e.multipliers.size()) +
-                          " block multipliers on a " +
+      return InvalidInput(std::to_string(e.multipliers.size()) + " block multipliers on a " +
                           std::string(GranularityName(e.granularity)) +
                           " encoding; only lpbq has them");
     }
@@ -153,9 +150,8 @@ Status ValidateEncoding(const QuantEncoding& e, std::span<const int64_t> shape, 
   const int64_t blocks = BlockCount(e, shape);
   if (static_cast<int64_t>(e.multipliers.size()) != blocks) {
     return InvalidInput("lpbq: " + std::to_string(e.multipliers.size()) +
-                        " block multipliers on shape " +
-                        ShapeString({shape.begin(), shape.end()}) + ", expected " +
-                        std::to_string(blocks) + " (one per block of " +
+                        " block multipliers on shape " + ShapeString({shape.begin(), shape.end()}) +
+                        ", expected " + std::to_string(blocks) + " (one per block of " +
                         std::to_string(e.block_size) + " along dim " +
                         std::to_string(e.block_axis) + ")");
   }

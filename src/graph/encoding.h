@@ -35,12 +35,12 @@ struct QuantEncoding {
   int32_t bits = 8;  // 4, 8 or 16
   bool is_signed = false;
   EncodingGranularity granularity = EncodingGranularity::kPerTensor;
-  int32_t axis = 0;        // kPerAxis, kLpbq: the channel dim
-  int32_t block_axis = 0;  // kPerBlock, kLpbq: the dim blocks run along
-  int64_t block_size = 0;  // kPerBlock, kLpbq: elements per block; divides that dim
-  int32_t multiplier_bits = 4;   // kLpbq: width of the per-block integer multipliers (1..8)
-  std::vector<float> scales;     // > 0 and finite; count: see ScaleCount
-  std::vector<int32_t> offsets;  // empty (all 0) or one per scale (kLpbq: per channel)
+  int32_t axis = 0;                  // kPerAxis, kLpbq: the channel dim
+  int32_t block_axis = 0;            // kPerBlock, kLpbq: the dim blocks run along
+  int64_t block_size = 0;            // kPerBlock, kLpbq: elements per block; divides that dim
+  int32_t multiplier_bits = 4;       // kLpbq: width of the per-block integer multipliers (1..8)
+  std::vector<float> scales;         // > 0 and finite; count: see ScaleCount
+  std::vector<int32_t> offsets;      // empty (all 0) or one per scale (kLpbq: per channel)
   std::vector<uint8_t> multipliers;  // kLpbq only: one per block
 
   // Integer range of q: [0, 2^bits - 1] unsigned, [-2^(bits-1), 2^(bits-1) - 1] signed.
@@ -63,8 +63,7 @@ int64_t ScaleCount(const QuantEncoding& encoding, std::span<const int64_t> shape
 // that is not finite and > 0, an offset that puts real 0 outside q's range, a multiplier outside
 // 1 .. 2^multiplier_bits - 1, or a storage `dtype` other than StorageDType (weights included:
 // 4-bit values are stored a byte each).
-Status ValidateEncoding(const QuantEncoding& encoding, std::span<const int64_t> shape,
-                        DType dtype);
+Status ValidateEncoding(const QuantEncoding& encoding, std::span<const int64_t> shape, DType dtype);
 
 // The scale and offset of the element at row-major `index` of a value of `shape` (validated).
 struct ScaleOffset {

@@ -134,8 +134,8 @@ TEST(QuantEncoding, LpbqErrors) {
                        "along dim 1)"));
   e = Lpbq();
   e.multipliers[3] = 0;
-  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI8),
-                       "block multiplier 3 is 0, expected 1..15 (4 bits)"));
+  EXPECT_TRUE(
+      Contains(Problem(e, {4, 8}, DType::kI8), "block multiplier 3 is 0, expected 1..15 (4 bits)"));
   e = Lpbq();
   e.multiplier_bits = 3;  // 15 no longer fits
   EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI8), "block multiplier 7 is 15, expected 1..7"));
@@ -143,8 +143,8 @@ TEST(QuantEncoding, LpbqErrors) {
   EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI8), "multiplier_bits 9 is not in 1..8"));
   e = Lpbq();
   e.scales.push_back(1.0f);
-  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI8),
-                       "5 scales for lpbq on shape [4, 8], expected 4"));
+  EXPECT_TRUE(
+      Contains(Problem(e, {4, 8}, DType::kI8), "5 scales for lpbq on shape [4, 8], expected 4"));
 }
 
 TEST(QuantEncoding, ScaleOffsetAtFindsTheElementsChannelAndBlock) {

@@ -14,8 +14,8 @@ Result<GraphRewriter> GraphRewriter::Create(const Graph& source) {
   GraphRewriter rw(source);
   for (ValueId id : source.inputs()) {
     const Value& input = source.value(id);
-    rw.map_[id.index] = KITE_TRY(rw.builder_.Input(input.name, input.dtype, input.shape,
-                                                   input.encoding));
+    rw.map_[id.index] =
+        KITE_TRY(rw.builder_.Input(input.name, input.dtype, input.shape, input.encoding));
   }
   return rw;
 }
@@ -28,15 +28,14 @@ Status GraphRewriter::Remap(ValueId from, ValueId to) {
   }
   const Value& old_value = source_->value(from);
   if (to.index < 0 || to.index >= builder_.num_values()) {
-    return InvalidInput("remap of '" + old_value.name + "': value id " +
-                        std::to_string(to.index) + " is not in the new graph");
+    return InvalidInput("remap of '" + old_value.name + "': value id " + std::to_string(to.index) +
+                        " is not in the new graph");
   }
   const Value& new_value = builder_.value(to);
   if (old_value.shape != new_value.shape || old_value.dtype != new_value.dtype) {
-    return InvalidInput("remap: " + rules::Describe("'" + old_value.name + "'", old_value) +
-                        " cannot stand for " +
-                        rules::Describe("'" + new_value.name + "'", new_value) +
-                        " (shape and dtype must agree)");
+    return InvalidInput(
+        "remap: " + rules::Describe("'" + old_value.name + "'", old_value) + " cannot stand for " +
+        rules::Describe("'" + new_value.name + "'", new_value) + " (shape and dtype must agree)");
   }
   map_[from.index] = to;
   return Ok();
@@ -52,9 +51,12 @@ Result<ValueId> GraphRewriter::Map(ValueId from) {
   if (old_value.kind != ValueKind::kWeight) {
     return Internal("value '" + old_value.name + "' is read before its node was rewritten");
   }
-  const TensorView view{.name = old_value.name, .dtype = old_value.dtype,
-                        .shape = old_value.shape, .data = old_value.data,
-                        .bytes = old_value.bytes, .id = old_value.weight_id};
+  const TensorView view{.name = old_value.name,
+                        .dtype = old_value.dtype,
+                        .shape = old_value.shape,
+                        .data = old_value.data,
+                        .bytes = old_value.bytes,
+                        .id = old_value.weight_id};
   map_[from.index] = KITE_TRY(builder_.Weight(view, old_value.encoding));
   return map_[from.index];
 }
@@ -70,8 +72,8 @@ Result<ValueId> GraphRewriter::Copy(const Node& node) {
 
 Result<Graph> GraphRewriter::Run(const Replace& replace) && {
   for (const Node& node : source_->nodes()) {
-    const std::string what = "rewriting node '" + node.name + "' (" +
-                             std::string(node.op_name()) + ")";
+    const std::string what =
+        "rewriting node '" + node.name + "' (" + std::string(node.op_name()) + ")";
     auto replaced = replace(*this, node);
     if (!replaced) return std::unexpected(std::move(replaced.error()).WithContext(what));
     auto result = *replaced ? Result<ValueId>(**replaced) : Copy(node);

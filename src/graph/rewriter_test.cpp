@@ -18,8 +18,12 @@ struct FakeWeights {
   std::vector<std::byte> other = std::vector<std::byte>(1 << 16);
 
   TensorView View(std::string name, std::vector<int64_t> shape, uint64_t id = 0) {
-    return TensorView{.name = std::move(name), .dtype = DType::kF32, .shape = std::move(shape),
-                      .data = bytes.data(), .bytes = bytes.size(), .id = id};
+    return TensorView{.name = std::move(name),
+                      .dtype = DType::kF32,
+                      .shape = std::move(shape),
+                      .data = bytes.data(),
+                      .bytes = bytes.size(),
+                      .id = id};
   }
 };
 
@@ -34,8 +38,7 @@ struct Fixture {
     const ValueId x = *b.Input("x", DType::kF32, {4, 64});
     const ValueId positions = *b.Input("positions", DType::kI32, {4});  // read by nothing
     (void)positions;
-    const ValueId h = *b.RmsNorm("norm", x, *b.Weight(weights.View("norm.weight", {64}, 7)),
-                                 1e-5f);
+    const ValueId h = *b.RmsNorm("norm", x, *b.Weight(weights.View("norm.weight", {64}, 7)), 1e-5f);
     w = *b.Weight(weights.View("w", {32, 64}, 8));
     const ValueId y = *b.MatMul("proj", h, w);
     const ValueId act = *b.Silu("act", y);
@@ -45,9 +48,7 @@ struct Fixture {
 };
 
 GraphRewriter::Replace CopyAll() {
-  return [](GraphRewriter&, const Node&) -> Result<std::optional<ValueId>> {
-    return std::nullopt;
-  };
+  return [](GraphRewriter&, const Node&) -> Result<std::optional<ValueId>> { return std::nullopt; };
 }
 
 TEST(GraphRewriter, CopyKeepsNodesInputsWeightsAndOutputs) {
@@ -74,8 +75,8 @@ TEST(GraphRewriter, ReplacesANodeAndRemapsAWeight) {
   scaled.data = f.weights.other.data();
   const ValueId new_w = *rw.builder().Weight(scaled);
   ASSERT_TRUE(rw.Remap(f.w, new_w));
-  auto out = std::move(rw).Run(
-      [](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
+  auto out =
+      std::move(rw).Run([](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
         if (node.op() != OpKind::kSilu) return std::nullopt;
         return rw.builder().Gelu(node.name + ".gelu", KITE_TRY(rw.Map(node.inputs[0])),
                                  GeluApprox::kErf);
@@ -99,11 +100,11 @@ TEST(GraphRewriter, AReplacementMustKeepShapeAndDtype) {
   const ValueId narrow = *rw.builder().Weight(f.weights.View("narrow", {16, 64}));
   const Status remap = rw.Remap(f.w, narrow);
   ASSERT_FALSE(remap.has_value());
-  EXPECT_TRUE(Contains(remap.error().message,
-                       "'w' [32, 64] f32 cannot stand for 'narrow' [16, 64] f32"));
+  EXPECT_TRUE(
+      Contains(remap.error().message, "'w' [32, 64] f32 cannot stand for 'narrow' [16, 64] f32"));
 
-  auto out = std::move(rw).Run(
-      [&](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
+  auto out =
+      std::move(rw).Run([&](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
         if (node.op() != OpKind::kMatMul) return std::nullopt;
         return rw.builder().MatMul("proj.narrow", KITE_TRY(rw.Map(node.inputs[0])), narrow);
       });

@@ -37,8 +37,8 @@ Status ExpectRank(std::string_view role, const Value& value, size_t rank) {
 Status ExpectActivation(std::string_view role, const Value& value) {
   const DType dtype = value.dtype;
   if (dtype == DType::kF32) return Ok();
-  const bool integer = dtype == DType::kI8 || dtype == DType::kU8 || dtype == DType::kI16 ||
-                       dtype == DType::kU16;
+  const bool integer =
+      dtype == DType::kI8 || dtype == DType::kU8 || dtype == DType::kI16 || dtype == DType::kU16;
   const std::string what = Describe(std::string(role) + " '" + value.name + "'", value);
   if (!integer) {
     return InvalidInput(what + ": expected f32, or i8/u8/i16/u16 carrying a quantization encoding");

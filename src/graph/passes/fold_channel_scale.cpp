@@ -106,16 +106,15 @@ Result<PassOutcome> FoldChannelScale::Run(const Graph& graph) {
     for (int32_t r : readers[norm.output.index]) {
       const Node& matmul = graph.nodes()[r];
       const TensorView w = KITE_TRY(ScaleColumns(*store_, matmul.name + ".weight",
-                                                 graph.value(matmul.inputs[1]), scale.scale,
-                                                 true));
+                                                 graph.value(matmul.inputs[1]), scale.scale, true));
       new_weight[r] = KITE_TRY(rw.builder().Weight(w));
       ++changes;
     }
   }
 
   const Node* first = graph.nodes().data();  // Run visits graph.nodes() itself, in order
-  Graph rewritten = KITE_TRY(std::move(rw).Run(
-      [&](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
+  Graph rewritten = KITE_TRY(
+      std::move(rw).Run([&](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
         const auto it = new_weight.find(static_cast<int32_t>(&node - first));
         if (it == new_weight.end()) return std::nullopt;
         // Norm (x, weight) and matmul (x, w[, bias]) both take their weight as input 1.
@@ -125,8 +124,8 @@ Result<PassOutcome> FoldChannelScale::Run(const Graph& graph) {
         return rw.builder().AddNode(node.name, node.attrs, std::move(inputs),
                                     graph.value(node.output).encoding);
       }));
-  return PassOutcome{.graph = std::move(rewritten), .changes = changes,
-                     .summary = std::move(summary)};
+  return PassOutcome{
+      .graph = std::move(rewritten), .changes = changes, .summary = std::move(summary)};
 }
 
 }  // namespace kite

@@ -36,8 +36,8 @@ struct Model {
     const ValueId x = *b.Input("x", DType::kF32, {3, 8});
     const ValueId h = *b.RmsNorm("norm", x, Weight(b, "norm.weight", norm_weight, {8}), 1e-5f);
     EXPECT_TRUE(b.MarkOutput(*b.MatMul("q", h, Weight(b, "wq", wq, {4, 8}))));
-    EXPECT_TRUE(b.MarkOutput(
-        *b.MatMul("k", h, Weight(b, "wk", wk, {2, 8}), Weight(b, "bk", bias, {2}))));
+    EXPECT_TRUE(
+        b.MarkOutput(*b.MatMul("k", h, Weight(b, "wk", wk, {2, 8}), Weight(b, "bk", bias, {2}))));
     if (extra_reader) {
       EXPECT_TRUE(b.MarkOutput(*b.Add("residual", x, h)));
     }
@@ -46,9 +46,12 @@ struct Model {
 
   static ValueId Weight(GraphBuilder& b, std::string name, const std::vector<float>& data,
                         std::vector<int64_t> shape) {
-    return *b.Weight(TensorView{.name = std::move(name), .dtype = DType::kF32,
-                                .shape = std::move(shape), .data = data.data(),
-                                .bytes = data.size() * sizeof(float), .id = 0});
+    return *b.Weight(TensorView{.name = std::move(name),
+                                .dtype = DType::kF32,
+                                .shape = std::move(shape),
+                                .data = data.data(),
+                                .bytes = data.size() * sizeof(float),
+                                .id = 0});
   }
 };
 
@@ -114,9 +117,9 @@ TEST(FoldChannelScale, RefusesFoldsThatWouldChangeWhatTheGraphComputes) {
   zero[5] = 0;
   EXPECT_TRUE(Contains(error(plain, {{.norm = "norm", .scale = zero}}),
                        "scale 5 is 0.000000, expected finite and non-zero"));
-  EXPECT_TRUE(Contains(
-      error(plain, {{.norm = "norm", .scale = kScale}, {.norm = "norm", .scale = kScale}}),
-      "norm 'norm': given two scales"));
+  EXPECT_TRUE(
+      Contains(error(plain, {{.norm = "norm", .scale = kScale}, {.norm = "norm", .scale = kScale}}),
+               "norm 'norm': given two scales"));
   const Model read_by_add(/*extra_reader=*/true);
   EXPECT_TRUE(Contains(error(read_by_add, {{.norm = "norm", .scale = kScale}}),
                        "node 'residual' (add) reads it other than as a matmul's x"));
@@ -126,9 +129,12 @@ TEST(FoldChannelScale, ScaleColumnsNamesTheWeight) {
   WeightStore store;
   std::vector<std::byte> bytes(64);
   GraphBuilder b;
-  const ValueId codes = *b.Weight(TensorView{.name = "codes", .dtype = DType::kI8,
-                                             .shape = {8}, .data = bytes.data(),
-                                             .bytes = bytes.size(), .id = 0});
+  const ValueId codes = *b.Weight(TensorView{.name = "codes",
+                                             .dtype = DType::kI8,
+                                             .shape = {8},
+                                             .data = bytes.data(),
+                                             .bytes = bytes.size(),
+                                             .id = 0});
   auto read = ScaleColumns(store, "codes.scaled", b.value(codes), kScale, false);
   ASSERT_FALSE(read.has_value());
   EXPECT_TRUE(Contains(read.error().message, "weight 'codes'"));
@@ -136,8 +142,12 @@ TEST(FoldChannelScale, ScaleColumnsNamesTheWeight) {
   auto computed = ScaleColumns(store, "x.scaled", b.value(x), kScale, false);
   ASSERT_FALSE(computed.has_value());
   EXPECT_TRUE(Contains(computed.error().message, "weight 'x' is not a weight value"));
-  const ValueId w = *b.Weight(TensorView{.name = "w", .dtype = DType::kF32, .shape = {2, 4},
-                                         .data = bytes.data(), .bytes = 32, .id = 0});
+  const ValueId w = *b.Weight(TensorView{.name = "w",
+                                         .dtype = DType::kF32,
+                                         .shape = {2, 4},
+                                         .data = bytes.data(),
+                                         .bytes = 32,
+                                         .id = 0});
   auto short_scale = ScaleColumns(store, "w.scaled", b.value(w), kScale, true);
   ASSERT_FALSE(short_scale.has_value());
   EXPECT_TRUE(Contains(short_scale.error().message,

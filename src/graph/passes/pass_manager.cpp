@@ -63,8 +63,8 @@ Status VerifyRewrite(const Graph& before, const Graph& after) {
       if (value.kind != ValueKind::kWeight) continue;
       const auto [it, inserted] = by_id.emplace(value.weight_id, &value);
       const Value& first = *it->second;
-      if (!inserted && (first.data != value.data || first.dtype != value.dtype ||
-                        first.shape != value.shape)) {
+      if (!inserted &&
+          (first.data != value.data || first.dtype != value.dtype || first.shape != value.shape)) {
         return Internal("weights " + Named(first) + " and " + Named(value) + " share id " +
                         std::to_string(value.weight_id) +
                         " but not their bytes: a rewritten weight needs a new id "
@@ -84,12 +84,12 @@ Result<Graph> PassManager::Run(Graph graph, std::vector<PassReport>* report) {
     Status valid = VerifyRewrite(graph, outcome->graph);
     if (!valid) return std::unexpected(std::move(valid.error()).WithContext(what));
     if (report != nullptr) {
-      report->push_back(PassReport{.pass = std::string(pass->name()),
-                                   .changes = outcome->changes,
-                                   .summary = outcome->summary,
-                                   .nodes_before = static_cast<int32_t>(graph.nodes().size()),
-                                   .nodes_after =
-                                       static_cast<int32_t>(outcome->graph.nodes().size())});
+      report->push_back(
+          PassReport{.pass = std::string(pass->name()),
+                     .changes = outcome->changes,
+                     .summary = outcome->summary,
+                     .nodes_before = static_cast<int32_t>(graph.nodes().size()),
+                     .nodes_after = static_cast<int32_t>(outcome->graph.nodes().size())});
     }
     graph = std::move(outcome->graph);
   }

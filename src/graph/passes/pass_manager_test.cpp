@@ -27,8 +27,8 @@ struct Model {
   Model() {
     GraphBuilder b;
     const ValueId x = *b.Input("x", DType::kF32, {4, 8});
-    const ValueId h = *b.RmsNorm("norm", x, *b.Weight(View("norm.weight", norm_weight, {8})),
-                                 1e-5f);
+    const ValueId h =
+        *b.RmsNorm("norm", x, *b.Weight(View("norm.weight", norm_weight, {8})), 1e-5f);
     const ValueId y = *b.MatMul("proj", h, *b.Weight(View("w", w, {16, 8})));
     EXPECT_TRUE(b.MarkOutput(*b.Silu("act", y)));
     graph = *std::move(b).Finish();
@@ -36,8 +36,12 @@ struct Model {
 
   static TensorView View(std::string name, const std::vector<float>& data,
                          std::vector<int64_t> shape) {
-    return TensorView{.name = std::move(name), .dtype = DType::kF32, .shape = std::move(shape),
-                      .data = data.data(), .bytes = data.size() * sizeof(float), .id = 0};
+    return TensorView{.name = std::move(name),
+                      .dtype = DType::kF32,
+                      .shape = std::move(shape),
+                      .data = data.data(),
+                      .bytes = data.size() * sizeof(float),
+                      .id = 0};
   }
 };
 
@@ -52,8 +56,7 @@ class SiluToGelu final : public Pass {
         [&](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
           if (node.op() != OpKind::kSilu) return std::nullopt;
           ++changes;
-          return rw.builder().Gelu(node.name, KITE_TRY(rw.Map(node.inputs[0])),
-                                   GeluApprox::kTanh);
+          return rw.builder().Gelu(node.name, KITE_TRY(rw.Map(node.inputs[0])), GeluApprox::kTanh);
         }));
     return PassOutcome{.graph = std::move(out), .changes = changes, .summary = ""};
   }
@@ -79,12 +82,12 @@ class ReuseWeightId final : public Pass {
   Result<PassOutcome> Run(const Graph& graph) override {
     GraphRewriter rw = KITE_TRY(GraphRewriter::Create(graph));
     const ValueId old_w = graph.nodes()[1].inputs[1];
-    TensorView scaled = KITE_TRY(ScaleColumns(store_, "w.scaled", graph.value(old_w),
-                                              std::vector<float>(8, 2.0f), false));
+    TensorView scaled = KITE_TRY(
+        ScaleColumns(store_, "w.scaled", graph.value(old_w), std::vector<float>(8, 2.0f), false));
     scaled.id = graph.value(old_w).weight_id;
     KITE_RETURN_IF_ERROR(rw.Remap(old_w, KITE_TRY(rw.builder().Weight(scaled))));
-    Graph out = KITE_TRY(std::move(rw).Run(
-        [](GraphRewriter&, const Node&) -> Result<std::optional<ValueId>> {
+    Graph out = KITE_TRY(
+        std::move(rw).Run([](GraphRewriter&, const Node&) -> Result<std::optional<ValueId>> {
           return std::nullopt;
         }));
     return PassOutcome{.graph = std::move(out), .changes = 1, .summary = ""};
@@ -133,8 +136,9 @@ TEST(PassManager, AWeightIdReusedForOtherBytesIsAnError) {
   auto out = passes.Run(model.graph.Copy());
   ASSERT_FALSE(out.has_value());
   EXPECT_EQ(out.error().code, ErrorCode::kInternal);
-  EXPECT_TRUE(Contains(out.error().message, "pass reuse_weight_id: weights 'w' [16, 8] f32 and "
-                                            "'w.scaled' [16, 8] f32 share id"));
+  EXPECT_TRUE(Contains(out.error().message,
+                       "pass reuse_weight_id: weights 'w' [16, 8] f32 and "
+                       "'w.scaled' [16, 8] f32 share id"));
 }
 
 }  // namespace
