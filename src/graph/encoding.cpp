@@ -56,17 +56,21 @@ DType StorageDType(const QuantEncoding& encoding) {
 }
 
 std::string EncodingString(const QuantEncoding& e) {
-  std::string out = (e.is_signed ? "s" : "u") + std::to_string(e.bits) + " " +
-                    std::string(GranularityName(e.granularity));
-  if (e.granularity == EncodingGranularity::kPerAxis) out += "(" + std::to_string(e.axis) + ")";
-  if (e.granularity == EncodingGranularity::kPerBlock) {
-    out += "(" + std::to_string(e.block_size) + " along " + std::to_string(e.block_axis) + ")";
-  }
+  // Appended piece by piece: GCC 12 warns (-Wrestrict, falsely) on "(" + std::to_string(...).
+  std::string out(e.is_signed ? "s" : "u");
+  out += std::to_string(e.bits) + " ";
+  out += GranularityName(e.granularity);
+  const std::string axis = std::to_string(e.axis);
+  const std::string blocks =
+      std::to_string(e.block_size) + " along " + std::to_string(e.block_axis);
+  if (e.granularity == EncodingGranularity::kPerAxis) out.append("(").append(axis).append(")");
+  if (e.granularity == EncodingGranularity::kPerBlock) out.append("(").append(blocks).append(")");
   if (e.granularity == EncodingGranularity::kLpbq) {
-    out += "(axis " + std::to_string(e.axis) + ", " + std::to_string(e.block_size) + " along " +
-           std::to_string(e.block_axis) + ", u" + std::to_string(e.multiplier_bits) + " x)";
+    out.append("(axis ").append(axis).append(", ").append(blocks).append(", u");
+    out.append(std::to_string(e.multiplier_bits)).append(" x)");
   }
-  return out + " [" + std::to_string(e.scales.size()) + " scales]";
+  out.append(" [").append(std::to_string(e.scales.size())).append(" scales]");
+  return out;
 }
 
 int64_t ScaleCount(const QuantEncoding& e, std::span<const int64_t> shape) {
