@@ -123,6 +123,28 @@ TEST(FoldChannelScale, RefusesFoldsThatWouldChangeWhatTheGraphComputes) {
   const Model read_by_add(/*extra_reader=*/true);
   EXPECT_TRUE(Contains(error(read_by_add, {{.norm = "norm", .scale = kScale}}),
                        "node 'residual' (add) reads it other than as a matmul's x"));
+
+  // A matmul weight that cannot be rescaled, behind a norm that can: every fold is checked
+  // before any weight is made, so the store stays empty.
+  std::vector<std::byte> codes(32);
+  GraphBuilder b;
+  const ValueId x = *b.Input("x", DType::kF32, {3, 8});
+  const ValueId h =
+      *b.RmsNorm("norm", x, Model::Weight(b, "norm.weight", plain.norm_weight, {8}), 1e-5f);
+  ASSERT_TRUE(b.MarkOutput(*b.MatMul("q", h,
+                                     *b.Weight(TensorView{.name = "codes",
+                                                          .dtype = DType::kI8,
+                                                          .shape = {4, 8},
+                                                          .data = codes.data(),
+                                                          .bytes = codes.size(),
+                                                          .id = 0}))));
+  const Graph int8 = *std::move(b).Finish();
+  FoldChannelScale pass(&store, {{.norm = "norm", .scale = kScale}});
+  auto outcome = pass.Run(int8);
+  ASSERT_FALSE(outcome.has_value());
+  EXPECT_TRUE(Contains(outcome.error().message,
+                       "norm 'norm': weight 'codes' is i8, which cannot be read as floats"));
+  EXPECT_EQ(store.weights().size(), 0u);
 }
 
 TEST(FoldChannelScale, ScaleColumnsNamesTheWeight) {
