@@ -32,10 +32,15 @@ Status GraphRewriter::Remap(ValueId from, ValueId to) {
                         " is not in the new graph");
   }
   const Value& new_value = builder_.value(to);
-  if (old_value.shape != new_value.shape || old_value.dtype != new_value.dtype) {
-    return InvalidInput(
-        "remap: " + rules::Describe("'" + old_value.name + "'", old_value) + " cannot stand for " +
-        rules::Describe("'" + new_value.name + "'", new_value) + " (shape and dtype must agree)");
+  // A quantized value stands for the same real numbers as a float one (a quantize pass swaps
+  // them); the rules of the nodes that read it are checked again when they are rewritten.
+  const bool same_numbers =
+      old_value.dtype == new_value.dtype || old_value.encoding || new_value.encoding;
+  if (old_value.shape != new_value.shape || !same_numbers) {
+    return InvalidInput("remap: " + rules::Describe("'" + old_value.name + "'", old_value) +
+                        " cannot stand for " +
+                        rules::Describe("'" + new_value.name + "'", new_value) +
+                        " (shapes must agree, and dtypes unless one of them is quantized)");
   }
   map_[from.index] = to;
   return Ok();

@@ -39,8 +39,9 @@ class GraphRewriter {
   // Where replacement nodes and values are added.
   GraphBuilder& builder() { return builder_; }
 
-  // From now on, reads of old value `from` read new value `to`, which must have the same shape
-  // and dtype (its encoding may differ): InvalidInput naming both otherwise.
+  // From now on, reads of old value `from` read new value `to`, which must have the same shape,
+  // and the same dtype unless one of them carries an encoding (a quantized form of the same
+  // numbers): InvalidInput naming both otherwise.
   Status Remap(ValueId from, ValueId to);
   // The new value that stands for old value `from`: its remap, or its copy (a weight is copied
   // on first use). Internal when `from` is a node output whose node was not rewritten yet.

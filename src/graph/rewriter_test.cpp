@@ -103,6 +103,13 @@ TEST(GraphRewriter, AReplacementMustKeepShapeAndDtype) {
   EXPECT_TRUE(
       Contains(remap.error().message, "'w' [32, 64] f32 cannot stand for 'narrow' [16, 64] f32"));
 
+  TensorView half_view = f.weights.View("half", {32, 64});
+  half_view.dtype = DType::kF16;
+  const Status half = rw.Remap(f.w, *rw.builder().Weight(half_view));
+  ASSERT_FALSE(half.has_value());
+  EXPECT_TRUE(
+      Contains(half.error().message, "'w' [32, 64] f32 cannot stand for 'half' [32, 64] f16"));
+
   auto out =
       std::move(rw).Run([&](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
         if (node.op() != OpKind::kMatMul) return std::nullopt;
@@ -126,6 +133,25 @@ TEST(GraphRewriter, ErrorsOfTheCallbackNameTheNode) {
   EXPECT_TRUE(Contains(out.error().message,
                        "rewriting node 'norm' (rms_norm): value 'proj' is read before its node "
                        "was rewritten"));
+}
+
+TEST(GraphRewriter, AQuantizedValueMayStandForAFloatOne) {
+  Fixture f;
+  QuantEncoding s8;
+  s8.is_signed = true;
+  s8.scales = {0.02f};
+  auto out = std::move(*GraphRewriter::Create(f.graph))
+                 .Run([&](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
+                   if (node.op() != OpKind::kMatMul) return std::nullopt;
+                   std::vector<ValueId> inputs;
+                   for (ValueId input : node.inputs) inputs.push_back(KITE_TRY(rw.Map(input)));
+                   return rw.builder().AddNode(node.name, node.attrs, std::move(inputs), s8);
+                 });
+  ASSERT_TRUE(out.has_value()) << out.error().message;
+  // The silu after it reads the i8 activation (its rule accepts it: it carries an encoding).
+  EXPECT_EQ(out->value(out->nodes()[1].output).dtype, DType::kI8);
+  EXPECT_EQ(out->value(out->nodes()[2].inputs[0]).dtype, DType::kI8);
+  EXPECT_EQ(out->value(out->outputs()[0]).dtype, DType::kF32);
 }
 
 TEST(GraphRewriter, EncodingsAreCopied) {
