@@ -25,6 +25,14 @@ Status CheckShape(std::string_view what, std::span<const int64_t> shape) {
   return Ok();
 }
 
+Status CheckEncoding(const std::string& what, const std::optional<QuantEncoding>& encoding,
+                     std::span<const int64_t> shape, DType dtype) {
+  if (!encoding) return Ok();
+  Status valid = ValidateEncoding(*encoding, shape, dtype);
+  if (!valid) return std::unexpected(std::move(valid.error()).WithContext(what + ": encoding"));
+  return Ok();
+}
+
 }  // namespace
 
 Status GraphBuilder::CheckId(ValueId id, std::string_view what) const {
@@ -36,7 +44,8 @@ Status GraphBuilder::CheckId(ValueId id, std::string_view what) const {
   return Ok();
 }
 
-Result<ValueId> GraphBuilder::Input(std::string name, DType dtype, std::vector<int64_t> shape) {
+Result<ValueId> GraphBuilder::Input(std::string name, DType dtype, std::vector<int64_t> shape,
+                                    std::optional<QuantEncoding> encoding) {
   const std::string what = "graph input '" + name + "'";
   KITE_RETURN_IF_ERROR(CheckShape(what, shape));
   if (Traits(dtype).block_size != 1) {
@@ -44,8 +53,10 @@ Result<ValueId> GraphBuilder::Input(std::string name, DType dtype, std::vector<i
                         " is block-quantized; inputs hold plain elements");
   }
   if (graph_.FindInput(name)) return InvalidInput(what + ": name is already taken");
+  KITE_RETURN_IF_ERROR(CheckEncoding(what, encoding, shape, dtype));
   Value value;
   value.kind = ValueKind::kInput;
+  value.encoding = std::move(encoding);
   value.name = std::move(name);
   value.dtype = dtype;
   value.strides = ContiguousStrides(shape);
@@ -56,7 +67,8 @@ Result<ValueId> GraphBuilder::Input(std::string name, DType dtype, std::vector<i
   return id;
 }
 
-Result<ValueId> GraphBuilder::Weight(const TensorView& weight) {
+Result<ValueId> GraphBuilder::Weight(const TensorView& weight,
+                                     std::optional<QuantEncoding> encoding) {
   const std::string what = "weight '" + weight.name + "'";
   KITE_RETURN_IF_ERROR(CheckShape(what, weight.shape));
   const uint64_t elements = KITE_TRY(ElementCount(weight.shape));
@@ -67,8 +79,10 @@ Result<ValueId> GraphBuilder::Weight(const TensorView& weight) {
                         std::string(DTypeName(weight.dtype)) + " needs " + std::to_string(*bytes) +
                         " bytes, the view holds " + std::to_string(weight.data ? weight.bytes : 0));
   }
+  KITE_RETURN_IF_ERROR(CheckEncoding(what, encoding, weight.shape, weight.dtype));
   Value value;
   value.kind = ValueKind::kWeight;
+  value.encoding = std::move(encoding);
   value.name = weight.name;
   value.dtype = weight.dtype;
   value.shape = weight.shape;
@@ -81,8 +95,8 @@ Result<ValueId> GraphBuilder::Weight(const TensorView& weight) {
   return id;
 }
 
-Result<ValueId> GraphBuilder::AddNode(std::string name, OpAttrs attrs,
-                                      std::vector<ValueId> inputs) {
+Result<ValueId> GraphBuilder::AddNode(std::string name, OpAttrs attrs, std::vector<ValueId> inputs,
+                                      std::optional<QuantEncoding> output_encoding) {
   const std::string what = "node '" + name + "' (" + std::string(OpName(attrs)) + ")";
   std::vector<const Value*> in;
   for (ValueId id : inputs) {
@@ -100,10 +114,24 @@ Result<ValueId> GraphBuilder::AddNode(std::string name, OpAttrs attrs,
   out.producer = static_cast<int32_t>(graph_.nodes_.size());
   if (IsView(attrs)) {
     const Value& source = *in[0];
+    if (output_encoding) {
+      return InvalidInput(what + ": a view's output keeps its input's encoding; it takes none");
+    }
+    // A per-tensor encoding holds for any view of the value; the others name axes and blocks
+    // of the input's shape, which a view would have to remap.
+    if (source.encoding && source.encoding->granularity != EncodingGranularity::kPerTensor) {
+      return InvalidInput(what + ": " + rules::Describe("x '" + source.name + "'", source) +
+                          " has a " + EncodingString(*source.encoding) +
+                          " encoding; views keep only per-tensor encodings");
+    }
+    out.encoding = source.encoding;
     out.alias_of = source.is_view() ? source.alias_of : inputs[0];
     out.alias_offset = source.alias_offset + spec->view_offset;
     out.strides = std::move(spec->strides);
   } else {
+    if (output_encoding) out.dtype = StorageDType(*output_encoding);
+    KITE_RETURN_IF_ERROR(CheckEncoding(what + " output", output_encoding, spec->shape, out.dtype));
+    out.encoding = std::move(output_encoding);
     out.strides = ContiguousStrides(spec->shape);
   }
   out.shape = std::move(spec->shape);

@@ -16,10 +16,14 @@ namespace kite {
 class GraphBuilder {
  public:
   // A value bound before each run, e.g. token ids [T] i32 or positions [T] i32. Names are unique.
-  Result<ValueId> Input(std::string name, DType dtype, std::vector<int64_t> shape);
+  // An integer input the ops read as an activation (u8 [T, D]) carries its `encoding`.
+  Result<ValueId> Input(std::string name, DType dtype, std::vector<int64_t> shape,
+                        std::optional<QuantEncoding> encoding = std::nullopt);
   // A constant used in place: `weight.data` must stay mapped while the graph is alive, and hold
-  // at least the bytes its shape and dtype need.
-  Result<ValueId> Weight(const TensorView& weight);
+  // at least the bytes its shape and dtype need. An integer weight may carry its `encoding`
+  // (per-channel int8, LPBQ int4, ...).
+  Result<ValueId> Weight(const TensorView& weight,
+                         std::optional<QuantEncoding> encoding = std::nullopt);
 
   Result<ValueId> Embedding(std::string name, ValueId table, ValueId ids);
   Result<ValueId> MatMul(std::string name, ValueId x, ValueId w,
@@ -38,13 +42,17 @@ class GraphBuilder {
   Result<ValueId> Permute(std::string name, ValueId x, std::vector<int32_t> perm);
   Result<ValueId> Slice(std::string name, ValueId x, int32_t dim, int64_t start, int64_t end);
 
-  // The generic form behind the helpers (and for passes that rebuild graphs).
-  Result<ValueId> AddNode(std::string name, OpAttrs attrs, std::vector<ValueId> inputs);
+  // The generic form behind the helpers (and for passes that rebuild graphs). With
+  // `output_encoding`, the node's output is quantized: stored as StorageDType(*output_encoding)
+  // instead of f32. A view's output takes its input's encoding and may not be given one.
+  Result<ValueId> AddNode(std::string name, OpAttrs attrs, std::vector<ValueId> inputs,
+                          std::optional<QuantEncoding> output_encoding = std::nullopt);
 
   // Outputs stay alive to the end of a run, where the executor exposes them.
   Status MarkOutput(ValueId value);
 
   const Value& value(ValueId id) const { return graph_.value(id); }
+  int32_t num_values() const { return graph_.num_values(); }
 
   // The finished graph; an error when no output was marked.
   Result<Graph> Finish() &&;

@@ -46,13 +46,22 @@ std::optional<ValueId> Graph::FindInput(std::string_view name) const {
   return std::nullopt;
 }
 
+const Value* Graph::EncodedOperand(const Node& node) const {
+  for (ValueId id : node.inputs) {
+    if (value(id).encoding) return &value(id);
+  }
+  return value(node.output).encoding ? &value(node.output) : nullptr;
+}
+
 std::string Graph::ToString() const {
   std::string out;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const Node& node = nodes_[i];
     const Value& result = value(node.output);
     out += std::to_string(i) + " " + std::string(node.op_name()) + " " + node.name + " " +
-           ShapeString(result.shape) + " " + std::string(DTypeName(result.dtype)) + " <-";
+           ShapeString(result.shape) + " " + std::string(DTypeName(result.dtype));
+    if (result.encoding) out += " (" + EncodingString(*result.encoding) + ")";
+    out += " <-";
     for (size_t j = 0; j < node.inputs.size(); ++j) {
       const Value& input = value(node.inputs[j]);
       out += (j ? ", " : " ") + input.name + " " + ShapeString(input.shape);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "graph/encoding.h"
 #include "graph/ops.h"
 #include "tensor/dtype.h"
 
@@ -44,6 +45,9 @@ struct Value {
   const void* data = nullptr;  // kWeight: the mapped bytes
   uint64_t bytes = 0;          // kWeight: byte size of data
   uint64_t weight_id = 0;      // kWeight: its identity (tensor/weight_store.h), never 0
+  // Set when the value holds quantized integers (dtype is then StorageDType(*encoding)): an
+  // integer activation or weight and what its integers mean. Set by the builder or a pass.
+  std::optional<QuantEncoding> encoding;
 
   bool is_view() const { return alias_of.valid(); }
   bool contiguous() const;
@@ -82,8 +86,12 @@ class Graph {
   std::span<const ValueId> inputs() const { return inputs_; }
   std::span<const ValueId> outputs() const { return outputs_; }
   std::optional<ValueId> FindInput(std::string_view name) const;
+  // The first input or output of `node` that carries a quantization encoding, or nullptr. A
+  // backend that computes in float only declines such a node (it would misread the integers).
+  const Value* EncodedOperand(const Node& node) const;
 
-  // One line per node: "3 rms_norm blk.0.attn_norm [13, 64] f32 <- x [13, 64], w [64]".
+  // One line per node: "3 rms_norm blk.0.attn_norm [13, 64] f32 <- x [13, 64], w [64]"; an
+  // encoded output adds its encoding: "... [13, 64] u8 (u8 per-tensor [1 scales]) <- ...".
   std::string ToString() const;
 
  private:

@@ -52,13 +52,18 @@ std::string Describe(std::string_view role, const Value& value);
 Status ExpectInputs(RuleInputs in, size_t count, std::string_view roles);
 Status ExpectDType(std::string_view role, const Value& value, DType dtype);
 Status ExpectRank(std::string_view role, const Value& value, size_t rank);
+// An activation an op reads: f32, or integers (i8, u8, i16, u16) that carry a quantization
+// encoding saying what they mean (graph/encoding.h); the op computes on the real values and its
+// output is f32 unless the node is given an output encoding. An integer value without an
+// encoding is refused, by name: its numbers have no meaning.
+Status ExpectActivation(std::string_view role, const Value& value);
 // A float dtype stored one element at a time (f32, f16, bf16).
 Status ExpectPlainFloat(std::string_view role, const Value& value);
 // A weight-like operand read whole rows at a time: contiguous, rows a whole number of blocks.
 // (Whether a dtype can be read at all is each backend's call, in Supports.)
 Status ExpectWholeBlockRows(std::string_view role, const Value& value);
-// Element-wise unary: one f32 input, output of the same shape.
-Result<OutputSpec> SameAsF32Input(RuleInputs in);
+// Element-wise unary: one activation input (ExpectActivation), f32 output of the same shape.
+Result<OutputSpec> SameShapeAsActivation(RuleInputs in);
 
 }  // namespace rules
 }  // namespace kite

@@ -4,6 +4,10 @@
 //
 // Adding an op: add its struct here (and to OpAttrs and OpKind, in the same place), its shape
 // rule in graph/ops/<op>.cpp, a builder helper, and a kernel file per backend.
+//
+// Where an activation is written "f32" below, integers carrying a quantization encoding (i8, u8,
+// i16, u16; graph/encoding.h) are accepted too: the op means the real values they stand for.
+// Outputs are f32 unless the node is given an output encoding (GraphBuilder::AddNode).
 #pragma once
 
 #include <cstdint>

@@ -41,6 +41,8 @@ constexpr std::array kTraits = {
     DTypeTraits{DType::kBF16, "bf16", 1, 2, true},
     DTypeTraits{DType::kTQ1_0, "tq1_0", 256, 54, false},
     DTypeTraits{DType::kTQ2_0, "tq2_0", 256, 66, false},
+    DTypeTraits{DType::kU8, "u8", 1, 1, false},
+    DTypeTraits{DType::kU16, "u16", 1, 2, false},
 };
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {

@@ -43,6 +43,10 @@ enum class DType : uint32_t {
   kBF16 = 30,
   kTQ1_0 = 34,
   kTQ2_0 = 35,
+  // Kite's own, not ggml types (ids far past ggml's): unsigned integer activations of a
+  // quantized graph (graph/encoding.h), as NPUs keep them. Never written to a file.
+  kU8 = 1024,
+  kU16 = 1025,
 };
 
 struct DTypeTraits {

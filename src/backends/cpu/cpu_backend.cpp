@@ -11,6 +11,11 @@ namespace kite {
 CpuBackend::CpuBackend(int32_t threads) : pool_(threads) {}
 
 SupportResult CpuBackend::Supports(const Graph& graph, const Node& node) const {
+  if (const Value* encoded = graph.EncodedOperand(node)) {
+    return SupportResult::No("'" + encoded->name + "' is quantized (" +
+                             EncodingString(*encoded->encoding) +
+                             "); the cpu backend computes in float only");
+  }
   return std::visit([&](const auto& attrs) { return cpu::Support(attrs, graph, node); },
                     node.attrs);
 }

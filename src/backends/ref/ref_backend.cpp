@@ -13,6 +13,11 @@ SupportResult ref::ReadableWeight(const Value& value, std::string_view role) {
 }
 
 SupportResult RefBackend::Supports(const Graph& graph, const Node& node) const {
+  if (const Value* encoded = graph.EncodedOperand(node)) {
+    return SupportResult::No("'" + encoded->name + "' is quantized (" +
+                             EncodingString(*encoded->encoding) +
+                             "); the ref backend computes in float only");
+  }
   return std::visit([&](const auto& attrs) { return ref::Support(attrs, graph, node); },
                     node.attrs);
 }

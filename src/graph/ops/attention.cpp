@@ -10,9 +10,9 @@ Result<OutputSpec> InferOutput(const AttentionAttrs& attrs, RuleInputs in) {
   const Value& k = *in[1];
   const Value& v = *in[2];
   const Value& positions = *in[3];
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("q", q, DType::kF32));
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("k", k, DType::kF32));
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("v", v, DType::kF32));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("q", q));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("k", k));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("v", v));
   KITE_RETURN_IF_ERROR(rules::ExpectRank("q [T, q_heads, head_dim]", q, 3));
   KITE_RETURN_IF_ERROR(rules::ExpectRank("k [T, kv_heads, head_dim]", k, 3));
   if (k.shape != v.shape) {

@@ -10,8 +10,8 @@ namespace {
 // NumPy broadcasting: shapes align at the last dim; each pair of dims is equal or one is 1.
 Result<OutputSpec> Broadcast(RuleInputs in) {
   KITE_RETURN_IF_ERROR(rules::ExpectInputs(in, 2, "a, b"));
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("a", *in[0], DType::kF32));
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("b", *in[1], DType::kF32));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("a", *in[0]));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("b", *in[1]));
   const std::vector<int64_t>& a = in[0]->shape;
   const std::vector<int64_t>& b = in[1]->shape;
   std::vector<int64_t> shape(std::max(a.size(), b.size()));
@@ -33,19 +33,19 @@ Result<OutputSpec> Broadcast(RuleInputs in) {
 Result<OutputSpec> InferOutput(const AddAttrs&, RuleInputs in) { return Broadcast(in); }
 Result<OutputSpec> InferOutput(const MulAttrs&, RuleInputs in) { return Broadcast(in); }
 Result<OutputSpec> InferOutput(const SiluAttrs&, RuleInputs in) {
-  return rules::SameAsF32Input(in);
+  return rules::SameShapeAsActivation(in);
 }
 Result<OutputSpec> InferOutput(const GeluAttrs&, RuleInputs in) {
-  return rules::SameAsF32Input(in);
+  return rules::SameShapeAsActivation(in);
 }
 Result<OutputSpec> InferOutput(const SoftmaxAttrs&, RuleInputs in) {
-  return rules::SameAsF32Input(in);
+  return rules::SameShapeAsActivation(in);
 }
 
 Result<OutputSpec> InferOutput(const SwiGluAttrs&, RuleInputs in) {
   KITE_RETURN_IF_ERROR(rules::ExpectInputs(in, 2, "gate, up"));
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("gate", *in[0], DType::kF32));
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("up", *in[1], DType::kF32));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("gate", *in[0]));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("up", *in[1]));
   if (in[0]->shape != in[1]->shape) {
     return InvalidInput(rules::Describe("gate", *in[0]) + " and " + rules::Describe("up", *in[1]) +
                         " differ in shape");

@@ -8,7 +8,7 @@ Result<OutputSpec> InferOutput(const MatMulAttrs&, RuleInputs in) {
   }
   const Value& x = *in[0];
   const Value& w = *in[1];
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("x", x, DType::kF32));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("x", x));
   KITE_RETURN_IF_ERROR(rules::ExpectRank("w", w, 2));
   KITE_RETURN_IF_ERROR(rules::ExpectWholeBlockRows("w", w));
   const int64_t n = w.shape[0];

@@ -8,7 +8,7 @@ Result<OutputSpec> InferOutput(const RmsNormAttrs& attrs, RuleInputs in) {
   KITE_RETURN_IF_ERROR(rules::ExpectInputs(in, 2, "x, weight"));
   const Value& x = *in[0];
   const Value& weight = *in[1];
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("x", x, DType::kF32));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("x", x));
   KITE_RETURN_IF_ERROR(rules::ExpectPlainFloat("weight", weight));
   if (weight.shape.size() != 1 || weight.shape[0] != x.shape.back() || !weight.contiguous()) {
     return InvalidInput(rules::Describe("x", x) + " and " + rules::Describe("weight", weight) +

@@ -36,7 +36,7 @@ Result<OutputSpec> InferOutput(const RopeAttrs& attrs, RuleInputs in) {
   KITE_RETURN_IF_ERROR(rules::ExpectInputs(in, 2, "x, positions"));
   const Value& x = *in[0];
   const Value& positions = *in[1];
-  KITE_RETURN_IF_ERROR(rules::ExpectDType("x", x, DType::kF32));
+  KITE_RETURN_IF_ERROR(rules::ExpectActivation("x", x));
   KITE_RETURN_IF_ERROR(rules::ExpectRank("x [T, heads, head_dim]", x, 3));
   KITE_RETURN_IF_ERROR(rules::ExpectDType("positions", positions, DType::kI32));
   if (positions.shape.size() != 1 || positions.shape[0] != x.shape[0]) {

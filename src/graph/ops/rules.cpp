@@ -34,6 +34,22 @@ Status ExpectRank(std::string_view role, const Value& value, size_t rank) {
   return Ok();
 }
 
+Status ExpectActivation(std::string_view role, const Value& value) {
+  const DType dtype = value.dtype;
+  if (dtype == DType::kF32) return Ok();
+  const bool integer =
+      dtype == DType::kI8 || dtype == DType::kU8 || dtype == DType::kI16 || dtype == DType::kU16;
+  const std::string what = Describe(std::string(role) + " '" + value.name + "'", value);
+  if (!integer) {
+    return InvalidInput(what + ": expected f32, or i8/u8/i16/u16 carrying a quantization encoding");
+  }
+  if (!value.encoding) {
+    return InvalidInput(what + " is an integer activation without a quantization encoding; " +
+                        "set one (graph/encoding.h) to say what its integers stand for");
+  }
+  return Ok();
+}
+
 Status ExpectPlainFloat(std::string_view role, const Value& value) {
   if (value.dtype != DType::kF32 && value.dtype != DType::kF16 && value.dtype != DType::kBF16) {
     return InvalidInput(Describe(role, value) + ": expected f32, f16 or bf16");
@@ -54,9 +70,9 @@ Status ExpectWholeBlockRows(std::string_view role, const Value& value) {
   return Ok();
 }
 
-Result<OutputSpec> SameAsF32Input(RuleInputs in) {
+Result<OutputSpec> SameShapeAsActivation(RuleInputs in) {
   KITE_RETURN_IF_ERROR(ExpectInputs(in, 1, "x"));
-  KITE_RETURN_IF_ERROR(ExpectDType("x", *in[0], DType::kF32));
+  KITE_RETURN_IF_ERROR(ExpectActivation("x", *in[0]));
   return OutputSpec::Of(DType::kF32, in[0]->shape);
 }
 
