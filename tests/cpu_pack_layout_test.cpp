@@ -36,7 +36,8 @@ TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
        {PackFamily::kKQuant, PackKernel::kKQuant4Min, 256, 4, 0, true, 2048 + 64 + 64 + 256}},
       {DType::kQ5_K,
        {PackFamily::kKQuant, PackKernel::kKQuant8Min, 256, 8, 0, true, 4096 + 64 + 64 + 256}},
-      {DType::kQ6_K, {PackFamily::kKQuant, PackKernel::kKQuant8, 256, 8, 32, false, 4096 + 64 + 256}},
+      {DType::kQ6_K,
+       {PackFamily::kKQuant, PackKernel::kKQuant8, 256, 8, 32, false, 4096 + 64 + 256}},
   };
   for (const DTypeRow* row : AllRows()) {
     SCOPED_TRACE(std::string(row->name));

@@ -1,5 +1,7 @@
 // Element types. The numeric values are ggml's type ids, so a GGUF tensor's type field is a
 // DType as it stands; block sizes and byte sizes follow ggml's published layouts.
+// Each enumerator has one row (tensor/dtype_row.h) in its family's file in tensor/types/; the
+// functions below read the rows.
 #pragma once
 
 #include <cstdint>

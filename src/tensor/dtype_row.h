@@ -37,20 +37,20 @@ struct CodeFacts {
 // One block as unsigned codes (in element order) and its scales, for a type with `unpack`.
 struct UnpackedBlock {
   uint8_t codes[256];
-  uint16_t d16 = 0;      // legacy: the f16 scale's bits
-  uint16_t m16 = 0;      // legacy with a min: the f16 min's bits
-  float d = 0;           // k-quants: the super-block scale
-  float dmin = 0;        // k-quants with mins
-  uint8_t sc[16] = {};   // k-quants: one integer scale per sub-block (signed ones as bytes)
-  uint8_t mn[16] = {};   // k-quants with mins: one integer min per sub-block
+  uint16_t d16 = 0;     // legacy: the f16 scale's bits
+  uint16_t m16 = 0;     // legacy with a min: the f16 min's bits
+  float d = 0;          // k-quants: the super-block scale
+  float dmin = 0;       // k-quants with mins
+  uint8_t sc[16] = {};  // k-quants: one integer scale per sub-block (signed ones as bytes)
+  uint8_t mn[16] = {};  // k-quants with mins: one integer min per sub-block
 };
 
 // What a quantizer's input must be (its codes come from float-to-int casts, undefined for NaN
 // and infinity, and most block types keep their scales as f16).
 enum class QuantizeInput : uint8_t {
-  kAny,        // plain float types: NaN stays NaN, f16 overflow gives inf
-  kFinite,     // q8_K: an f32 scale
-  kF16Range,   // f16 scales: finite and |x| <= 65504
+  kAny,       // plain float types: NaN stays NaN, f16 overflow gives inf
+  kFinite,    // q8_K: an f32 scale
+  kF16Range,  // f16 scales: finite and |x| <= 65504
 };
 
 // n elements (a whole number of blocks, checked by the caller); src/dst need no alignment.
@@ -65,9 +65,9 @@ inline constexpr uint32_t kNoFileType = UINT32_MAX;
 
 struct DTypeRow {
   DType dtype;
-  std::string_view name;  // ggml's spelling: "f32", "q4_0", "q4_K"
-  int32_t block_size;     // elements per block (1 for plain types)
-  int32_t block_bytes;    // bytes per block
+  std::string_view name;                 // ggml's spelling: "f32", "q4_0", "q4_K"
+  int32_t block_size;                    // elements per block (1 for plain types)
+  int32_t block_bytes;                   // bytes per block
   DequantizeRowFn dequantize = nullptr;  // exactly as llama.cpp's dequantize_row_*
   QuantizeRowFn quantize = nullptr;      // see quantize.h for how close to ggml's each is
   QuantizeInput quantize_input = QuantizeInput::kAny;

@@ -22,12 +22,11 @@ namespace {
 
 // Every enumerator of DType (dtype.h), written out so that one without a row fails here.
 constexpr DType kAllTypes[] = {
-    DType::kF32,    DType::kF16,     DType::kQ4_0,   DType::kQ4_1,    DType::kQ5_0,
-    DType::kQ5_1,   DType::kQ8_0,    DType::kQ8_1,   DType::kQ2_K,    DType::kQ3_K,
-    DType::kQ4_K,   DType::kQ5_K,    DType::kQ6_K,   DType::kQ8_K,    DType::kIQ2_XXS,
-    DType::kIQ2_XS, DType::kIQ3_XXS, DType::kIQ1_S,  DType::kIQ4_NL,  DType::kIQ3_S,
-    DType::kIQ2_S,  DType::kIQ4_XS,  DType::kI8,     DType::kI16,     DType::kI32,
-    DType::kI64,    DType::kF64,     DType::kIQ1_M,  DType::kBF16,    DType::kTQ1_0,
+    DType::kF32,    DType::kF16,   DType::kQ4_0,    DType::kQ4_1,   DType::kQ5_0,    DType::kQ5_1,
+    DType::kQ8_0,   DType::kQ8_1,  DType::kQ2_K,    DType::kQ3_K,   DType::kQ4_K,    DType::kQ5_K,
+    DType::kQ6_K,   DType::kQ8_K,  DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ3_XXS, DType::kIQ1_S,
+    DType::kIQ4_NL, DType::kIQ3_S, DType::kIQ2_S,   DType::kIQ4_XS, DType::kI8,      DType::kI16,
+    DType::kI32,    DType::kI64,   DType::kF64,     DType::kIQ1_M,  DType::kBF16,    DType::kTQ1_0,
     DType::kTQ2_0,
 };
 
@@ -102,8 +101,8 @@ float FromCodes(const CodeFacts& c, const UnpackedBlock& u, int e) {
     return F16ToF32(u.d16) * q + (c.has_min ? F16ToF32(u.m16) : 0.0f);
   }
   const int s = e / c.sub_block;
-  const float sc = c.has_min ? static_cast<float>(u.sc[s])
-                             : static_cast<float>(static_cast<int8_t>(u.sc[s]));
+  const float sc =
+      c.has_min ? static_cast<float>(u.sc[s]) : static_cast<float>(static_cast<int8_t>(u.sc[s]));
   return u.d * sc * q - (c.has_min ? u.dmin * static_cast<float>(u.mn[s]) : 0.0f);
 }
 

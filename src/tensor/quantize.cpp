@@ -18,8 +18,8 @@ Status CheckQuantizable(const DTypeRow& row, const float* src, int64_t n) {
   const bool f16_scales = row.quantize_input == QuantizeInput::kF16Range;
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(src[i]) || (f16_scales && std::fabs(src[i]) > kF16Max)) {
-      return InvalidInput("quantize " + std::string(row.name) + ": element " +
-                          std::to_string(i) + " is " + std::to_string(src[i]) +
+      return InvalidInput("quantize " + std::string(row.name) + ": element " + std::to_string(i) +
+                          " is " + std::to_string(src[i]) +
                           (f16_scales ? ", expected a finite value within the f16 range ±65504"
                                       : ", expected a finite value"));
     }
@@ -33,8 +33,9 @@ Status Quantize(DType dtype, const float* src, void* dst, int64_t n) {
   const DTypeRow* row = FindRow(dtype);
   if (row == nullptr || row->quantize == nullptr) {
     return Unsupported("quantize: " +
-                       (row != nullptr ? std::string(row->name)
-                                       : "type id " + std::to_string(static_cast<uint32_t>(dtype))) +
+                       (row != nullptr
+                            ? std::string(row->name)
+                            : "type id " + std::to_string(static_cast<uint32_t>(dtype))) +
                        " is not a type Kite can write");
   }
   if (n < 0 || n % row->block_size != 0) {

@@ -39,14 +39,30 @@ void Encode16(const float* src, void* dst, int64_t n) {
 constexpr CodeFacts kFloat{.family = BlockFamily::kFloat};
 
 constexpr DTypeRow kRows[] = {
-    {.dtype = DType::kF32, .name = "f32", .block_size = 1, .block_bytes = 4,
-     .dequantize = CopyF32, .quantize = WriteF32, .codes = kFloat, .file_type = 0},
-    {.dtype = DType::kF16, .name = "f16", .block_size = 1, .block_bytes = 2,
-     .dequantize = Decode16<F16ToF32>, .quantize = Encode16<F32ToF16>, .codes = kFloat,
-     .file_type = 1},
-    {.dtype = DType::kBF16, .name = "bf16", .block_size = 1, .block_bytes = 2,
-     .dequantize = Decode16<Bf16ToF32>, .quantize = Encode16<F32ToBf16>, .codes = kFloat,
-     .file_type = 32},
+    {.dtype = DType::kF32,
+     .name = "f32",
+     .block_size = 1,
+     .block_bytes = 4,
+     .dequantize = CopyF32,
+     .quantize = WriteF32,
+     .codes = kFloat,
+     .file_type = 0},  // LLAMA_FTYPE_ALL_F32
+    {.dtype = DType::kF16,
+     .name = "f16",
+     .block_size = 1,
+     .block_bytes = 2,
+     .dequantize = Decode16<F16ToF32>,
+     .quantize = Encode16<F32ToF16>,
+     .codes = kFloat,
+     .file_type = 1},  // LLAMA_FTYPE_MOSTLY_F16
+    {.dtype = DType::kBF16,
+     .name = "bf16",
+     .block_size = 1,
+     .block_bytes = 2,
+     .dequantize = Decode16<Bf16ToF32>,
+     .quantize = Encode16<F32ToBf16>,
+     .codes = kFloat,
+     .file_type = 32},  // LLAMA_FTYPE_MOSTLY_BF16
 };
 
 }  // namespace
