@@ -4,7 +4,6 @@
 #include <cstring>
 #include <string>
 
-#include "base/half.h"
 #include "base/mapped_file.h"
 #include "tensor/dtype_row.h"
 #include "tensor/quant_blocks.h"
