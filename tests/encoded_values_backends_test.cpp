@@ -6,7 +6,7 @@
 #include <string>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/executor.h"
+#include "runtime/executable.h"
 #include "backends/ref/ref_backend.h"
 #include "graph/builder.h"
 
@@ -27,7 +27,7 @@ TEST(EncodedValuesOnFloatBackends, NodesWithEncodedValuesAreDeclinedByName) {
   EXPECT_FALSE(cpu.Supports(graph, graph.nodes()[0]).ok);
   EXPECT_FALSE(ref.Supports(graph, graph.nodes()[0]).ok);
   Backend* backends[] = {&cpu, &ref};
-  auto compiled = CompiledGraph::Compile(std::move(graph), backends);
+  auto compiled = Executable::Compile(std::move(graph), backends);
   ASSERT_FALSE(compiled.has_value());
   const std::string& message = compiled.error().message;
   EXPECT_NE(message.find("'h' is quantized (u8 per-tensor [1 scales]); the cpu backend computes "

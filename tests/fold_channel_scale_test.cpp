@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
-#include "backends/executor.h"
 #include "backends/ref/ref_backend.h"
-#include "graph/kv_cache.h"
 #include "graph/passes/pass_manager.h"
 #include "graph/rewriter.h"
 #include "models/build_graph.h"
 #include "models/model_spec.h"
+#include "runtime/kv_pool.h"
+#include "runtime/testing.h"
 
 namespace kite {
 namespace {
@@ -34,23 +34,23 @@ const std::vector<int32_t> kTokens = {1, 17, 250, 999, 3, 42, 7, 500, 2, 64, 128
 // cpu; half a fold 6.7..9.6; cpu and ref agree on a half-folded model within 1.7e-5.
 constexpr double kTolerance = 1e-4;
 
-// A prefill of kTokens with every position's logits [T, vocab], on `backends` in order. The only
-// use of the executor here, kept small: its API is being reshaped (Executable + RunState).
+// A prefill of kTokens with every position's logits [T, vocab], on `backends` in order.
 Result<std::vector<float>> RunPrefill(Graph graph, const ModelSpec& spec,
                                       std::vector<Backend*> backends) {
-  KvCache cache = KITE_TRY(KvCache::Create({.n_layers = spec.n_layers,
-                                            .n_kv_heads = spec.n_kv_heads,
-                                            .head_dim = spec.head_dim,
-                                            .page_size = 16,
-                                            .n_pages = spec.n_layers,
-                                            .dtype = DType::kF32}));
+  const auto pool = KITE_TRY(KvPool::Create({.n_layers = spec.n_layers,
+                                              .n_kv_heads = spec.n_kv_heads,
+                                              .head_dim = spec.head_dim,
+                                              .page_size = 16,
+                                              .n_pages = spec.n_layers,
+                                              .dtype = DType::kF32}));
+  KvSequence cache(pool.get());
   KITE_RETURN_IF_ERROR(cache.Resize(static_cast<int64_t>(kTokens.size())));
-  CompiledGraph compiled = KITE_TRY(CompiledGraph::Compile(std::move(graph), backends));
+  testing::GraphRunner compiled = KITE_TRY(testing::GraphRunner::Compile(std::move(graph), backends));
   std::vector<int32_t> positions(kTokens.size());
   for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int32_t>(i);
   KITE_RETURN_IF_ERROR(compiled.SetInput("tokens", kTokens));
   KITE_RETURN_IF_ERROR(compiled.SetInput("positions", positions));
-  const KvCacheView view = cache.view();
+  const KvCacheView view = cache.batch_view();
   KITE_RETURN_IF_ERROR(compiled.Run(&view));
   const std::span<const float> logits = KITE_TRY(compiled.OutputF32(0));
   return std::vector<float>(logits.begin(), logits.end());

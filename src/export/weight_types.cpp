@@ -1,26 +1,31 @@
 #include "export/weight_types.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
+
+#include "tensor/dtype_row.h"
 
 namespace kite {
 
 namespace {
 
-struct Known {
-  const char* name;
-  DType base;
-  bool q4_k_m;
-  uint32_t file_type;  // LLAMA_FTYPE_*: ALL_F32 0, MOSTLY_F16 1, Q4_0 2, Q4_1 3, Q8_0 7,
-                       // Q4_K_S 14, Q4_K_M 15, Q5_K_S 16, Q6_K 18, BF16 32
-};
-constexpr Known kKnown[] = {
-    {"f32", DType::kF32, false, 0},    {"f16", DType::kF16, false, 1},
-    {"bf16", DType::kBF16, false, 32}, {"q8_0", DType::kQ8_0, false, 7},
-    {"q4_0", DType::kQ4_0, false, 2},  {"q4_1", DType::kQ4_1, false, 3},
-    {"q4_k", DType::kQ4_K, false, 14}, {"q5_k", DType::kQ5_K, false, 16},
-    {"q6_k", DType::kQ6_K, false, 18}, {"q4_k_m", DType::kQ4_K, true, 15},
-};
+// Kite's exporters offer the types whose row names a file type (LLAMA_FTYPE), spelled in lower
+// case ("q4_k"), and llama.cpp's Q4_K_M mix over Q4_K.
+constexpr std::string_view kQ4KM = "q4_k_m";
+constexpr uint32_t kQ4KMFileType = 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+
+std::vector<ExportType> KnownTypes() {
+  std::vector<ExportType> known;
+  for (const DTypeRow* row : AllRows()) {
+    if (row->file_type == kNoFileType) continue;
+    std::string name(row->name);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    known.push_back(ExportType{std::move(name), row->dtype, false, row->file_type});
+  }
+  known.push_back(ExportType{std::string(kQ4KM), DType::kQ4_K, true, kQ4KMFileType});
+  return known;
+}
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers, and every third between.
 bool UseMoreBits(int64_t layer, int64_t n_layers) {
@@ -36,20 +41,8 @@ bool Quantized(DType type) { return Traits(type).block_size > 1; }
 
 DType Fallback(DType type, int64_t columns) {
   if (columns % Traits(type).block_size == 0) return type;
-  DType fallback = DType::kF16;
-  switch (type) {
-    case DType::kQ4_K:
-      fallback = DType::kQ5_0;
-      break;
-    case DType::kQ5_K:
-      fallback = DType::kQ5_1;
-      break;
-    case DType::kQ6_K:
-      fallback = DType::kQ8_0;
-      break;
-    default:
-      break;
-  }
+  const DTypeRow* row = FindRow(type);
+  const DType fallback = row != nullptr ? row->fallback : DType::kF16;
   return columns % Traits(fallback).block_size == 0 ? fallback : DType::kF16;
 }
 
@@ -57,14 +50,15 @@ DType Fallback(DType type, int64_t columns) {
 
 std::vector<std::string> ExportTypeNames() {
   std::vector<std::string> names;
-  for (const Known& known : kKnown) names.push_back(known.name);
+  for (const ExportType& known : KnownTypes()) names.push_back(known.name);
   return names;
 }
 
 Result<ExportType> ParseExportType(std::string_view name, const std::vector<std::string>& allowed) {
   std::string valid;
-  const Known* found = nullptr;
-  for (const Known& known : kKnown) {
+  const std::vector<ExportType> known_types = KnownTypes();
+  const ExportType* found = nullptr;
+  for (const ExportType& known : known_types) {
     if (!allowed.empty() &&
         std::find(allowed.begin(), allowed.end(), known.name) == allowed.end()) {
       continue;
@@ -75,7 +69,7 @@ Result<ExportType> ParseExportType(std::string_view name, const std::vector<std:
   if (found == nullptr) {
     return InvalidInput("type '" + std::string(name) + "' is not one of: " + valid);
   }
-  return ExportType{found->name, found->base, found->q4_k_m, found->file_type};
+  return *found;
 }
 
 DType ChooseTensorType(const ExportType& type, const std::string& name,

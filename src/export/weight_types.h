@@ -22,8 +22,9 @@ struct ExportType {
   uint32_t file_type = 0;  // llama.cpp's LLAMA_FTYPE, for general.file_type
 };
 
-// "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q4_k", "q5_k", "q6_k", "q4_k_m" (those in
-// `allowed`, all when empty). InvalidInput lists the valid names.
+// The types whose tensor/types row names a file type, in lower case, then "q4_k_m": "f32",
+// "f16", "bf16", "q4_0", "q4_1", "q8_0", "q4_k", "q5_k", "q6_k", "q4_k_m" (those in `allowed`,
+// all when empty). InvalidInput lists the valid names.
 Result<ExportType> ParseExportType(std::string_view name,
                                    const std::vector<std::string>& allowed = {});
 std::vector<std::string> ExportTypeNames();

@@ -1,49 +1,51 @@
 #include "tensor/dtype.h"
 
-#include <array>
 #include <cctype>
 #include <string>
+#include <vector>
+
+#include "tensor/dtype_row.h"
+#include "tensor/types/families.h"
 
 namespace kite {
 
 namespace {
 
-// Block layouts from ggml's ggml-common.h (QK_K = 256).
-constexpr std::array kTraits = {
-    DTypeTraits{DType::kF32, "f32", 1, 4, true},
-    DTypeTraits{DType::kF16, "f16", 1, 2, true},
-    DTypeTraits{DType::kQ4_0, "q4_0", 32, 18, true},
-    DTypeTraits{DType::kQ4_1, "q4_1", 32, 20, true},
-    DTypeTraits{DType::kQ5_0, "q5_0", 32, 22, true},
-    DTypeTraits{DType::kQ5_1, "q5_1", 32, 24, true},
-    DTypeTraits{DType::kQ8_0, "q8_0", 32, 34, true},
-    DTypeTraits{DType::kQ8_1, "q8_1", 32, 36, false},
-    DTypeTraits{DType::kQ2_K, "q2_K", 256, 84, true},
-    DTypeTraits{DType::kQ3_K, "q3_K", 256, 110, true},
-    DTypeTraits{DType::kQ4_K, "q4_K", 256, 144, true},
-    DTypeTraits{DType::kQ5_K, "q5_K", 256, 176, true},
-    DTypeTraits{DType::kQ6_K, "q6_K", 256, 210, true},
-    DTypeTraits{DType::kQ8_K, "q8_K", 256, 292, true},
-    DTypeTraits{DType::kIQ2_XXS, "iq2_xxs", 256, 66, false},
-    DTypeTraits{DType::kIQ2_XS, "iq2_xs", 256, 74, false},
-    DTypeTraits{DType::kIQ3_XXS, "iq3_xxs", 256, 98, false},
-    DTypeTraits{DType::kIQ1_S, "iq1_s", 256, 50, false},
-    DTypeTraits{DType::kIQ4_NL, "iq4_nl", 32, 18, false},
-    DTypeTraits{DType::kIQ3_S, "iq3_s", 256, 110, false},
-    DTypeTraits{DType::kIQ2_S, "iq2_s", 256, 82, false},
-    DTypeTraits{DType::kIQ4_XS, "iq4_xs", 256, 136, false},
-    DTypeTraits{DType::kI8, "i8", 1, 1, false},
-    DTypeTraits{DType::kI16, "i16", 1, 2, false},
-    DTypeTraits{DType::kI32, "i32", 1, 4, false},
-    DTypeTraits{DType::kI64, "i64", 1, 8, false},
-    DTypeTraits{DType::kF64, "f64", 1, 8, false},
-    DTypeTraits{DType::kIQ1_M, "iq1_m", 256, 56, false},
-    DTypeTraits{DType::kBF16, "bf16", 1, 2, true},
-    DTypeTraits{DType::kTQ1_0, "tq1_0", 256, 54, false},
-    DTypeTraits{DType::kTQ2_0, "tq2_0", 256, 66, false},
-    DTypeTraits{DType::kU8, "u8", 1, 1, false},
-    DTypeTraits{DType::kU16, "u16", 1, 2, false},
+// The families, in the order AllRows lists them (tensor/types/families.h).
+constexpr std::span<const DTypeRow> (*kFamilies[])() = {
+    internal::FloatTypeRows, internal::LegacyQuantRows, internal::KQuantRows,
+    internal::OtherTypeRows};
+
+// Built once from the rows. Type ids are ggml's small numbers, so a row is found by indexing.
+struct Registry {
+  std::vector<const DTypeRow*> rows;
+  std::vector<DTypeTraits> traits;  // traits[i] describes rows[i]
+  std::vector<int> index_of_id;     // -1 where no row has the id
 };
+
+const Registry& GetRegistry() {
+  static const Registry registry = [] {
+    Registry r;
+    for (auto family : kFamilies) {
+      for (const DTypeRow& row : family()) {
+        const auto id = static_cast<size_t>(row.dtype);
+        if (id >= r.index_of_id.size()) r.index_of_id.resize(id + 1, -1);
+        if (r.index_of_id[id] >= 0) continue;  // a second row for an id: dtype_row_test reports it
+        r.index_of_id[id] = static_cast<int>(r.rows.size());
+        r.rows.push_back(&row);
+        r.traits.push_back(DTypeTraits{row.dtype, row.name, row.block_size, row.block_bytes,
+                                       row.dequantize != nullptr});
+      }
+    }
+    return r;
+  }();
+  return registry;
+}
+
+int IndexOf(uint32_t type_id) {
+  const Registry& r = GetRegistry();
+  return type_id < r.index_of_id.size() ? r.index_of_id[type_id] : -1;
+}
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -57,25 +59,31 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+const DTypeRow* FindRow(DType dtype) {
+  const int index = IndexOf(static_cast<uint32_t>(dtype));
+  return index < 0 ? nullptr : GetRegistry().rows[static_cast<size_t>(index)];
+}
+
+std::span<const DTypeRow* const> AllRows() { return GetRegistry().rows; }
+
 std::optional<DTypeTraits> LookupDType(uint32_t type_id) {
-  for (const DTypeTraits& traits : kTraits) {
-    if (static_cast<uint32_t>(traits.dtype) == type_id) return traits;
-  }
-  return std::nullopt;
+  if (type_id >= kFirstKiteOnlyTypeId) return std::nullopt;
+  const int index = IndexOf(type_id);
+  if (index < 0) return std::nullopt;
+  return GetRegistry().traits[static_cast<size_t>(index)];
 }
 
 const DTypeTraits& Traits(DType dtype) {
-  for (const DTypeTraits& traits : kTraits) {
-    if (traits.dtype == dtype) return traits;
-  }
-  return kTraits[0];  // unreachable: every enumerator has a row
+  // Every enumerator has a row (dtype_row_test), so the f32 fallback is never taken.
+  const int index = IndexOf(static_cast<uint32_t>(dtype));
+  return GetRegistry().traits[index < 0 ? 0 : static_cast<size_t>(index)];
 }
 
 std::string_view DTypeName(DType dtype) { return Traits(dtype).name; }
 
 std::optional<DType> ParseDType(std::string_view name) {
-  for (const DTypeTraits& traits : kTraits) {
-    if (EqualsIgnoreCase(traits.name, name)) return traits.dtype;
+  for (const DTypeRow* row : AllRows()) {
+    if (EqualsIgnoreCase(row->name, name)) return row->dtype;
   }
   return std::nullopt;
 }

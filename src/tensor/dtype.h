@@ -1,5 +1,7 @@
 // Element types. The numeric values are ggml's type ids, so a GGUF tensor's type field is a
 // DType as it stands; block sizes and byte sizes follow ggml's published layouts.
+// Each enumerator has one row (tensor/dtype_row.h) in its family's file in tensor/types/; the
+// functions below read the rows.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +45,8 @@ enum class DType : uint32_t {
   kBF16 = 30,
   kTQ1_0 = 34,
   kTQ2_0 = 35,
-  // Kite's own, not ggml types (ids far past ggml's): unsigned integer activations of a
-  // quantized graph (graph/encoding.h), as NPUs keep them. Never written to a file.
+  // Kite's own, not ggml types (ids from kFirstKiteOnlyTypeId, far past ggml's): unsigned integer
+  // activations of a quantized graph (graph/encoding.h), as NPUs keep them. Never in a file.
   kU8 = 1024,
   kU16 = 1025,
 };
@@ -57,7 +59,10 @@ struct DTypeTraits {
   bool can_dequantize;    // Kite converts it to F32 (see dequantize.h)
 };
 
-// Traits of a known type id, or nullopt for an id Kite does not know (a newer ggml type).
+inline constexpr uint32_t kFirstKiteOnlyTypeId = 1024;
+
+// Traits of a ggml type id as a file holds it, or nullopt for an id Kite does not know (a newer
+// ggml type) or one of Kite's own (kU8, kU16: never in a file).
 std::optional<DTypeTraits> LookupDType(uint32_t type_id);
 const DTypeTraits& Traits(DType dtype);
 std::string_view DTypeName(DType dtype);

@@ -97,7 +97,7 @@ struct BlockQ8_K {
 // Multi-byte fields are read in place, and GGUF stores them little-endian.
 static_assert(std::endian::native == std::endian::little);
 
-// Sizes must agree with DTypeTraits in tensor/dtype.cpp and with ggml.
+// Sizes must agree with ggml (the rows in tensor/types/ take their block bytes from these).
 static_assert(sizeof(BlockQ4_0) == 18);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);

@@ -10,7 +10,8 @@
 namespace kite {
 
 // Quantizes n elements (a whole number of blocks) of src into BytesFor(dtype, n) bytes at dst
-// (no alignment needed), for the types Dequantize accepts.
+// (no alignment needed), for the types whose row (tensor/types/) has an encoder: all those
+// Dequantize accepts.
 //  - F16, BF16: round to nearest even (NaN stays NaN, F16 overflow gives inf).
 //  - Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_K: the same bytes as ggml's quantize_row_*_ref.
 //  - Q2_K … Q6_K: a round-to-nearest quantizer with min/max scales (simpler than ggml's

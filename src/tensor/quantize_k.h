@@ -1,5 +1,6 @@
 // Quantizers for one k-quant super-block (kQKK floats, already checked finite and within the
-// F16 range), used by Quantize (quantize.cpp). Internal to the tensor layer.
+// F16 range), the encoders of the k-quant rows (tensor/types/k_quants.cpp). Internal to the
+// tensor layer.
 #pragma once
 
 #include "tensor/quant_blocks.h"

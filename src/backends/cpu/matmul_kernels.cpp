@@ -463,27 +463,25 @@ constexpr int kPrefillGroups = std::max(1, 3 / kVecs);
 constexpr int kLegacyStreams = std::max(1, 8 / kVecs);
 
 void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
-  switch (job.w->dtype()) {
-    case DType::kF32:
+  switch (job.w->layout().kernel) {
+    case PackKernel::kF32:
       return FloatGroups<8, kPrefillGroups, kStreams, float>(job, begin, end);
-    case DType::kF16:
+    case PackKernel::kF16:
       return FloatGroups<8, kPrefillGroups, kStreams, hwy::float16_t>(job, begin, end);
-    case DType::kBF16:
+    case PackKernel::kBF16:
       return FloatGroups<8, kPrefillGroups, kStreams, hwy::bfloat16_t>(job, begin, end);
-    case DType::kQ4_0:
+    case PackKernel::kLegacy4:
       return Groups<4, kLegacyStreams, Legacy<4, false>::Tile>(job, begin, end);
-    case DType::kQ4_1:
+    case PackKernel::kLegacy4Min:
       return Groups<4, kLegacyStreams, Legacy<4, true>::Tile>(job, begin, end);
-    case DType::kQ8_0:
+    case PackKernel::kLegacy8:
       return Groups<4, kLegacyStreams, Legacy<8, false>::Tile>(job, begin, end);
-    case DType::kQ4_K:
+    case PackKernel::kKQuant4Min:
       return Groups<4, kStreams, KQuant<4, true>::Tile>(job, begin, end);
-    case DType::kQ5_K:
+    case PackKernel::kKQuant8Min:
       return Groups<4, kStreams, KQuant<8, true>::Tile>(job, begin, end);
-    case DType::kQ6_K:
+    case PackKernel::kKQuant8:
       return Groups<4, kStreams, KQuant<8, false>::Tile>(job, begin, end);
-    default:
-      return;  // Supports() refused the others
   }
 }
 

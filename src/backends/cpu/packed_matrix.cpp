@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "base/half.h"
 #include "base/mapped_file.h"
+#include "tensor/dtype_row.h"
 #include "tensor/quant_blocks.h"
 
 namespace kite::cpu {
@@ -13,92 +13,6 @@ namespace kite::cpu {
 namespace {
 
 constexpr int kSub = 32;  // elements per sub-block of codes
-
-// One row's block as the packer needs it: codes (unsigned) and the scales, in the packed
-// layout's terms.
-struct RowBlock {
-  uint8_t codes[kQKK];
-  uint16_t d16 = 0;     // legacy: f16 d
-  uint16_t m16 = 0;     // q4_1: f16 m
-  float d = 0;          // k-quants: super-block scale
-  float dmin = 0;       // q4_K, q5_K
-  uint8_t sc[16] = {};  // q4_K, q5_K: 8 u8 scales; q6_K: 16 i8 scales (as bytes)
-  uint8_t mn[8] = {};
-};
-
-template <typename Block>
-Block Read(const uint8_t* p) {
-  Block b;
-  std::memcpy(&b, p, sizeof(Block));
-  return b;
-}
-
-void Extract(DType dtype, const uint8_t* src, RowBlock* out) {
-  switch (dtype) {
-    case DType::kQ4_0: {
-      const auto b = Read<BlockQ4_0>(src);
-      out->d16 = b.d;
-      for (int j = 0; j < 16; ++j) {
-        out->codes[j] = b.qs[j] & 0xf;
-        out->codes[j + 16] = b.qs[j] >> 4;
-      }
-      break;
-    }
-    case DType::kQ4_1: {
-      const auto b = Read<BlockQ4_1>(src);
-      out->d16 = b.d;
-      out->m16 = b.m;
-      for (int j = 0; j < 16; ++j) {
-        out->codes[j] = b.qs[j] & 0xf;
-        out->codes[j + 16] = b.qs[j] >> 4;
-      }
-      break;
-    }
-    case DType::kQ8_0: {
-      const auto b = Read<BlockQ8_0>(src);
-      out->d16 = b.d;
-      for (int j = 0; j < 32; ++j) out->codes[j] = static_cast<uint8_t>(b.qs[j] + 128);
-      break;
-    }
-    case DType::kQ4_K:
-    case DType::kQ5_K: {
-      const bool five = dtype == DType::kQ5_K;
-      const auto b4 = five ? BlockQ4_K{} : Read<BlockQ4_K>(src);
-      const auto b5 = five ? Read<BlockQ5_K>(src) : BlockQ5_K{};
-      const uint8_t* scales = five ? b5.scales : b4.scales;
-      const uint8_t* qs = five ? b5.qs : b4.qs;
-      out->d = F16ToF32(five ? b5.d : b4.d);
-      out->dmin = F16ToF32(five ? b5.dmin : b4.dmin);
-      for (int j = 0; j < 8; ++j) {
-        const ScaleMin sm = UnpackScaleMinK4(scales, j);
-        out->sc[j] = sm.scale;
-        out->mn[j] = sm.min;
-      }
-      for (int e = 0; e < kQKK; ++e) {
-        const int l = e % 32;
-        const int sub = e / 32;
-        int code = (qs[32 * (e / 64) + l] >> (4 * (sub % 2))) & 0xf;
-        if (five) code |= ((b5.qh[l] >> sub) & 1) << 4;
-        out->codes[e] = static_cast<uint8_t>(code);
-      }
-      break;
-    }
-    case DType::kQ6_K: {
-      const auto b = Read<BlockQ6_K>(src);
-      out->d = F16ToF32(b.d);
-      for (int j = 0; j < 16; ++j) out->sc[j] = static_cast<uint8_t>(b.scales[j]);
-      for (int e = 0; e < kQKK; ++e) {
-        const int h = e / 128, k = (e % 128) / 32, l = e % 32;
-        const int low = (b.ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xf;
-        const int high = (b.qh[32 * h + l] >> (2 * k)) & 3;
-        out->codes[e] = static_cast<uint8_t>(low | high << 4);
-      }
-      break;
-    }
-    default:
-      break;
-  }
-}
 
 // Writes the codes of sub-block `codes` [32] of row r into its chunks at `dst`.
 void PutCodes(const uint8_t* codes, int bits, int r, uint8_t* dst) {
@@ -130,38 +44,58 @@ int64_t CodeBytes(const PackLayout& l) { return int64_t{kPackRows} * l.block * l
 }  // namespace
 
 Result<PackLayout> LayoutOf(DType dtype) {
+  const DTypeRow* row = FindRow(dtype);
+  auto no_kernel = [&] {
+    return Unsupported("the cpu backend has no matmul kernel for " +
+                       std::string(DTypeName(dtype)) + " weights");
+  };
+  if (row == nullptr) return no_kernel();
+  const CodeFacts& c = row->codes;
   PackLayout l;
-  switch (dtype) {
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
-      l.block_bytes = int64_t{kPackRows} * Traits(dtype).block_bytes;
-      return l;
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ8_0:
-      l.family = PackFamily::kLegacy;
-      l.block = kQK;
-      l.code_bits = dtype == DType::kQ8_0 ? 8 : 4;
-      l.zero = dtype == DType::kQ4_0 ? 8 : dtype == DType::kQ8_0 ? 128 : 0;
-      l.has_min = dtype == DType::kQ4_1;
-      l.block_bytes = CodeBytes(l) + kPackRows * 2 * (l.has_min ? 2 : 1);
-      return l;
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-      l.family = PackFamily::kKQuant;
-      l.block = kQKK;
-      l.code_bits = dtype == DType::kQ4_K ? 4 : 8;
-      l.zero = dtype == DType::kQ6_K ? 32 : 0;
-      l.has_min = dtype != DType::kQ6_K;
-      l.block_bytes = CodeBytes(l) + kPackRows * 4 +
-                      (l.has_min ? kPackRows * 4 + 2 * 8 * kPackRows : 16 * kPackRows);
-      return l;
-    default:
-      return Unsupported("the cpu backend has no matmul kernel for " +
-                         std::string(DTypeName(dtype)) + " weights");
+  l.family = c.family;
+  if (c.family == PackFamily::kFloat) {
+    // The float kernels are instantiated per element type: a new float type is a new kernel.
+    if (dtype == DType::kF32) {
+      l.kernel = PackKernel::kF32;
+    } else if (dtype == DType::kF16) {
+      l.kernel = PackKernel::kF16;
+    } else if (dtype == DType::kBF16) {
+      l.kernel = PackKernel::kBF16;
+    } else {
+      return no_kernel();
+    }
+    l.block_bytes = int64_t{kPackRows} * row->block_bytes;
+    return l;
   }
+  // Integer types: any type whose codes and scales fit a kernel's layout runs on it.
+  if (row->unpack == nullptr || c.code_bits < 1 || c.code_bits > 8) return no_kernel();
+  l.block = row->block_size;
+  l.code_bits = c.code_bits <= 4 ? 4 : 8;
+  l.zero = c.zero;
+  l.has_min = c.has_min;
+  if (c.family == PackFamily::kLegacy && l.block == kQK && c.sub_block == kQK) {
+    if (l.code_bits == 8 && l.has_min) return no_kernel();
+    l.kernel = l.code_bits == 8 ? PackKernel::kLegacy8
+               : l.has_min      ? PackKernel::kLegacy4Min
+                                : PackKernel::kLegacy4;
+    l.block_bytes = CodeBytes(l) + kPackRows * 2 * (l.has_min ? 2 : 1);
+    return l;
+  }
+  if (c.family == PackFamily::kKQuant && l.block == kQKK) {
+    // With mins: 8 sub-blocks of 32, u8 scales and mins, no zero. Without: 16 sub-blocks of
+    // 16, i8 scales, codes biased by 32 (q6_K's layout, which the kernel assumes).
+    if (l.has_min && c.sub_block == 32 && l.zero == 0) {
+      l.kernel = l.code_bits == 4 ? PackKernel::kKQuant4Min : PackKernel::kKQuant8Min;
+    } else if (!l.has_min && c.sub_block == 16 && l.zero == 32 && l.code_bits == 8) {
+      l.kernel = PackKernel::kKQuant8;
+    } else {
+      return no_kernel();
+    }
+    l.block_bytes = CodeBytes(l) + kPackRows * 4 +
+                    (l.has_min ? kPackRows * 4 + 2 * 8 * kPackRows : 16 * kPackRows);
+    return l;
+  }
+  return no_kernel();
 }
 
 Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, int64_t k,
@@ -184,8 +118,9 @@ Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, i
   const int64_t row_bytes = KITE_TRY(BytesFor(dtype, k));
   const int64_t src_block_bytes =
       l.family == PackFamily::kFloat ? Traits(dtype).block_bytes : row_bytes / blocks;
+  const UnpackBlockFn unpack = FindRow(dtype)->unpack;  // LayoutOf found the row
   auto pack_groups = [&](int64_t begin, int64_t end) {
-    RowBlock rb;
+    UnpackedBlock rb;
     for (int64_t g = begin; g < end; ++g) {
       auto* group = reinterpret_cast<uint8_t*>(m.data_.data() + g * m.group_bytes_);
       for (int r = 0; r < kPackRows && g * kPackRows + r < n; ++r) {
@@ -199,7 +134,7 @@ Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, i
           continue;
         }
         for (int64_t b = 0; b < blocks; ++b) {
-          Extract(dtype, row + b * src_block_bytes, &rb);
+          unpack(row + b * src_block_bytes, &rb);
           uint8_t* block = group + b * l.block_bytes;
           const int64_t sub_bytes = CodeBytes(l) / (l.block / kSub);
           for (int s = 0; s < l.block / kSub; ++s) {

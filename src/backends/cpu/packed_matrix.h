@@ -20,15 +20,26 @@
 #include "base/thread_pool.h"
 #include "tensor/aligned_buffer.h"
 #include "tensor/dtype.h"
+#include "tensor/dtype_row.h"
 
 namespace kite::cpu {
 
 inline constexpr int kPackRows = 16;
 
-enum class PackFamily : uint8_t { kFloat, kLegacy, kKQuant };
+// The families are the tensor layer's (tensor/dtype_row.h): the layout follows from a dtype's
+// row, not from a list of dtypes.
+using PackFamily = BlockFamily;
+
+// The matmul kernel a layout runs on (matmul_kernels.cpp).
+enum class PackKernel : uint8_t {
+  kF32, kF16, kBF16,                   // float element types
+  kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1, q8_0
+  kKQuant4Min, kKQuant8Min, kKQuant8,  // q4_K, q5_K, q6_K
+};
 
 struct PackLayout {
   PackFamily family = PackFamily::kFloat;
+  PackKernel kernel = PackKernel::kF32;
   int32_t block = 1;        // elements per block (1 float, 32 legacy, 256 k-quants)
   int32_t code_bits = 8;    // 4 or 8 (integer families)
   int32_t zero = 0;         // subtracted from codes (8 q4_0, 128 q8_0, 32 q6_K)
@@ -36,7 +47,8 @@ struct PackLayout {
   int64_t block_bytes = 0;  // bytes of one block of a 16-row group
 };
 
-// The layout of a dtype, or Unsupported naming it.
+// The layout of a dtype, from its row's code facts (any type whose codes and scales fit one of
+// the kernels packs and runs on it), or Unsupported naming it.
 Result<PackLayout> LayoutOf(DType dtype);
 
 class PackedMatrix {

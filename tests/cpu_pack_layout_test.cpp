@@ -1,0 +1,65 @@
+// The cpu backend's packed layouts come from the dtype rows' code facts (tensor/types/), not
+// from a list of dtypes: the layouts the matmul kernels read are pinned here, byte counts
+// included, for the types that have them, and every other row is refused by name.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "backends/cpu/packed_matrix.h"
+#include "tensor/dtype_row.h"
+
+namespace kite::cpu {
+namespace {
+
+struct Expected {
+  PackFamily family;
+  PackKernel kernel;
+  int32_t block;
+  int32_t code_bits;
+  int32_t zero;
+  bool has_min;
+  int64_t block_bytes;  // of one block of a 16-row group
+};
+
+TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
+  const std::map<DType, Expected> kernels = {
+      {DType::kF32, {PackFamily::kFloat, PackKernel::kF32, 1, 8, 0, false, 16 * 4}},
+      {DType::kF16, {PackFamily::kFloat, PackKernel::kF16, 1, 8, 0, false, 16 * 2}},
+      {DType::kBF16, {PackFamily::kFloat, PackKernel::kBF16, 1, 8, 0, false, 16 * 2}},
+      // codes 16·32·bits/8, then f16 d[16] (and m[16])
+      {DType::kQ4_0, {PackFamily::kLegacy, PackKernel::kLegacy4, 32, 4, 8, false, 256 + 32}},
+      {DType::kQ4_1, {PackFamily::kLegacy, PackKernel::kLegacy4Min, 32, 4, 0, true, 256 + 64}},
+      {DType::kQ8_0, {PackFamily::kLegacy, PackKernel::kLegacy8, 32, 8, 128, false, 512 + 32}},
+      // codes 16·256·bits/8, f32 d[16], then f32 dmin[16] and u8 sc, mn [8][16], or i8 sc[16][16]
+      {DType::kQ4_K,
+       {PackFamily::kKQuant, PackKernel::kKQuant4Min, 256, 4, 0, true, 2048 + 64 + 64 + 256}},
+      {DType::kQ5_K,
+       {PackFamily::kKQuant, PackKernel::kKQuant8Min, 256, 8, 0, true, 4096 + 64 + 64 + 256}},
+      {DType::kQ6_K,
+       {PackFamily::kKQuant, PackKernel::kKQuant8, 256, 8, 32, false, 4096 + 64 + 256}},
+  };
+  for (const DTypeRow* row : AllRows()) {
+    SCOPED_TRACE(std::string(row->name));
+    const auto layout = LayoutOf(row->dtype);
+    const auto it = kernels.find(row->dtype);
+    if (it == kernels.end()) {
+      ASSERT_FALSE(layout.has_value());
+      EXPECT_EQ(layout.error().message,
+                "the cpu backend has no matmul kernel for " + std::string(row->name) + " weights");
+      continue;
+    }
+    ASSERT_TRUE(layout.has_value()) << layout.error().message;
+    const Expected& e = it->second;
+    EXPECT_EQ(layout->family, e.family);
+    EXPECT_EQ(layout->kernel, e.kernel);
+    EXPECT_EQ(layout->block, e.block);
+    EXPECT_EQ(layout->code_bits, e.code_bits);
+    EXPECT_EQ(layout->zero, e.zero);
+    EXPECT_EQ(layout->has_min, e.has_min);
+    EXPECT_EQ(layout->block_bytes, e.block_bytes);
+  }
+}
+
+}  // namespace
+}  // namespace kite::cpu
