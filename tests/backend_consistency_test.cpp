@@ -626,7 +626,7 @@ TEST_P(ReferenceModelsOnCpu, LogitsAndGreedyTokensMatchRef) {
   auto cpu = Load("cpu");
   auto ref = Load("ref");
   ASSERT_TRUE(cpu && ref);
-  const int64_t vocab = cpu->spec().vocab;
+  const int64_t vocab = cpu->config().vocab;
   std::vector<int32_t> prompt = Prompt();
   for (int32_t& id : prompt) id %= static_cast<int32_t>(vocab);
 

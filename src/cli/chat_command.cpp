@@ -91,7 +91,7 @@ Status SaveChat(Session& session, const Engine& engine, const ChatState& state,
   KITE_RETURN_IF_ERROR(session.Save(path));
   nlohmann::json messages = nlohmann::json::array();
   for (const ChatMessage& m : state.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
-  AtomicOutput out = KITE_TRY(AtomicOutput::Create(path + ".json", {engine.spec().source}));
+  AtomicOutput out = KITE_TRY(AtomicOutput::Create(path + ".json", {engine.config().source}));
   KITE_RETURN_IF_ERROR(
       out.Write(messages.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
   return out.Commit();

@@ -11,7 +11,8 @@
 #include "export/llama_gguf.h"
 #include "export/tokenizer_export.h"
 #include "export/weight_types.h"
-#include "models/model_spec.h"
+#include "models/llama.h"
+#include "models/load_model.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
 
@@ -19,7 +20,7 @@ namespace kite {
 
 namespace {
 
-LlamaGgufConfig ConfigOf(const ModelSpec& spec, const std::string& folder) {
+LlamaGgufConfig ConfigOf(const ModelConfig& spec, const std::string& folder) {
   LlamaGgufConfig c;
   c.arch = spec.architecture == "Qwen2ForCausalLM" ? "qwen2" : "llama";
   c.name = std::filesystem::path(folder).filename().string();
@@ -35,8 +36,8 @@ LlamaGgufConfig ConfigOf(const ModelSpec& spec, const std::string& folder) {
   c.rms_eps = spec.rms_eps;
   c.rope_theta = spec.rope.theta;
   c.rope_factor = spec.rope.factor;
-  if (spec.rope.scaling == RopeSpec::Scaling::kLinear) c.rope_scaling = "linear";
-  if (spec.rope.scaling == RopeSpec::Scaling::kLlama3) {
+  if (spec.rope.scaling == RopeScaling::kLinear) c.rope_scaling = "linear";
+  if (spec.rope.scaling == RopeScaling::kLlama3) {
     c.rope_scaling = "llama3";
     c.low_freq_factor = spec.rope.low_freq_factor;
     c.high_freq_factor = spec.rope.high_freq_factor;
@@ -92,7 +93,8 @@ StreamedTensor FromFloats(const std::string& name, std::vector<float> values) {
 Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
                        const ConvertOptions& options) {
   const ExportType type = KITE_TRY(ParseExportType(options.type, {"f32", "f16", "bf16"}));
-  const ModelSpec spec = KITE_TRY(LoadHfModel(folder));
+  const std::unique_ptr<Model> model = KITE_TRY(LoadHfModel(folder));
+  const ModelConfig& spec = model->config();
   GgufTokenizer tokenizer = KITE_TRY(LoadGgufTokenizer(folder));
   // llama.cpp takes the vocabulary size from the token list: it must match the embedding.
   KITE_RETURN_IF_ERROR(ResizeVocab(spec.vocab, folder, &tokenizer));
@@ -109,7 +111,7 @@ Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
   }
   const bool permute = config.arch == "llama";
   for (const ExpectedTensor& expected : LlamaTensors(spec)) {
-    const TensorView* view = KITE_TRY(spec.Weight(expected.name));
+    const TensorView* view = KITE_TRY(model->Weight(expected.name));
     const bool qk = expected.name.find(".attn_q.") != std::string::npos ||
                     expected.name.find(".attn_k.") != std::string::npos;
     const DType dtype =

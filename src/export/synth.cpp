@@ -12,7 +12,7 @@
 #include "base/mapped_file.h"
 #include "export/tokenizer_export.h"
 #include "export/weight_types.h"
-#include "models/model_spec.h"
+#include "models/llama.h"
 #include "tensor/quantize.h"
 
 namespace kite {
@@ -160,7 +160,7 @@ Result<Plan> MakePlan(const SynthOptions& options) {
   if (options.vocab > 0) config.vocab = options.vocab;
   config.file_type = type.file_type;
 
-  ModelSpec shapes;  // only for LlamaTensors' list of names and shapes
+  ModelConfig shapes;  // only for LlamaTensors' list of names and shapes
   shapes.n_layers = static_cast<int32_t>(config.n_layers);
   shapes.hidden = static_cast<int32_t>(config.hidden);
   shapes.n_heads = static_cast<int32_t>(config.n_heads);

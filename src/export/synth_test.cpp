@@ -8,7 +8,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "models/model_spec.h"
+#include "models/load_model.h"
+#include "tokenizer/tokenizer.h"
 #include "tensor/dequantize.h"
 
 namespace kite {
@@ -117,8 +118,9 @@ std::vector<float> Values(const GgufFile& file, const std::string& name) {
 
 TEST(SynthFileTest, LoadsWithThePresetShapesAndSaneWeights) {
   const std::string path = Synth("f32", 7);
-  auto spec = LoadGgufModel(path);
-  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  auto model = LoadGgufModel(path);
+  ASSERT_TRUE(model.has_value()) << model.error().message;
+  const ModelConfig* spec = &(*model)->config();
   EXPECT_EQ(spec->n_layers, 1);
   EXPECT_EQ(spec->hidden, 576);
   EXPECT_EQ(spec->n_heads, 9);
@@ -126,8 +128,10 @@ TEST(SynthFileTest, LoadsWithThePresetShapesAndSaneWeights) {
   EXPECT_EQ(spec->ffn, 1536);
   EXPECT_EQ(spec->vocab, 512);
   EXPECT_TRUE(spec->tied_embeddings);
-  EXPECT_EQ(spec->tokenizer->vocab_size(), 512);
-  EXPECT_FALSE(spec->chat_template.empty());
+  auto tokenizer = Tokenizer::Load(path);
+  ASSERT_TRUE(tokenizer.has_value()) << tokenizer.error().message;
+  EXPECT_EQ((*tokenizer)->vocab_size(), 512);
+  EXPECT_FALSE((*tokenizer)->chat_template().empty());
   const GgufFile file = *GgufFile::Open(path);
   const std::vector<float> w = Values(file, "blk.0.ffn_up.weight");
   double sum = 0, sum_sq = 0;

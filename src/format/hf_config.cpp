@@ -162,8 +162,8 @@ Result<const ArchitectureRules*> ReadArchitecture(const Fields& fields, const st
                      "' is not supported (supported: " + supported + ")");
 }
 
-Result<RopeScaling> ReadRopeScaling(const Fields& config, const std::string& path) {
-  RopeScaling scaling;
+Result<HfRopeScaling> ReadRopeScaling(const Fields& config, const std::string& path) {
+  HfRopeScaling scaling;
   const json* value = config.Get("rope_scaling");
   if (!value) return scaling;
   if (!value->is_object()) return config.WrongType("rope_scaling", "an object or null", *value);

@@ -13,7 +13,7 @@
 
 namespace kite {
 
-struct RopeScaling {
+struct HfRopeScaling {
   // "none", "linear" (positions divided by factor) or "llama3" (Llama 3.1's per-frequency
   // blend). "default" in a config means "none"; "dynamic", "yarn", "longrope" and others are
   // Unsupported errors.
@@ -36,7 +36,7 @@ struct HfConfig {
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 0.0;
   double rope_theta = 10000.0;
-  RopeScaling rope_scaling;
+  HfRopeScaling rope_scaling;
   bool tie_word_embeddings = false;  // lm_head shares embed_tokens' weight
   // Bias terms. Llama's "attention_bias" puts a bias on q, k, v and o, and "mlp_bias" on
   // gate, up and down; Qwen2 always has q, k, v biases and no others; Mistral has none.

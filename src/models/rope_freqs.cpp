@@ -10,7 +10,7 @@ namespace kite {
 
 namespace {
 
-double InverseFrequency(const RopeSpec& rope, int32_t i) {
+double InverseFrequency(const RopeAttrs& rope, int32_t i) {
   return std::pow(static_cast<double>(rope.theta), -2.0 * i / rope.rotary_dim);
 }
 
@@ -22,14 +22,14 @@ constexpr double kMatchTolerance = 1e-4;
 
 }  // namespace
 
-double RopeDivisor(const RopeSpec& rope, int32_t i) {
+double RopeDivisor(const RopeAttrs& rope, int32_t i) {
   const double inv_freq = InverseFrequency(rope, i);
   switch (rope.scaling) {
-    case RopeSpec::Scaling::kNone:
+    case RopeScaling::kNone:
       return 1.0;
-    case RopeSpec::Scaling::kLinear:
+    case RopeScaling::kLinear:
       return rope.factor;
-    case RopeSpec::Scaling::kLlama3: {
+    case RopeScaling::kLlama3: {
       const double wavelength = 2.0 * std::numbers::pi / inv_freq;
       const double original = rope.original_max_position;
       if (wavelength < original / rope.high_freq_factor) return 1.0;
@@ -43,7 +43,7 @@ double RopeDivisor(const RopeSpec& rope, int32_t i) {
 }
 
 Status RopeScalingFromDivisors(std::span<const float> divisors, const std::string& what,
-                               RopeSpec* rope) {
+                               RopeAttrs* rope) {
   const int32_t pairs = rope->rotary_dim / 2;
   if (static_cast<int64_t>(divisors.size()) != pairs) {
     return InvalidInput(what + " has " + std::to_string(divisors.size()) +
@@ -57,7 +57,7 @@ Status RopeScalingFromDivisors(std::span<const float> divisors, const std::strin
     }
     factor = std::max(factor, static_cast<double>(divisors[i]));
   }
-  rope->scaling = RopeSpec::Scaling::kNone;
+  rope->scaling = RopeScaling::kNone;
   rope->factor = 1.0f;
   if (factor <= 1.0 + kClassifyTolerance) return Ok();
 
@@ -84,7 +84,7 @@ Status RopeScalingFromDivisors(std::span<const float> divisors, const std::strin
   }
   rope->factor = static_cast<float>(factor);
   if (blended.empty() && std::isinf(min_kept_u)) {  // every pair slowed alike
-    rope->scaling = RopeSpec::Scaling::kLinear;
+    rope->scaling = RopeScaling::kLinear;
     return Ok();
   }
 
@@ -113,7 +113,7 @@ Status RopeScalingFromDivisors(std::span<const float> divisors, const std::strin
   // original = A·k, low = B·k, high = (B + 1)·k for any k > 0; pick k so original is whole.
   const double original = std::max(1.0, std::round(slope));
   const double k = original / slope;
-  rope->scaling = RopeSpec::Scaling::kLlama3;
+  rope->scaling = RopeScaling::kLlama3;
   rope->original_max_position = static_cast<int32_t>(std::min(original, 2e9));
   rope->low_freq_factor = static_cast<float>(offset * k);
   rope->high_freq_factor = static_cast<float>((offset + 1.0) * k);

@@ -7,7 +7,7 @@
 #include <span>
 
 #include "base/status.h"
-#include "models/model_spec.h"
+#include "graph/ops.h"
 
 namespace kite {
 
@@ -16,9 +16,9 @@ namespace kite {
 // between lie on Llama 3's blend, which is linear in 1 / wavelength. All divisors 1: no scaling;
 // all equal: linear scaling. `what` names the tensor in errors.
 Status RopeScalingFromDivisors(std::span<const float> divisors, const std::string& what,
-                               RopeSpec* rope);
+                               RopeAttrs* rope);
 
 // The divisor of pair `i` that `rope`'s scaling applies (1 for none): inv_freq / adjusted.
-double RopeDivisor(const RopeSpec& rope, int32_t i);
+double RopeDivisor(const RopeAttrs& rope, int32_t i);
 
 }  // namespace kite

@@ -35,12 +35,12 @@ std::vector<float> Divisors(double theta, int dim, const Llama3& p) {
 
 // The recovered parameters, put through the same formula, give the stored divisors back.
 void ExpectRecovered(double theta, int dim, const Llama3& p) {
-  RopeSpec rope;
+  RopeAttrs rope;
   rope.theta = static_cast<float>(theta);
   rope.rotary_dim = dim;
   const std::vector<float> want = Divisors(theta, dim, p);
   ASSERT_TRUE(RopeScalingFromDivisors(want, "rope_freqs", &rope).has_value());
-  EXPECT_EQ(rope.scaling, RopeSpec::Scaling::kLlama3);
+  EXPECT_EQ(rope.scaling, RopeScaling::kLlama3);
   EXPECT_NEAR(rope.factor, p.factor, 1e-6);
   const std::vector<float> got = Divisors(theta, dim,
                                           {rope.factor, rope.low_freq_factor, rope.high_freq_factor,
@@ -69,20 +69,20 @@ TEST(RopeFreqsTest, RecoversAStepWithNoBlendedPair) {
 }
 
 TEST(RopeFreqsTest, AllOnesIsNoScaling) {
-  RopeSpec rope{.theta = 10000.0f, .rotary_dim = 8};
+  RopeAttrs rope{.theta = 10000.0f, .rotary_dim = 8};
   ASSERT_TRUE(RopeScalingFromDivisors(std::vector<float>(4, 1.0f), "f", &rope).has_value());
-  EXPECT_EQ(rope.scaling, RopeSpec::Scaling::kNone);
+  EXPECT_EQ(rope.scaling, RopeScaling::kNone);
 }
 
 TEST(RopeFreqsTest, AllEqualIsLinearScaling) {
-  RopeSpec rope{.theta = 10000.0f, .rotary_dim = 8};
+  RopeAttrs rope{.theta = 10000.0f, .rotary_dim = 8};
   ASSERT_TRUE(RopeScalingFromDivisors(std::vector<float>(4, 4.0f), "f", &rope).has_value());
-  EXPECT_EQ(rope.scaling, RopeSpec::Scaling::kLinear);
+  EXPECT_EQ(rope.scaling, RopeScaling::kLinear);
   EXPECT_FLOAT_EQ(rope.factor, 4.0f);
 }
 
 TEST(RopeFreqsTest, RefusesDivisorsThatAreNotLlama3) {
-  RopeSpec rope{.theta = 10000.0f, .rotary_dim = 8};
+  RopeAttrs rope{.theta = 10000.0f, .rotary_dim = 8};
   // Slowed, kept, slowed: Llama 3 keeps the high frequencies (low pairs), never the reverse.
   auto result = RopeScalingFromDivisors(std::vector<float>{8, 1, 8, 8}, "rope_freqs.weight", &rope);
   ASSERT_FALSE(result.has_value());
@@ -94,7 +94,7 @@ TEST(RopeFreqsTest, RefusesDivisorsThatAreNotLlama3) {
 }
 
 TEST(RopeFreqsTest, RefusesBadSizesAndValues) {
-  RopeSpec rope{.theta = 10000.0f, .rotary_dim = 8};
+  RopeAttrs rope{.theta = 10000.0f, .rotary_dim = 8};
   auto result = RopeScalingFromDivisors(std::vector<float>(3, 1.0f), "rope_freqs.weight", &rope);
   ASSERT_FALSE(result.has_value());
   EXPECT_NE(result.error().message.find("3 entries, expected one per rotary pair (4)"),

@@ -8,7 +8,6 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
 #include "base/thread_pool.h"
-#include "models/build_graph.h"
 #include "models/check_tensors.h"
 
 namespace kite {
@@ -42,7 +41,7 @@ uint64_t PhysicalMemoryBytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
 }
 
-uint64_t KvBytesPerPosition(const ModelSpec& spec, DType kv_dtype) {
+uint64_t KvBytesPerPosition(const ModelConfig& spec, DType kv_dtype) {
   return 2 * static_cast<uint64_t>(spec.n_layers) * static_cast<uint64_t>(spec.n_kv_heads) *
          KvHeadBytes(kv_dtype, spec.head_dim);
 }
@@ -75,9 +74,11 @@ Status CheckOptions(const EngineOptions& options) {
 
 std::vector<std::string> AvailableBackends() { return {"ref", "cpu"}; }
 
-Engine::Engine(ModelSpec spec, EngineOptions options, int32_t context_length, KvCache cache,
+Engine::Engine(ModelFiles files, EngineOptions options, int32_t context_length, KvCache cache,
                uint64_t kv_bytes, std::vector<std::unique_ptr<Backend>> backends)
-    : spec_(std::move(spec)),
+    : model_(std::move(files.model)),
+      tokenizer_(std::move(files.tokenizer)),
+      eos_ids_(std::move(files.eos_ids)),
       options_(std::move(options)),
       context_length_(context_length),
       kv_cache_(std::move(cache)),
@@ -86,16 +87,23 @@ Engine::Engine(ModelSpec spec, EngineOptions options, int32_t context_length, Kv
 
 Engine::~Engine() = default;
 
-uint64_t Engine::KvBytesPerToken() const { return KvBytesPerPosition(spec_, options_.kv_dtype); }
+uint64_t Engine::KvBytesPerToken() const {
+  return KvBytesPerPosition(model_->config(), options_.kv_dtype);
+}
+
+bool Engine::IsEos(int32_t id) const {
+  return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();
+}
 
 Result<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
                                              const EngineOptions& options) {
   KITE_RETURN_IF_ERROR(CheckOptions(options));
-  return Create(KITE_TRY(LoadModelSpec(path)), options);
+  return Create(KITE_TRY(LoadModelFiles(path)), options);
 }
 
-Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptions& options) {
+Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOptions& options) {
   KITE_RETURN_IF_ERROR(CheckOptions(options));
+  const ModelConfig& spec = files.model->config();
   const int32_t context = options.context_length > 0
                               ? options.context_length
                               : std::min(spec.context_length, kDefaultContextCap);
@@ -114,9 +122,9 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
 
   if (options.check_tensors) {
     ThreadPool pool(options.threads);
-    KITE_RETURN_IF_ERROR(CheckTensorsFinite(spec, &pool));
+    KITE_RETURN_IF_ERROR(CheckTensorsFinite(*files.model, &pool));
   }
-  std::vector<std::string> warnings = spec.warnings;
+  std::vector<std::string> warnings = files.warnings;
   if (context > spec.context_length) {
     warnings.push_back("a context of " + std::to_string(context) +
                        " positions is longer than the " + std::to_string(spec.context_length) +
@@ -157,7 +165,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
   }
 
   std::vector<std::unique_ptr<Backend>> backends = KITE_TRY(MakeBackends(options));
-  std::unique_ptr<Engine> engine(new Engine(std::move(spec), options, context, std::move(*cache),
+  std::unique_ptr<Engine> engine(new Engine(std::move(files), options, context, std::move(*cache),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));
   engine->warnings_ = std::move(warnings);
@@ -184,7 +192,7 @@ Result<CompiledGraph*> Engine::GetGraph(int32_t tokens, bool all_logits) {
     return it->second.graph.get();
   }
   const PhaseOptions phase{.tokens = tokens, .all_logits = key.all_logits};
-  Graph graph = KITE_TRY(BuildModelGraph(spec_, phase));
+  Graph graph = KITE_TRY(model_->BuildGraph(phase));
   std::vector<Backend*> backends;
   for (const auto& backend : backends_) backends.push_back(backend.get());
   auto compiled =

@@ -1,4 +1,4 @@
-// Engine: a loaded model ready to run. It owns the ModelSpec (weights mmap'd, tokenizer), the
+// Engine: a loaded model ready to run. It owns the Model (weights mmap'd), its tokenizer, the
 // backends, the KV cache (one pool of pages sized at load from the context length) and the
 // compiled graphs, one per phase shape: a decode step (T = 1) compiled at load, prefill chunks
 // compiled on first use and cached, so the decode loop allocates nothing.
@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,7 +23,8 @@
 #include "backends/executor.h"
 #include "base/status.h"
 #include "graph/kv_cache.h"
-#include "models/model_spec.h"
+#include "models/model.h"
+#include "runtime/model_files.h"
 #include "tensor/dtype.h"
 #include "tokenizer/tokenizer.h"
 
@@ -52,15 +54,20 @@ class Engine {
   // `path`: a Hugging Face folder or a .gguf file.
   static Result<std::unique_ptr<Engine>> Load(const std::string& path,
                                               const EngineOptions& options);
-  // An already loaded spec (tests, converters).
-  static Result<std::unique_ptr<Engine>> Create(ModelSpec spec, const EngineOptions& options);
+  // An already loaded model and tokenizer (tests, converters).
+  static Result<std::unique_ptr<Engine>> Create(ModelFiles files, const EngineOptions& options);
 
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();
 
-  const ModelSpec& spec() const { return spec_; }
-  const Tokenizer& tokenizer() const { return *spec_.tokenizer; }
+  const Model& model() const { return *model_; }
+  const ModelConfig& config() const { return model_->config(); }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The one answer to "does this id end generation": the tokenizer's end-of-text ids and those
+  // the model's config names (ModelFiles::eos_ids).
+  bool IsEos(int32_t id) const;
+  std::span<const int32_t> eos_ids() const { return eos_ids_; }
   const EngineOptions& options() const { return options_; }
   int32_t context_length() const { return context_length_; }
   // What the user should know about this model and these options, each said once: the
@@ -74,7 +81,7 @@ class Engine {
   // takes in every layer (k and v).
   uint64_t KvCacheBytes() const { return kv_bytes_; }
   uint64_t KvBytesPerToken() const;
-  uint64_t WeightBytes() const { return spec_.WeightBytes(); }
+  uint64_t WeightBytes() const { return model_->weights().Bytes(); }
 
   // For Session: the compiled graph of `tokens` tokens (1 <= tokens <= prefill_chunk), compiled
   // on first use. Graphs of the decode step and full prefill chunks are kept for the engine's
@@ -89,7 +96,7 @@ class Engine {
   void set_kv_owner(const Session* session) { kv_owner_ = session; }
 
  private:
-  Engine(ModelSpec spec, EngineOptions options, int32_t context_length, KvCache cache,
+  Engine(ModelFiles files, EngineOptions options, int32_t context_length, KvCache cache,
          uint64_t kv_bytes, std::vector<std::unique_ptr<Backend>> backends);
 
   struct GraphKey {
@@ -102,7 +109,9 @@ class Engine {
     uint64_t last_use = 0;
   };
 
-  ModelSpec spec_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<int32_t> eos_ids_;
   EngineOptions options_;
   int32_t context_length_;
   KvCache kv_cache_;
