@@ -24,13 +24,14 @@ TEST(LlamaGgufTest, Llama3RopeFreqsKeepBlendAndSlowPairs) {
   // testdata/reference/llama3-rope's setting. Wavelengths 2*pi*10000^(i/16): 6.3 (< 32/4: kept),
   // 19.9 (between 8 and 32: blended), 62.8 and up (> 32: slowed by the factor 8). The blend,
   // computed with numpy: 1 / ((1 - s) / 8 + s), s = (32 / 19.869177 - 1) / 3.
-  LlamaGgufConfig c;
+  ModelConfig c;
   c.head_dim = 16;
-  c.rope_theta = 10000;
-  c.rope_factor = 8;
-  c.low_freq_factor = 1;
-  c.high_freq_factor = 4;
-  c.original_context = 32;
+  c.rope.theta = 10000;
+  c.rope.scaling = RopeScaling::kLlama3;
+  c.rope.factor = 8;
+  c.rope.low_freq_factor = 1;
+  c.rope.high_freq_factor = 4;
+  c.rope.original_max_position = 32;
   const std::vector<float> freqs = Llama3RopeFreqs(c);
   ASSERT_EQ(freqs.size(), 8u);
   EXPECT_FLOAT_EQ(freqs[0], 1.0f);
@@ -39,9 +40,7 @@ TEST(LlamaGgufTest, Llama3RopeFreqsKeepBlendAndSlowPairs) {
 }
 
 TEST(LlamaGgufTest, MetadataUsesLlamaCppKeys) {
-  LlamaGgufConfig c;
-  c.arch = "qwen2";
-  c.name = "x";
+  ModelConfig c;
   c.n_layers = 2;
   c.context_length = 128;
   c.hidden = 64;
@@ -50,13 +49,12 @@ TEST(LlamaGgufTest, MetadataUsesLlamaCppKeys) {
   c.n_kv_heads = 2;
   c.head_dim = 16;
   c.vocab = 1000;
-  c.rms_eps = 1e-6;
-  c.rope_theta = 1e6;
-  c.rope_scaling = "linear";
-  c.rope_factor = 4;
-  c.file_type = 1;
+  c.rms_eps = 1e-6f;
+  c.rope.theta = 1e6f;
+  c.rope.scaling = RopeScaling::kLinear;
+  c.rope.factor = 4;
   GgufWriter writer;
-  SetLlamaMetadata(c, &writer);
+  SetLlamaMetadata(c, {.arch = "qwen2", .name = "x", .file_type = 1}, &writer);
   auto bytes = writer.Serialize();
   ASSERT_TRUE(bytes.has_value());
   auto file = GgufFile::Parse(*bytes, "metadata");
