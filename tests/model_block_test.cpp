@@ -41,8 +41,12 @@ std::vector<float> RunOnRef(Graph graph, const std::vector<int32_t>& tokens,
   auto compiled = CompiledGraph::Compile(std::move(graph), backends);
   EXPECT_TRUE(compiled.has_value()) << compiled.error().message;
   if (!compiled) return {};
-  if (!tokens.empty()) EXPECT_TRUE(compiled->SetInput("tokens", tokens).has_value());
-  if (!x.empty()) EXPECT_TRUE(compiled->SetInput("x", x).has_value());
+  if (!tokens.empty()) {
+    EXPECT_TRUE(compiled->SetInput("tokens", tokens).has_value());
+  }
+  if (!x.empty()) {
+    EXPECT_TRUE(compiled->SetInput("x", x).has_value());
+  }
   EXPECT_TRUE(compiled->SetInput("positions", positions).has_value());
   EXPECT_TRUE(cache.Resize(static_cast<int64_t>(positions.size())).has_value());
   const KvCacheView view = cache.view();

@@ -39,6 +39,37 @@ TEST(LlamaGgufTest, Llama3RopeFreqsKeepBlendAndSlowPairs) {
   for (size_t i = 2; i < 8; ++i) EXPECT_FLOAT_EQ(freqs[i], 8.0f) << i;
 }
 
+// What a GGUF loader hands the rope op (rope_freqs.weight as per-pair divisors) turns each pair
+// as the Llama 3 parameters it was written from do: Llama 3.1 8B, Llama 3.2 1B, and the
+// llama3-rope reference model (one blended pair).
+TEST(LlamaGgufTest, Llama3RopeFreqsAsDivisorsGiveTheLlama3Frequencies) {
+  struct Case {
+    float theta;
+    int32_t dim;
+    float factor, low, high;
+    int32_t original;
+  };
+  for (const Case& k : {Case{500000, 128, 8, 1, 4, 8192}, Case{500000, 64, 32, 1, 4, 8192},
+                        Case{10000, 16, 8, 1, 4, 32}}) {
+    ModelConfig c;
+    c.head_dim = k.dim;
+    c.rope = {.theta = k.theta,
+              .rotary_dim = k.dim,
+              .scaling = RopeScaling::kLlama3,
+              .factor = k.factor,
+              .low_freq_factor = k.low,
+              .high_freq_factor = k.high,
+              .original_max_position = k.original};
+    RopeAttrs divided{.theta = k.theta, .rotary_dim = k.dim, .scaling = RopeScaling::kDivisors};
+    divided.divisors = Llama3RopeFreqs(c);
+    ASSERT_EQ(divided.divisors.size(), static_cast<size_t>(k.dim / 2));
+    for (int32_t i = 0; i < k.dim / 2; ++i) {
+      const double want = RopeInverseFrequency(c.rope, i);
+      EXPECT_NEAR(RopeInverseFrequency(divided, i), want, 1e-6 * want) << k.dim << " pair " << i;
+    }
+  }
+}
+
 TEST(LlamaGgufTest, MetadataUsesLlamaCppKeys) {
   ModelConfig c;
   c.n_layers = 2;

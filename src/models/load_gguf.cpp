@@ -15,7 +15,6 @@
 
 #include "format/gguf.h"
 #include "models/load_model.h"
-#include "models/rope_freqs.h"
 
 namespace kite {
 
@@ -83,16 +82,30 @@ Status SetRopeScaling(const GgufFile& gguf, const Keys& keys, RopeAttrs* rope) {
     return Unsupported(gguf.name() + ": both " + keys.Key("rope.scaling.type") +
                        " and rope_freqs.weight are given");
   }
+  // Llama 3.x: each rotary pair's frequency divisor, which the rope op applies as given (as
+  // llama.cpp does), whatever scaling computed them.
   const std::string what = gguf.name() + ": tensor 'rope_freqs.weight'";
+  const int64_t pairs = rope->rotary_dim / 2;
   if (freqs->dtype != DType::kF32 || freqs->shape.size() != 1) {
     return InvalidInput(what + " is " + ShapeString(freqs->shape) + " " +
                         std::string(DTypeName(freqs->dtype)) + ", expected [" +
-                        std::to_string(rope->rotary_dim / 2) + "] f32");
+                        std::to_string(pairs) + "] f32");
+  }
+  if (freqs->shape[0] != pairs) {
+    return InvalidInput(what + " has " + std::to_string(freqs->shape[0]) +
+                        " entries, expected one per rotary pair (" + std::to_string(pairs) + ")");
   }
   const TensorView view = gguf.View(*freqs);
-  std::vector<float> divisors(freqs->shape[0]);
-  std::memcpy(divisors.data(), view.data, divisors.size() * sizeof(float));
-  return RopeScalingFromDivisors(divisors, what, rope);
+  rope->divisors.resize(pairs);
+  std::memcpy(rope->divisors.data(), view.data, rope->divisors.size() * sizeof(float));
+  for (int64_t i = 0; i < pairs; ++i) {
+    if (!std::isfinite(rope->divisors[i]) || !(rope->divisors[i] > 0.0f)) {
+      return InvalidInput(what + "[" + std::to_string(i) + "] is " +
+                          std::to_string(rope->divisors[i]) + ", expected a finite divisor > 0");
+    }
+  }
+  rope->scaling = RopeScaling::kDivisors;
+  return Ok();
 }
 
 }  // namespace

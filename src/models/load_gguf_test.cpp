@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "models/load_model.h"
@@ -76,14 +77,39 @@ TEST(LoadGgufTest, Qwen2KeepsNeoxRopeAndFindsBiasesAndTiedEmbeddings) {
   EXPECT_TRUE((*model)->Weight("blk.0.attn_v.bias").has_value());
 }
 
-TEST(LoadGgufTest, RopeFreqsBecomeLlama3Scaling) {
+TEST(LoadGgufTest, RopeFreqsBecomeTheRopesDivisors) {
   TestModelOptions options;  // head_dim 8, theta 1e4: wavelengths 6.3, 63, 628, 6283
   options.rope_freqs = {1.0f, 1.0f / (0.5f / 4.0f + 0.5f), 4.0f, 4.0f};
   auto model = LoadGgufModel(Write(options, "rope_freqs"));
   ASSERT_TRUE(model.has_value()) << model.error().message;
   const ModelConfig* spec = &(*model)->config();
-  EXPECT_EQ(spec->rope.scaling, RopeScaling::kLlama3);
-  EXPECT_FLOAT_EQ(spec->rope.factor, 4.0f);
+  EXPECT_EQ(spec->rope.scaling, RopeScaling::kDivisors);
+  EXPECT_EQ(spec->rope.divisors, options.rope_freqs);
+  // And the graph's rope nodes carry them.
+  auto graph = (*model)->BuildGraph({.tokens = 1});
+  ASSERT_TRUE(graph.has_value()) << graph.error().message;
+  for (const Node& node : graph->nodes()) {
+    if (node.op() == OpKind::kRope) {
+      EXPECT_EQ(node.as<RopeAttrs>().divisors, options.rope_freqs);
+    }
+  }
+}
+
+TEST(LoadGgufTest, RopeFreqsOfTheWrongSizeOrValueAreRefused) {
+  TestModelOptions options;  // head_dim 8: 4 rotary pairs
+  options.rope_freqs = {1.0f, 1.0f, 1.0f};
+  auto model = LoadGgufModel(Write(options, "rope_freqs_3"));
+  ASSERT_FALSE(model.has_value());
+  EXPECT_TRUE(Contains(model.error().message,
+                       "'rope_freqs.weight' has 3 entries, expected one per rotary pair (4)"))
+      << model.error().message;
+  for (float bad : {0.0f, -1.0f, NAN, INFINITY}) {
+    options.rope_freqs = {1.0f, bad, 1.0f, 1.0f};
+    model = LoadGgufModel(Write(options, "rope_freqs_bad"));
+    ASSERT_FALSE(model.has_value()) << bad;
+    EXPECT_TRUE(Contains(model.error().message, "'rope_freqs.weight'[1] is"))
+        << model.error().message;
+  }
 }
 
 TEST(LoadGgufTest, UnsupportedArchitectureNamesTheSupportedOnes) {
