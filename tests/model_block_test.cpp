@@ -21,12 +21,17 @@ namespace {
 
 constexpr int32_t kLayers = 2, kHidden = 32, kVocab = 300;
 
-KvCache NewCache() {
-  auto cache = KvCache::Create({.n_layers = kLayers,
-                                .n_kv_heads = 2,
-                                .head_dim = 8,
+// A cache of the model's KV layout with one page of 16 positions per layer.
+KvCache NewCache(const Model& model) {
+  const KvLayout kv = model.kv_layout();
+  EXPECT_EQ(kv.n_layers, kLayers);
+  EXPECT_EQ(kv.n_kv_heads, 2);
+  EXPECT_EQ(kv.head_dim, 8);
+  auto cache = KvCache::Create({.n_layers = kv.n_layers,
+                                .n_kv_heads = kv.n_kv_heads,
+                                .head_dim = kv.head_dim,
                                 .page_size = 16,
-                                .n_pages = kLayers,
+                                .n_pages = kv.n_layers,
                                 .dtype = DType::kF32});
   EXPECT_TRUE(cache.has_value()) << cache.error().message;
   return std::move(*cache);
@@ -75,7 +80,7 @@ TEST(ModelBlockTest, BlocksAloneComposeToTheWholeGraph) {
   const std::vector<int32_t> tokens = {5, 17, 260, 3, 99};
   const std::vector<int32_t> positions = {0, 1, 2, 3, 4};
   const int32_t T = static_cast<int32_t>(tokens.size());
-  KvCache whole_cache = NewCache();
+  KvCache whole_cache = NewCache(model);
   auto whole_graph = model.BuildGraph({.tokens = T, .all_logits = true});
   ASSERT_TRUE(whole_graph.has_value()) << whole_graph.error().message;
   const std::vector<float> whole =
@@ -89,7 +94,7 @@ TEST(ModelBlockTest, BlocksAloneComposeToTheWholeGraph) {
   for (int32_t token : tokens) {
     x.insert(x.end(), embedding + token * kHidden, embedding + (token + 1) * kHidden);
   }
-  KvCache block_cache = NewCache();
+  KvCache block_cache = NewCache(model);
   for (int32_t layer = 0; layer < kLayers; ++layer) {
     auto block = model.BuildBlock(layer, T);
     ASSERT_TRUE(block.has_value()) << block.error().message;

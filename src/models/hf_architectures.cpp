@@ -33,15 +33,14 @@ constexpr std::array kHfArchitectures = {
     HfArchitecture{"Qwen2ForCausalLM", "llama", BiasRule::kQkvOnly, WindowRule::kWhenEnabled},
 };
 
-Result<const HfArchitecture*> FindHfArchitecture(const std::string& name,
-                                                 const std::string& path) {
+Result<const HfArchitecture*> FindHfArchitecture(const std::string& name, const std::string& path) {
   std::string supported;
   for (const HfArchitecture& architecture : kHfArchitectures) {
     if (architecture.name == name) return &architecture;
     supported += (supported.empty() ? "" : ", ") + std::string(architecture.name);
   }
-  return Unsupported(path + ": architecture '" + name + "' is not supported (supported: " +
-                     supported + ")");
+  return Unsupported(path + ": architecture '" + name +
+                     "' is not supported (supported: " + supported + ")");
 }
 
 // HF checkpoints keep q/k in the rotate-half layout, so RoPE runs in neox mode.
@@ -62,8 +61,7 @@ Status SetRope(const HfConfig& hf, RopeAttrs* rope) {
     rope->original_max_position =
         static_cast<int32_t>(hf.rope_scaling.original_max_position_embeddings);
   } else {
-    return Unsupported(hf.path + ": rope_scaling type '" + type +
-                       "' (supported: linear, llama3)");
+    return Unsupported(hf.path + ": rope_scaling type '" + type + "' (supported: linear, llama3)");
   }
   return Ok();
 }

@@ -35,8 +35,7 @@ void ExpectUnsupported(const std::string& text, std::initializer_list<std::strin
   EXPECT_NE(config.error().message.find("m/config.json"), std::string::npos)
       << config.error().message;
   for (const std::string& fragment : fragments) {
-    EXPECT_NE(config.error().message.find(fragment), std::string::npos)
-        << config.error().message;
+    EXPECT_NE(config.error().message.find(fragment), std::string::npos) << config.error().message;
   }
 }
 
@@ -84,8 +83,9 @@ TEST(HfArchitecturesTest, LlamaBiasKeys) {
 }
 
 TEST(HfArchitecturesTest, RefusesWhatKiteDoesNotBuild) {
-  ExpectUnsupported(Variant(kTinyLlama, {{"architectures", {"GemmaForCausalLM"}}}),
-                    {"'GemmaForCausalLM'", "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"});
+  ExpectUnsupported(
+      Variant(kTinyLlama, {{"architectures", {"GemmaForCausalLM"}}}),
+      {"'GemmaForCausalLM'", "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"});
   ExpectUnsupported(Variant(kQwen25_05B, {{"use_sliding_window", true}}),
                     {"use_sliding_window", "Qwen2ForCausalLM"});
   ExpectUnsupported(Variant(kTinyLlama, {{"hidden_act", "gelu"}}), {"hidden_act 'gelu'"});
