@@ -422,23 +422,18 @@ struct AttentionCase {
 
 // Two caches with identical contents: the first `past` positions filled with the same random
 // keys and values (the cpu and ref runs each write the new tokens into their own).
-struct TestCache {
-  std::unique_ptr<KvPool> pool;
-  std::unique_ptr<KvSequence> sequence;
-  KvCacheView view() const { return sequence->batch_view(); }
-};
+using TestCache = testing::KvCache;
 TestCache MakeCache(const AttentionCase& c, uint32_t seed) {
   const int64_t length = c.past + c.tokens;
-  auto pool = KvPool::Create({.n_layers = 2,
+  auto created = TestCache::Create({.n_layers = 2,
                                 .n_kv_heads = static_cast<int32_t>(c.kv_heads),
                                 .head_dim = static_cast<int32_t>(c.dim),
                                 .page_size = c.page_size,
                                 .n_pages = 2 * ((length + c.page_size - 1) / c.page_size),
                                 .dtype = c.kv_dtype});
-  EXPECT_TRUE(pool.has_value());
-  TestCache cache{std::move(*pool), nullptr};
-  cache.sequence = std::make_unique<KvSequence>(cache.pool.get());
-  EXPECT_TRUE(cache.sequence->Resize(length).has_value());
+  EXPECT_TRUE(created.has_value());
+  TestCache cache = std::move(*created);
+  EXPECT_TRUE(cache.Resize(length).has_value());
   const KvLayerView& layer = cache.sequence->view().layers[1];
   const int64_t row = c.kv_heads * c.dim;
   std::vector<float> values = Random(2 * c.past * row, seed, -2, 2);
@@ -677,7 +672,7 @@ TEST_P(ReferenceModelsOnCpu, LogitsAndGreedyTokensMatchRef) {
   auto cpu = Load("cpu");
   auto ref = Load("ref");
   ASSERT_TRUE(cpu && ref);
-  const int64_t vocab = cpu->spec().vocab;
+  const int64_t vocab = cpu->config().vocab;
   std::vector<int32_t> prompt = Prompt();
   for (int32_t& id : prompt) id %= static_cast<int32_t>(vocab);
 

@@ -18,9 +18,7 @@
 #include "backends/ref/ref_backend.h"
 #include "graph/passes/pass_manager.h"
 #include "graph/rewriter.h"
-#include "models/build_graph.h"
-#include "models/model_spec.h"
-#include "runtime/kv_pool.h"
+#include "models/load_model.h"
 #include "runtime/testing.h"
 
 namespace kite {
@@ -35,22 +33,21 @@ const std::vector<int32_t> kTokens = {1, 17, 250, 999, 3, 42, 7, 500, 2, 64, 128
 constexpr double kTolerance = 1e-4;
 
 // A prefill of kTokens with every position's logits [T, vocab], on `backends` in order.
-Result<std::vector<float>> RunPrefill(Graph graph, const ModelSpec& spec,
+Result<std::vector<float>> RunPrefill(Graph graph, const ModelConfig& spec,
                                       std::vector<Backend*> backends) {
-  const auto pool = KITE_TRY(KvPool::Create({.n_layers = spec.n_layers,
-                                              .n_kv_heads = spec.n_kv_heads,
-                                              .head_dim = spec.head_dim,
-                                              .page_size = 16,
-                                              .n_pages = spec.n_layers,
-                                              .dtype = DType::kF32}));
-  KvSequence cache(pool.get());
+  testing::KvCache cache = KITE_TRY(testing::KvCache::Create({.n_layers = spec.n_layers,
+                                                               .n_kv_heads = spec.n_kv_heads,
+                                                               .head_dim = spec.head_dim,
+                                                               .page_size = 16,
+                                                               .n_pages = spec.n_layers,
+                                                               .dtype = DType::kF32}));
   KITE_RETURN_IF_ERROR(cache.Resize(static_cast<int64_t>(kTokens.size())));
   testing::GraphRunner compiled = KITE_TRY(testing::GraphRunner::Compile(std::move(graph), backends));
   std::vector<int32_t> positions(kTokens.size());
   for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int32_t>(i);
   KITE_RETURN_IF_ERROR(compiled.SetInput("tokens", kTokens));
   KITE_RETURN_IF_ERROR(compiled.SetInput("positions", positions));
-  const KvCacheView view = cache.batch_view();
+  const KvCacheView view = cache.view();
   KITE_RETURN_IF_ERROR(compiled.Run(&view));
   const std::span<const float> logits = KITE_TRY(compiled.OutputF32(0));
   return std::vector<float>(logits.begin(), logits.end());
@@ -110,11 +107,11 @@ Result<Graph> HalfFold(const Graph& graph, WeightStore& store,
 class FoldChannelScaleModels : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    auto spec = LoadModelSpec(kReference + GetParam());
-    ASSERT_TRUE(spec.has_value()) << spec.error().message;
-    spec_ = std::move(*spec);
-    auto graph = BuildModelGraph(
-        spec_, {.tokens = static_cast<int32_t>(kTokens.size()), .all_logits = true});
+    auto model = LoadModel(kReference + GetParam());
+    ASSERT_TRUE(model.has_value()) << model.error().message;
+    model_ = std::move(*model);
+    auto graph =
+        model_->BuildGraph({.tokens = static_cast<int32_t>(kTokens.size()), .all_logits = true});
     ASSERT_TRUE(graph.has_value()) << graph.error().message;
     graph_ = std::move(*graph);
     scales_ = ScalesFor(graph_);
@@ -130,17 +127,17 @@ class FoldChannelScaleModels : public ::testing::TestWithParam<std::string> {
     // Every norm (2 per layer and the final one) and every matmul reading one: q, k, v, gate,
     // up per layer and lm_head.
     EXPECT_EQ(report.size(), 1u);
-    EXPECT_EQ(report.empty() ? 0 : report[0].changes, spec_.n_layers * 7 + 2);
+    EXPECT_EQ(report.empty() ? 0 : report[0].changes, model_->config().n_layers * 7 + 2);
     return folded ? std::move(*folded) : graph_.Copy();
   }
 
   std::vector<float> Run(Graph graph, std::vector<Backend*> backends) {
-    auto logits = RunPrefill(std::move(graph), spec_, std::move(backends));
+    auto logits = RunPrefill(std::move(graph), model_->config(), std::move(backends));
     EXPECT_TRUE(logits.has_value()) << logits.error().message;
     return logits ? std::move(*logits) : std::vector<float>{};
   }
 
-  ModelSpec spec_;
+  std::unique_ptr<Model> model_;
   Graph graph_;
   std::vector<ChannelScale> scales_;
   WeightStore store_;
@@ -151,7 +148,7 @@ class FoldChannelScaleModels : public ::testing::TestWithParam<std::string> {
 TEST_P(FoldChannelScaleModels, LogitsUnchangedOnRef) {
   const std::vector<float> before = Run(graph_.Copy(), {&ref_});
   const std::vector<float> after = Run(Folded(), {&ref_});
-  ASSERT_EQ(before.size(), kTokens.size() * spec_.vocab);
+  ASSERT_EQ(before.size(), kTokens.size() * model_->config().vocab);
   EXPECT_LT(MaxAbsDiff(before, after), kTolerance);
 }
 
@@ -160,7 +157,7 @@ TEST_P(FoldChannelScaleModels, LogitsUnchangedOnCpu) {
   // from the new weights.
   const std::vector<float> before = Run(graph_.Copy(), {&cpu_});
   const std::vector<float> after = Run(Folded(), {&cpu_});
-  ASSERT_EQ(before.size(), kTokens.size() * spec_.vocab);
+  ASSERT_EQ(before.size(), kTokens.size() * model_->config().vocab);
   EXPECT_LT(MaxAbsDiff(before, after), kTolerance);
 }
 

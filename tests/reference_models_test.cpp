@@ -186,7 +186,7 @@ TEST_P(ReferenceModelTest, PrefillMatchesEveryPosition) {
   const Golden& g = golden();
   auto logits = session.Feed(g.input_ids, /*all_logits=*/true);
   ASSERT_TRUE(logits.has_value()) << logits.error().message;
-  const size_t vocab = engine->spec().vocab;
+  const size_t vocab = engine->config().vocab;
   ASSERT_EQ(logits->size(), g.input_ids.size() * vocab);
   for (size_t p = 0; p < g.input_ids.size(); ++p) {
     ExpectRow(logits->subspan(p * vocab, vocab), g.positions[p], "position " + std::to_string(p));
@@ -213,7 +213,7 @@ TEST_P(ReferenceModelTest, PrefillInChunksOfFiveMatches) {
   const Golden& g = golden();
   auto all = session.Feed(g.input_ids, /*all_logits=*/true);  // chunks of 5, 5, 3
   ASSERT_TRUE(all.has_value()) << all.error().message;
-  const size_t vocab = engine->spec().vocab;
+  const size_t vocab = engine->config().vocab;
   for (size_t p = 0; p < g.input_ids.size(); ++p) {
     ExpectRow(all->subspan(p * vocab, vocab), g.positions[p], "position " + std::to_string(p));
   }
@@ -264,7 +264,7 @@ TEST_P(ReferenceModelTest, FeedPromptReusesTheCommonPrefix) {
   auto engine = Load();
   ASSERT_TRUE(engine);
   const Golden& g = golden();
-  const size_t vocab = engine->spec().vocab;
+  const size_t vocab = engine->config().vocab;
   Session session(*engine);
   ASSERT_TRUE(session.Feed(g.input_ids).has_value());
   session.Reset();

@@ -118,11 +118,11 @@ std::vector<double> AsDoubles(const std::vector<uint64_t>& v) { return {v.begin(
 
 // Size, parameter count and a llama_model_desc-like label from the weights Kite reads (each
 // view once, so tied embeddings count once, as in the file).
-ModelFacts DescribeModel(const ModelSpec& spec) {
+ModelFacts DescribeModel(const ModelConfig& spec, const WeightStore& weights) {
   ModelFacts facts;
   std::set<const void*> seen;
   std::map<DType, uint64_t> matrix_elements;  // the dominant type names the file, as ftype does
-  for (const auto& [name, view] : spec.weights) {
+  for (const auto& [name, view] : weights.weights()) {
     if (!seen.insert(view.data).second) continue;
     uint64_t elements = 1;
     for (int64_t d : view.shape) elements *= static_cast<uint64_t>(d);
@@ -158,8 +158,8 @@ class Bench {
   Bench(const Engine& engine, const BenchOptions& options)
       : session_(engine), options_(options), rng_(kSeed) {
     const Tokenizer& tokenizer = engine.tokenizer();
-    vocab_ = std::min(tokenizer.vocab_size() > 0 ? tokenizer.vocab_size() : engine.spec().vocab,
-                      engine.spec().vocab);
+    vocab_ = std::min(tokenizer.vocab_size() > 0 ? tokenizer.vocab_size() : engine.config().vocab,
+                      engine.config().vocab);
     bos_ = tokenizer.Summary().add_bos ? tokenizer.bos_id() : -1;
   }
 
@@ -358,7 +358,7 @@ Status RunBench(BenchOptions options) {
   const uint64_t load_start = NowNs();
   auto engine = KITE_TRY(Engine::Load(options.model, engine_options));
   const uint64_t load_ns = NowNs() - load_start;
-  const ModelFacts model = DescribeModel(engine->spec());
+  const ModelFacts model = DescribeModel(engine->config(), engine->model().weights());
 
   if (!options.json) PrintTableHeader();
   Bench bench(*engine, options);

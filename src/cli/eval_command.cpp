@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/setting_flags.h"
 #include "eval/perplexity.h"
+#include "runtime/model_files.h"
 
 namespace kite::cli {
 
@@ -33,9 +34,9 @@ struct PplOptions {
 
 Status RunPerplexity(const PplOptions& options) {
   const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
-  ModelSpec spec = KITE_TRY(LoadModelSpec(options.model));
+  ModelFiles files = KITE_TRY(LoadModelFiles(options.model));
   // Past its trained positions a model predicts worse: the default window never goes there.
-  const int32_t window = options.window.value_or(std::min(kDefaultWindow, spec.context_length));
+  const int32_t window = options.window.value_or(std::min(kDefaultWindow, files.model->config().context_length));
   EngineOptions engine_options;
   engine_options.context_length = window;
   engine_options.backend = options.backend;
@@ -44,7 +45,7 @@ Status RunPerplexity(const PplOptions& options) {
   engine_options.kv_dtype = options.kv_type;
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
   engine_options.prefill_chunk = window;
-  auto engine = KITE_TRY(Engine::Create(std::move(spec), engine_options));
+  auto engine = KITE_TRY(Engine::Create(std::move(files), engine_options));
   PrintWarnings(engine->warnings());
   // On a terminal the running figure is rewritten in place; into a file or pipe (a script's log)
   // only the last window is written, on a line of its own.

@@ -9,6 +9,7 @@
 #include "cli/inspect_report.h"
 #include "cli/setting_flags.h"
 #include "models/check_tensors.h"
+#include "models/load_model.h"
 
 namespace kite::cli {
 
@@ -16,10 +17,11 @@ namespace {
 
 // `--check-tensors`: the weights as `kite run` would load them, each scanned.
 Status CheckModelTensors(const std::string& path, int32_t threads) {
-  const ModelSpec spec = KITE_TRY(LoadModelSpec(path));
+  const std::unique_ptr<Model> model = KITE_TRY(LoadModel(path));
   ThreadPool pool(threads);
-  KITE_RETURN_IF_ERROR(CheckTensorsFinite(spec, &pool));
-  std::fprintf(stderr, "kite: %zu weights checked: no NaN or Inf\n", spec.weights.size());
+  KITE_RETURN_IF_ERROR(CheckTensorsFinite(*model, &pool));
+  std::fprintf(stderr, "kite: %zu weights checked: no NaN or Inf\n",
+               model->weights().weights().size());
   return Ok();
 }
 

@@ -4,6 +4,7 @@
 
 #include "format/gguf.h"
 #include "format/hf_config.h"
+#include "models/hf_architectures.h"
 #include "format/safetensors.h"
 #include "tokenizer/tokenizer.h"
 
@@ -107,7 +108,7 @@ Result<Json> InspectGguf(const std::string& path) {
 
 Result<Json> InspectHfFolder(const std::string& path) {
   namespace fs = std::filesystem;
-  HfConfig config = KITE_TRY(LoadHfConfig(path));
+  HfConfig config = KITE_TRY(LoadHfConfig(path, CheckHfArchitecture));
   SafetensorsModel weights = KITE_TRY(SafetensorsModel::OpenFolder(path));
   Json report{{"path", path}, {"format", "hf-folder"}, {"architecture", config.architecture}};
   report["config"] = Json{{"vocab_size", config.vocab_size},

@@ -36,7 +36,7 @@ Result<PerplexityResult> ComputePerplexity(const Engine& engine, std::string_vie
   const int32_t bos = tokenizer.bos_id();
   // Rows of the logits: the embedding's, which may be padded past the tokenizer's ids. The
   // softmax runs over all of them, as PyTorch does (tools/reference_ppl.py).
-  const int32_t vocab = engine.spec().vocab;
+  const int32_t vocab = engine.config().vocab;
   const int64_t total_windows = (static_cast<int64_t>(ids.size()) + window - 1) / window;
 
   PerplexityResult result;

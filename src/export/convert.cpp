@@ -11,7 +11,8 @@
 #include "export/llama_gguf.h"
 #include "export/tokenizer_export.h"
 #include "export/weight_types.h"
-#include "models/model_spec.h"
+#include "models/llama.h"
+#include "models/load_model.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
 
@@ -19,30 +20,15 @@ namespace kite {
 
 namespace {
 
-LlamaGgufConfig ConfigOf(const ModelSpec& spec, const std::string& folder) {
-  LlamaGgufConfig c;
-  c.arch = spec.architecture == "Qwen2ForCausalLM" ? "qwen2" : "llama";
-  c.name = std::filesystem::path(folder).filename().string();
-  if (c.name.empty()) c.name = std::filesystem::path(folder).parent_path().filename().string();
-  c.n_layers = spec.n_layers;
-  c.context_length = spec.context_length;
-  c.hidden = spec.hidden;
-  c.ffn = spec.ffn;
-  c.n_heads = spec.n_heads;
-  c.n_kv_heads = spec.n_kv_heads;
-  c.head_dim = spec.head_dim;
-  c.vocab = spec.vocab;
-  c.rms_eps = spec.rms_eps;
-  c.rope_theta = spec.rope.theta;
-  c.rope_factor = spec.rope.factor;
-  if (spec.rope.scaling == RopeSpec::Scaling::kLinear) c.rope_scaling = "linear";
-  if (spec.rope.scaling == RopeSpec::Scaling::kLlama3) {
-    c.rope_scaling = "llama3";
-    c.low_freq_factor = spec.rope.low_freq_factor;
-    c.high_freq_factor = spec.rope.high_freq_factor;
-    c.original_context = spec.rope.original_max_position;
-  }
-  return c;
+// The GGUF header of the converted folder: llama.cpp's architecture name (its "llama" covers
+// Llama, Mistral and SmolLM) and the folder's name.
+LlamaGgufHeader HeaderOf(const ModelConfig& config, const std::string& folder, uint32_t file_type) {
+  LlamaGgufHeader h;
+  h.arch = config.architecture == "Qwen2ForCausalLM" ? "qwen2" : "llama";
+  h.name = std::filesystem::path(folder).filename().string();
+  if (h.name.empty()) h.name = std::filesystem::path(folder).parent_path().filename().string();
+  h.file_type = file_type;
+  return h;
 }
 
 // One weight of the HF folder written as `dtype`; `head_dim` > 0 permutes its rows (or, for a
@@ -92,24 +78,24 @@ StreamedTensor FromFloats(const std::string& name, std::vector<float> values) {
 Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
                        const ConvertOptions& options) {
   const ExportType type = KITE_TRY(ParseExportType(options.type, {"f32", "f16", "bf16"}));
-  const ModelSpec spec = KITE_TRY(LoadHfModel(folder));
+  const std::unique_ptr<Model> model = KITE_TRY(LoadHfModel(folder));
+  const ModelConfig& spec = model->config();
   GgufTokenizer tokenizer = KITE_TRY(LoadGgufTokenizer(folder));
   // llama.cpp takes the vocabulary size from the token list: it must match the embedding.
   KITE_RETURN_IF_ERROR(ResizeVocab(spec.vocab, folder, &tokenizer));
 
-  LlamaGgufConfig config = ConfigOf(spec, folder);
-  config.file_type = type.file_type;
+  const LlamaGgufHeader header = HeaderOf(spec, folder, type.file_type);
   GgufWriter writer;
-  SetLlamaMetadata(config, &writer);
+  SetLlamaMetadata(spec, header, &writer);
   SetTokenizerMetadata(tokenizer, &writer);
 
   std::vector<StreamedTensor> tensors;
-  if (config.rope_scaling == "llama3") {
-    tensors.push_back(FromFloats("rope_freqs.weight", Llama3RopeFreqs(config)));
+  if (spec.rope.scaling == RopeScaling::kLlama3) {
+    tensors.push_back(FromFloats("rope_freqs.weight", Llama3RopeFreqs(spec)));
   }
-  const bool permute = config.arch == "llama";
+  const bool permute = header.arch == "llama";
   for (const ExpectedTensor& expected : LlamaTensors(spec)) {
-    const TensorView* view = KITE_TRY(spec.Weight(expected.name));
+    const TensorView* view = KITE_TRY(model->Weight(expected.name));
     const bool qk = expected.name.find(".attn_q.") != std::string::npos ||
                     expected.name.find(".attn_k.") != std::string::npos;
     const DType dtype =

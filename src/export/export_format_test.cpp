@@ -24,13 +24,14 @@ TEST(LlamaGgufTest, Llama3RopeFreqsKeepBlendAndSlowPairs) {
   // testdata/reference/llama3-rope's setting. Wavelengths 2*pi*10000^(i/16): 6.3 (< 32/4: kept),
   // 19.9 (between 8 and 32: blended), 62.8 and up (> 32: slowed by the factor 8). The blend,
   // computed with numpy: 1 / ((1 - s) / 8 + s), s = (32 / 19.869177 - 1) / 3.
-  LlamaGgufConfig c;
+  ModelConfig c;
   c.head_dim = 16;
-  c.rope_theta = 10000;
-  c.rope_factor = 8;
-  c.low_freq_factor = 1;
-  c.high_freq_factor = 4;
-  c.original_context = 32;
+  c.rope.theta = 10000;
+  c.rope.scaling = RopeScaling::kLlama3;
+  c.rope.factor = 8;
+  c.rope.low_freq_factor = 1;
+  c.rope.high_freq_factor = 4;
+  c.rope.original_max_position = 32;
   const std::vector<float> freqs = Llama3RopeFreqs(c);
   ASSERT_EQ(freqs.size(), 8u);
   EXPECT_FLOAT_EQ(freqs[0], 1.0f);
@@ -38,10 +39,39 @@ TEST(LlamaGgufTest, Llama3RopeFreqsKeepBlendAndSlowPairs) {
   for (size_t i = 2; i < 8; ++i) EXPECT_FLOAT_EQ(freqs[i], 8.0f) << i;
 }
 
+// What a GGUF loader hands the rope op (rope_freqs.weight as per-pair divisors) turns each pair
+// as the Llama 3 parameters it was written from do: Llama 3.1 8B, Llama 3.2 1B, and the
+// llama3-rope reference model (one blended pair).
+TEST(LlamaGgufTest, Llama3RopeFreqsAsDivisorsGiveTheLlama3Frequencies) {
+  struct Case {
+    float theta;
+    int32_t dim;
+    float factor, low, high;
+    int32_t original;
+  };
+  for (const Case& k : {Case{500000, 128, 8, 1, 4, 8192}, Case{500000, 64, 32, 1, 4, 8192},
+                        Case{10000, 16, 8, 1, 4, 32}}) {
+    ModelConfig c;
+    c.head_dim = k.dim;
+    c.rope = {.theta = k.theta,
+              .rotary_dim = k.dim,
+              .scaling = RopeScaling::kLlama3,
+              .factor = k.factor,
+              .low_freq_factor = k.low,
+              .high_freq_factor = k.high,
+              .original_max_position = k.original};
+    RopeAttrs divided{.theta = k.theta, .rotary_dim = k.dim, .scaling = RopeScaling::kDivisors};
+    divided.divisors = Llama3RopeFreqs(c);
+    ASSERT_EQ(divided.divisors.size(), static_cast<size_t>(k.dim / 2));
+    for (int32_t i = 0; i < k.dim / 2; ++i) {
+      const double want = RopeInverseFrequency(c.rope, i);
+      EXPECT_NEAR(RopeInverseFrequency(divided, i), want, 1e-6 * want) << k.dim << " pair " << i;
+    }
+  }
+}
+
 TEST(LlamaGgufTest, MetadataUsesLlamaCppKeys) {
-  LlamaGgufConfig c;
-  c.arch = "qwen2";
-  c.name = "x";
+  ModelConfig c;
   c.n_layers = 2;
   c.context_length = 128;
   c.hidden = 64;
@@ -50,13 +80,12 @@ TEST(LlamaGgufTest, MetadataUsesLlamaCppKeys) {
   c.n_kv_heads = 2;
   c.head_dim = 16;
   c.vocab = 1000;
-  c.rms_eps = 1e-6;
-  c.rope_theta = 1e6;
-  c.rope_scaling = "linear";
-  c.rope_factor = 4;
-  c.file_type = 1;
+  c.rms_eps = 1e-6f;
+  c.rope.theta = 1e6f;
+  c.rope.scaling = RopeScaling::kLinear;
+  c.rope.factor = 4;
   GgufWriter writer;
-  SetLlamaMetadata(c, &writer);
+  SetLlamaMetadata(c, {.arch = "qwen2", .name = "x", .file_type = 1}, &writer);
   auto bytes = writer.Serialize();
   ASSERT_TRUE(bytes.has_value());
   auto file = GgufFile::Parse(*bytes, "metadata");

@@ -5,11 +5,12 @@
 
 namespace kite {
 
-void SetLlamaMetadata(const LlamaGgufConfig& c, GgufWriter* writer) {
-  writer->SetString("general.architecture", c.arch);
-  if (!c.name.empty()) writer->SetString("general.name", c.name);
+void SetLlamaMetadata(const ModelConfig& c, const LlamaGgufHeader& header, GgufWriter* writer) {
+  const std::string& arch = header.arch;
+  writer->SetString("general.architecture", arch);
+  if (!header.name.empty()) writer->SetString("general.name", header.name);
   const auto u32 = [&](const std::string& key, int64_t value) {
-    writer->SetUint32(c.arch + "." + key, static_cast<uint32_t>(value));
+    writer->SetUint32(arch + "." + key, static_cast<uint32_t>(value));
   };
   u32("context_length", c.context_length);
   u32("embedding_length", c.hidden);
@@ -21,31 +22,33 @@ void SetLlamaMetadata(const LlamaGgufConfig& c, GgufWriter* writer) {
   u32("attention.value_length", c.head_dim);
   u32("rope.dimension_count", c.head_dim);
   u32("vocab_size", c.vocab);
-  writer->SetFloat32(c.arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_eps));
-  writer->SetFloat32(c.arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
-  if (c.rope_scaling == "linear") {
-    writer->SetString(c.arch + ".rope.scaling.type", "linear");
-    writer->SetFloat32(c.arch + ".rope.scaling.factor", static_cast<float>(c.rope_factor));
+  writer->SetFloat32(arch + ".attention.layer_norm_rms_epsilon", c.rms_eps);
+  writer->SetFloat32(arch + ".rope.freq_base", c.rope.theta);
+  if (c.rope.scaling == RopeScaling::kLinear) {
+    writer->SetString(arch + ".rope.scaling.type", "linear");
+    writer->SetFloat32(arch + ".rope.scaling.factor", c.rope.factor);
   }
-  writer->SetUint32("general.file_type", c.file_type);
+  writer->SetUint32("general.file_type", header.file_type);
   writer->SetUint32("general.quantization_version", 2);  // ggml's k-quant layout generation
 }
 
-std::vector<float> Llama3RopeFreqs(const LlamaGgufConfig& c) {
-  const double low_wavelength = static_cast<double>(c.original_context) / c.low_freq_factor;
-  const double high_wavelength = static_cast<double>(c.original_context) / c.high_freq_factor;
+std::vector<float> Llama3RopeFreqs(const ModelConfig& c) {
+  const RopeAttrs& rope = c.rope;
+  const double original = rope.original_max_position;
+  const double low = rope.low_freq_factor, high = rope.high_freq_factor, factor = rope.factor;
+  const double low_wavelength = original / low;
+  const double high_wavelength = original / high;
   std::vector<float> divisors;
   for (int64_t i = 0; i < c.head_dim; i += 2) {
-    const float freq = 1.0f / std::pow(static_cast<float>(c.rope_theta),
+    const float freq = 1.0f / std::pow(rope.theta,
                                        static_cast<float>(i) / static_cast<float>(c.head_dim));
     const double wavelength = 2.0 * std::numbers::pi / freq;
-    double divisor = c.rope_factor;  // long wavelengths: slowed by the whole factor
+    double divisor = factor;  // long wavelengths: slowed by the whole factor
     if (wavelength < high_wavelength) {
       divisor = 1.0;
     } else if (wavelength <= low_wavelength) {
-      const double smooth = (c.original_context / wavelength - c.low_freq_factor) /
-                            (c.high_freq_factor - c.low_freq_factor);
-      divisor = 1.0 / ((1.0 - smooth) / c.rope_factor + smooth);
+      const double smooth = (original / wavelength - low) / (high - low);
+      divisor = 1.0 / ((1.0 - smooth) / factor + smooth);
     }
     divisors.push_back(static_cast<float>(divisor));
   }

@@ -8,28 +8,25 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "models/model_config.h"
 
 namespace kite {
 
-struct LlamaGgufConfig {
+// What a GGUF file says about itself beside the model's config.
+struct LlamaGgufHeader {
   std::string arch = "llama";  // "llama" (Llama, Mistral, SmolLM) or "qwen2"
   std::string name;            // general.name
-  int64_t n_layers = 0, context_length = 0, hidden = 0, ffn = 0;
-  int64_t n_heads = 0, n_kv_heads = 0, head_dim = 0, vocab = 0;
-  double rms_eps = 1e-5, rope_theta = 10000.0;
-  std::string rope_scaling = "none";                     // "none", "linear" or "llama3"
-  double rope_factor = 1.0;                              // linear and llama3
-  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
-  int64_t original_context = 8192;                       // llama3
-  uint32_t file_type = 0;  // llama.cpp's LLAMA_FTYPE (general.file_type)
+  uint32_t file_type = 0;      // llama.cpp's LLAMA_FTYPE (general.file_type)
 };
 
-// general.* and {arch}.* keys, as llama.cpp's converter names them.
-void SetLlamaMetadata(const LlamaGgufConfig& config, GgufWriter* writer);
+// general.* and {arch}.* keys of `config`, as llama.cpp's converter names them. Linear RoPE
+// scaling is written as keys; Llama 3 scaling has none (llama.cpp reads rope_freqs.weight).
+void SetLlamaMetadata(const ModelConfig& config, const LlamaGgufHeader& header,
+                      GgufWriter* writer);
 
-// rope_freqs.weight [head_dim / 2] for Llama 3 scaling: each pair's frequency divisor, computed
-// as the converter does (frequencies in float32, the blend in double).
-std::vector<float> Llama3RopeFreqs(const LlamaGgufConfig& config);
+// rope_freqs.weight [head_dim / 2] for `config`'s Llama 3 scaling: each pair's frequency
+// divisor, computed as the converter does (frequencies in float32, the blend in double).
+std::vector<float> Llama3RopeFreqs(const ModelConfig& config);
 
 // The converter's permute(w, n_head): within each head of `head_dim` rows, row 2j + s of the
 // result is row s * head_dim / 2 + j of the Hugging Face weight (s = 0, 1), which turns the

@@ -12,7 +12,7 @@
 #include "base/mapped_file.h"
 #include "export/tokenizer_export.h"
 #include "export/weight_types.h"
-#include "models/model_spec.h"
+#include "models/llama.h"
 #include "tensor/quantize.h"
 
 namespace kite {
@@ -21,9 +21,18 @@ namespace {
 
 constexpr float kWeightStd = 0.02f;
 
-LlamaGgufConfig Llama32(int64_t layers, int64_t hidden, int64_t heads, int64_t head_dim) {
-  LlamaGgufConfig c;
-  c.arch = "llama";
+// llama.cpp's converter permutes arch "llama"'s q/k rows and runs its rope interleaved.
+ModelConfig GgufConfig(std::string arch, bool qkv_bias) {
+  ModelConfig c;
+  c.rope.mode = arch == "llama" ? RopeMode::kInterleaved : RopeMode::kNeox;
+  c.architecture = std::move(arch);
+  c.q_bias = c.k_bias = c.v_bias = qkv_bias;
+  c.tied_embeddings = true;  // all four presets tie lm_head to the embedding
+  return c;
+}
+
+ModelConfig Llama32(int32_t layers, int32_t hidden, int32_t heads, int32_t head_dim) {
+  ModelConfig c = GgufConfig("llama", false);
   c.n_layers = layers;
   c.hidden = hidden;
   c.n_heads = heads;
@@ -32,24 +41,24 @@ LlamaGgufConfig Llama32(int64_t layers, int64_t hidden, int64_t heads, int64_t h
   c.ffn = 8192;
   c.vocab = 128256;
   c.context_length = 131072;
-  c.rms_eps = 1e-5;
-  c.rope_theta = 500000.0;
-  c.rope_scaling = "llama3";
-  c.rope_factor = 32.0;
-  c.low_freq_factor = 1.0;
-  c.high_freq_factor = 4.0;
-  c.original_context = 8192;
+  c.rms_eps = 1e-5f;
+  c.rope.theta = 500000.0f;
+  c.rope.rotary_dim = head_dim;
+  c.rope.scaling = RopeScaling::kLlama3;
+  c.rope.factor = 32.0f;
+  c.rope.low_freq_factor = 1.0f;
+  c.rope.high_freq_factor = 4.0f;
+  c.rope.original_max_position = 8192;
   return c;
 }
 
 std::vector<SynthPreset> MakePresets() {
   std::vector<SynthPreset> presets;
-  presets.push_back({"llama-3.2-1b", Llama32(16, 2048, 32, 64), false, true, "tokenizers/llama3",
+  presets.push_back({"llama-3.2-1b", Llama32(16, 2048, 32, 64), "tokenizers/llama3",
                      "chat_templates/llama3.2.jinja", ""});
-  presets.push_back({"llama-3.2-3b", Llama32(28, 3072, 24, 128), false, true, "tokenizers/llama3",
+  presets.push_back({"llama-3.2-3b", Llama32(28, 3072, 24, 128), "tokenizers/llama3",
                      "chat_templates/llama3.2.jinja", ""});
-  LlamaGgufConfig qwen;
-  qwen.arch = "qwen2";
+  ModelConfig qwen = GgufConfig("qwen2", true);
   qwen.n_layers = 24;
   qwen.hidden = 896;
   qwen.n_heads = 14;
@@ -58,12 +67,12 @@ std::vector<SynthPreset> MakePresets() {
   qwen.ffn = 4864;
   qwen.vocab = 151936;
   qwen.context_length = 32768;
-  qwen.rms_eps = 1e-6;
-  qwen.rope_theta = 1e6;
-  presets.push_back({"qwen2.5-0.5b", qwen, true, true, "gguf-vocab/ggml-vocab-qwen2.gguf",
+  qwen.rms_eps = 1e-6f;
+  qwen.rope.theta = 1e6f;
+  qwen.rope.rotary_dim = qwen.head_dim;
+  presets.push_back({"qwen2.5-0.5b", qwen, "gguf-vocab/ggml-vocab-qwen2.gguf",
                      "chat_templates/qwen2.5.jinja", ""});
-  LlamaGgufConfig smol;
-  smol.arch = "llama";
+  ModelConfig smol = GgufConfig("llama", false);
   smol.n_layers = 30;
   smol.hidden = 576;
   smol.n_heads = 9;
@@ -72,13 +81,13 @@ std::vector<SynthPreset> MakePresets() {
   smol.ffn = 1536;
   smol.vocab = 49152;
   smol.context_length = 8192;
-  smol.rms_eps = 1e-5;
-  smol.rope_theta = 100000.0;
-  presets.push_back({"smollm2-135m", smol, false, true, "gguf-vocab/ggml-vocab-gpt-2.gguf",
+  smol.rms_eps = 1e-5f;
+  smol.rope.theta = 100000.0f;
+  smol.rope.rotary_dim = smol.head_dim;
+  presets.push_back({"smollm2-135m", smol, "gguf-vocab/ggml-vocab-gpt-2.gguf",
                      "chat_templates/smollm2.jinja",
                      "SmolLM2's own tokenizer is not in the repository: GPT-2's byte-level BPE cut "
                      "to 49152 tokens stands in for it"});
-  for (SynthPreset& preset : presets) preset.config.name = preset.name + " (random weights)";
   return presets;
 }
 
@@ -129,7 +138,7 @@ Result<GgufTokenizer> PresetTokenizer(const SynthPreset& preset, const SynthOpti
   const std::string path = own ? (data / preset.tokenizer).string() : options.tokenizer;
   GgufTokenizer tokenizer = KITE_TRY(LoadGgufTokenizer(path));
   KITE_RETURN_IF_ERROR(ResizeVocab(static_cast<int32_t>(vocab), path, &tokenizer));
-  if (own && preset.config.arch == "llama" && preset.name.starts_with("llama")) {
+  if (own && preset.config.architecture == "llama" && preset.name.starts_with("llama")) {
     tokenizer.add_bos = true;  // Llama 3.2's tokenizer.json adds <|begin_of_text|>
   }
   const std::filesystem::path template_path = data / preset.chat_template;
@@ -143,7 +152,8 @@ Result<GgufTokenizer> PresetTokenizer(const SynthPreset& preset, const SynthOpti
 
 struct Plan {
   const SynthPreset* preset = nullptr;
-  LlamaGgufConfig config;
+  ModelConfig config;
+  LlamaGgufHeader header;
   std::vector<PlannedTensor> tensors;
 };
 
@@ -151,32 +161,25 @@ Result<Plan> MakePlan(const SynthOptions& options) {
   Plan plan;
   plan.preset = KITE_TRY(FindSynthPreset(options.preset));
   const ExportType type = KITE_TRY(ParseExportType(options.type));
-  if (options.layers < 0 || options.vocab < 0 || options.vocab > INT32_MAX) {
+  if (options.layers < 0 || options.layers > INT32_MAX || options.vocab < 0 ||
+      options.vocab > INT32_MAX) {
     return InvalidInput("--layers and --vocab must be positive (0: the preset's)");
   }
-  LlamaGgufConfig& config = plan.config;
+  ModelConfig& config = plan.config;
   config = plan.preset->config;
-  if (options.layers > 0) config.n_layers = options.layers;
-  if (options.vocab > 0) config.vocab = options.vocab;
-  config.file_type = type.file_type;
+  if (options.layers > 0) config.n_layers = static_cast<int32_t>(options.layers);
+  if (options.vocab > 0) config.vocab = static_cast<int32_t>(options.vocab);
+  plan.header = {.arch = config.architecture,
+                 .name = plan.preset->name + " (random weights)",
+                 .file_type = type.file_type};
 
-  ModelSpec shapes;  // only for LlamaTensors' list of names and shapes
-  shapes.n_layers = static_cast<int32_t>(config.n_layers);
-  shapes.hidden = static_cast<int32_t>(config.hidden);
-  shapes.n_heads = static_cast<int32_t>(config.n_heads);
-  shapes.n_kv_heads = static_cast<int32_t>(config.n_kv_heads);
-  shapes.head_dim = static_cast<int32_t>(config.head_dim);
-  shapes.ffn = static_cast<int32_t>(config.ffn);
-  shapes.vocab = static_cast<int32_t>(config.vocab);
-  shapes.tied_embeddings = plan.preset->tied;
-  shapes.q_bias = shapes.k_bias = shapes.v_bias = plan.preset->qkv_bias;
-  if (config.rope_scaling == "llama3") {
+  if (config.rope.scaling == RopeScaling::kLlama3) {
     plan.tensors.push_back({"rope_freqs.weight", {config.head_dim / 2}, DType::kF32});
   }
-  for (const ExpectedTensor& expected : LlamaTensors(shapes)) {
+  for (const ExpectedTensor& expected : LlamaTensors(config)) {
     plan.tensors.push_back({expected.name, expected.shape,
                             ChooseTensorType(type, expected.name, expected.shape, config.n_layers,
-                                             plan.preset->tied)});
+                                             config.tied_embeddings)});
   }
   return plan;
 }
@@ -206,7 +209,7 @@ Status SynthesizeGguf(const SynthOptions& options, const std::string& out_path) 
   const GgufTokenizer tokenizer =
       KITE_TRY(PresetTokenizer(*plan.preset, options, plan.config.vocab));
   GgufWriter writer;
-  SetLlamaMetadata(plan.config, &writer);
+  SetLlamaMetadata(plan.config, plan.header, &writer);
   writer.SetString("kite.synth.preset", plan.preset->name);
   writer.SetValue("kite.synth.seed", GgufValue{options.seed});
   SetTokenizerMetadata(tokenizer, &writer);

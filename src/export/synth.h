@@ -16,9 +16,9 @@ namespace kite {
 
 struct SynthPreset {
   std::string name;  // "llama-3.2-1b", ...
-  LlamaGgufConfig config;
-  bool qkv_bias = false;
-  bool tied = true;
+  // architecture: the GGUF's ("llama" or "qwen2"); the bias and tied-embedding flags say which
+  // tensors the file has.
+  ModelConfig config;
   std::string tokenizer;      // relative to the data folder (testdata/)
   std::string chat_template;  // relative to the data folder; "" for none
   std::string note;           // what differs from the real model's tokenizer, if anything

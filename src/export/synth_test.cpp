@@ -8,7 +8,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "models/model_spec.h"
+#include "models/load_model.h"
+#include "tokenizer/tokenizer.h"
 #include "tensor/dequantize.h"
 
 namespace kite {
@@ -38,8 +39,8 @@ TEST(SynthPresetTest, ShapesAreThePublishedOnes) {
   for (const Published& want : kPublished) {
     auto preset = FindSynthPreset(want.name);
     ASSERT_TRUE(preset.has_value()) << want.name;
-    const LlamaGgufConfig& c = (*preset)->config;
-    EXPECT_EQ(c.arch, want.arch) << want.name;
+    const ModelConfig& c = (*preset)->config;
+    EXPECT_EQ(c.architecture, want.arch) << want.name;
     EXPECT_EQ(c.n_layers, want.layers) << want.name;
     EXPECT_EQ(c.hidden, want.hidden) << want.name;
     EXPECT_EQ(c.n_heads, want.heads) << want.name;
@@ -48,18 +49,19 @@ TEST(SynthPresetTest, ShapesAreThePublishedOnes) {
     EXPECT_EQ(c.ffn, want.ffn) << want.name;
     EXPECT_EQ(c.vocab, want.vocab) << want.name;
     EXPECT_EQ(c.context_length, want.context) << want.name;
-    EXPECT_EQ(c.rope_theta, want.theta) << want.name;
-    EXPECT_EQ(c.rms_eps, want.eps) << want.name;
-    EXPECT_EQ((*preset)->qkv_bias, want.qkv_bias) << want.name;
-    EXPECT_TRUE((*preset)->tied) << want.name;  // all four tie lm_head to the embedding
-    if (want.llama3_scaling) {                  // factor 32, low 1, high 4, original 8192
-      EXPECT_EQ(c.rope_scaling, "llama3");
-      EXPECT_EQ(c.rope_factor, 32.0);
-      EXPECT_EQ(c.low_freq_factor, 1.0);
-      EXPECT_EQ(c.high_freq_factor, 4.0);
-      EXPECT_EQ(c.original_context, 8192);
+    EXPECT_EQ(c.rope.theta, want.theta) << want.name;
+    EXPECT_EQ(c.rms_eps, static_cast<float>(want.eps)) << want.name;  // GGUF stores float32
+    EXPECT_EQ(c.q_bias && c.k_bias && c.v_bias, want.qkv_bias) << want.name;
+    EXPECT_EQ(c.q_bias || c.k_bias || c.v_bias, want.qkv_bias) << want.name;
+    EXPECT_TRUE(c.tied_embeddings) << want.name;  // all four tie lm_head to the embedding
+    if (want.llama3_scaling) {                    // factor 32, low 1, high 4, original 8192
+      EXPECT_EQ(c.rope.scaling, RopeScaling::kLlama3);
+      EXPECT_EQ(c.rope.factor, 32.0);
+      EXPECT_EQ(c.rope.low_freq_factor, 1.0);
+      EXPECT_EQ(c.rope.high_freq_factor, 4.0);
+      EXPECT_EQ(c.rope.original_max_position, 8192);
     } else {
-      EXPECT_EQ(c.rope_scaling, "none") << want.name;
+      EXPECT_EQ(c.rope.scaling, RopeScaling::kNone) << want.name;
     }
   }
   auto unknown = FindSynthPreset("llama-4");
@@ -117,8 +119,9 @@ std::vector<float> Values(const GgufFile& file, const std::string& name) {
 
 TEST(SynthFileTest, LoadsWithThePresetShapesAndSaneWeights) {
   const std::string path = Synth("f32", 7);
-  auto spec = LoadGgufModel(path);
-  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  auto model = LoadGgufModel(path);
+  ASSERT_TRUE(model.has_value()) << model.error().message;
+  const ModelConfig* spec = &(*model)->config();
   EXPECT_EQ(spec->n_layers, 1);
   EXPECT_EQ(spec->hidden, 576);
   EXPECT_EQ(spec->n_heads, 9);
@@ -126,8 +129,10 @@ TEST(SynthFileTest, LoadsWithThePresetShapesAndSaneWeights) {
   EXPECT_EQ(spec->ffn, 1536);
   EXPECT_EQ(spec->vocab, 512);
   EXPECT_TRUE(spec->tied_embeddings);
-  EXPECT_EQ(spec->tokenizer->vocab_size(), 512);
-  EXPECT_FALSE(spec->chat_template.empty());
+  auto tokenizer = Tokenizer::Load(path);
+  ASSERT_TRUE(tokenizer.has_value()) << tokenizer.error().message;
+  EXPECT_EQ((*tokenizer)->vocab_size(), 512);
+  EXPECT_FALSE((*tokenizer)->chat_template().empty());
   const GgufFile file = *GgufFile::Open(path);
   const std::vector<float> w = Values(file, "blk.0.ffn_up.weight");
   double sum = 0, sum_sq = 0;

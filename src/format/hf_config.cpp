@@ -1,6 +1,5 @@
 #include "format/hf_config.h"
 
-#include <array>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -16,29 +15,6 @@ using nlohmann::json;
 
 // Sizes above this are nonsense for a config and would overflow products taken later.
 constexpr int64_t kMaxSize = std::numeric_limits<int32_t>::max();
-
-// How each architecture spells the parts that differ between them.
-enum class BiasRule {
-  kLlamaKeys,  // "attention_bias" (q, k, v, o) and "mlp_bias" keys, both default false
-  kQkvOnly,    // Qwen2: q, k, v biases always, no o or MLP bias
-  kNone,       // Mistral
-};
-enum class WindowRule {
-  kNone,         // no sliding window
-  kKey,          // "sliding_window": an int or null
-  kWhenEnabled,  // "sliding_window" only counts when "use_sliding_window" is true
-};
-struct ArchitectureRules {
-  std::string_view name;
-  BiasRule bias;
-  WindowRule window;
-};
-
-constexpr std::array kArchitectures = {
-    ArchitectureRules{"LlamaForCausalLM", BiasRule::kLlamaKeys, WindowRule::kNone},
-    ArchitectureRules{"MistralForCausalLM", BiasRule::kNone, WindowRule::kKey},
-    ArchitectureRules{"Qwen2ForCausalLM", BiasRule::kQkvOnly, WindowRule::kWhenEnabled},
-};
 
 // Typed access to the fields of one JSON object; messages name the file and the field, with
 // `prefix` for nested objects ("rope_scaling."). A field set to null reads as absent.
@@ -101,11 +77,14 @@ class Fields {
     return number;
   }
 
-  Result<bool> Bool(std::string_view key, bool fallback) const {
+  Result<std::optional<bool>> OptionalBool(std::string_view key) const {
     const json* value = Get(key);
-    if (!value) return fallback;
+    if (!value) return std::nullopt;
     if (!value->is_boolean()) return WrongType(key, "a boolean", *value);
     return value->get<bool>();
+  }
+  Result<bool> Bool(std::string_view key, bool fallback) const {
+    return KITE_TRY(OptionalBool(key)).value_or(fallback);
   }
 
   Result<std::optional<std::string>> String(std::string_view key) const {
@@ -145,25 +124,17 @@ class Fields {
   std::string prefix_;
 };
 
-Result<const ArchitectureRules*> ReadArchitecture(const Fields& fields, const std::string& path,
-                                                  std::string* architecture) {
+Result<std::string> ReadArchitecture(const Fields& fields) {
   const json* list = fields.Get("architectures");
   if (!list) return fields.Missing("architectures");
   if (!list->is_array() || list->empty() || !(*list)[0].is_string()) {
     return fields.WrongType("architectures", "a non-empty list of strings", *list);
   }
-  *architecture = (*list)[0].get<std::string>();
-  std::string supported;
-  for (const ArchitectureRules& rules : kArchitectures) {
-    if (rules.name == *architecture) return &rules;
-    supported += (supported.empty() ? "" : ", ") + std::string(rules.name);
-  }
-  return Unsupported(path + ": architecture '" + *architecture +
-                     "' is not supported (supported: " + supported + ")");
+  return (*list)[0].get<std::string>();
 }
 
-Result<RopeScaling> ReadRopeScaling(const Fields& config, const std::string& path) {
-  RopeScaling scaling;
+Result<HfRopeScaling> ReadRopeScaling(const Fields& config, const std::string& path) {
+  HfRopeScaling scaling;
   const json* value = config.Get("rope_scaling");
   if (!value) return scaling;
   if (!value->is_object()) return config.WrongType("rope_scaling", "an object or null", *value);
@@ -196,14 +167,17 @@ Result<RopeScaling> ReadRopeScaling(const Fields& config, const std::string& pat
 
 }  // namespace
 
-Result<HfConfig> ParseHfConfig(std::string_view json_text, const std::string& path) {
+Result<HfConfig> ParseHfConfig(std::string_view json_text, const std::string& path,
+                               const HfArchitectureCheck& check_architecture) {
   const json root = KITE_TRY(ParseJson(json_text, path));
   if (!root.is_object()) {
     return InvalidInput(path + ": expected a JSON object, got " + std::string(JsonKind(root)));
   }
   const Fields fields(root, path);
   HfConfig config;
-  const ArchitectureRules& rules = *KITE_TRY(ReadArchitecture(fields, path, &config.architecture));
+  config.path = path;
+  config.architecture = KITE_TRY(ReadArchitecture(fields));
+  if (check_architecture) KITE_RETURN_IF_ERROR(check_architecture(config.architecture, path));
 
   config.vocab_size = KITE_TRY(fields.Size("vocab_size"));
   config.hidden_size = KITE_TRY(fields.Size("hidden_size"));
@@ -234,29 +208,12 @@ Result<HfConfig> ParseHfConfig(std::string_view json_text, const std::string& pa
   config.rope_scaling = KITE_TRY(ReadRopeScaling(fields, path));
   config.tie_word_embeddings = KITE_TRY(fields.Bool("tie_word_embeddings", false));
 
-  switch (rules.bias) {
-    case BiasRule::kLlamaKeys:
-      config.attention_bias = KITE_TRY(fields.Bool("attention_bias", false));
-      config.attention_out_bias = config.attention_bias;
-      config.mlp_bias = KITE_TRY(fields.Bool("mlp_bias", false));
-      break;
-    case BiasRule::kQkvOnly:
-      config.attention_bias = true;
-      break;
-    case BiasRule::kNone:
-      break;
-  }
+  config.attention_bias = KITE_TRY(fields.OptionalBool("attention_bias"));
+  config.mlp_bias = KITE_TRY(fields.OptionalBool("mlp_bias"));
+  config.use_sliding_window = KITE_TRY(fields.OptionalBool("use_sliding_window"));
+  if (fields.Get("sliding_window")) config.sliding_window = KITE_TRY(fields.Size("sliding_window"));
   if (std::optional<std::string> act = KITE_TRY(fields.String("hidden_act"))) {
     config.hidden_act = *act;
-  }
-
-  if (rules.window == WindowRule::kWhenEnabled &&
-      KITE_TRY(fields.Bool("use_sliding_window", false))) {
-    return Unsupported(path + ": use_sliding_window true is not supported for " +
-                       config.architecture);
-  }
-  if (rules.window == WindowRule::kKey && fields.Get("sliding_window")) {
-    config.sliding_window = KITE_TRY(fields.Size("sliding_window"));
   }
 
   config.bos_token_ids = KITE_TRY(fields.TokenIds("bos_token_id"));
@@ -267,13 +224,14 @@ Result<HfConfig> ParseHfConfig(std::string_view json_text, const std::string& pa
   return config;
 }
 
-Result<HfConfig> LoadHfConfig(const std::string& folder_or_file) {
+Result<HfConfig> LoadHfConfig(const std::string& folder_or_file,
+                              const HfArchitectureCheck& check_architecture) {
   std::error_code error;
   const std::string path = std::filesystem::is_directory(folder_or_file, error)
                                ? (std::filesystem::path(folder_or_file) / "config.json").string()
                                : folder_or_file;
   const std::string text = KITE_TRY(ReadTextFile(path, kConfigFileLimit));
-  return ParseHfConfig(text, path);
+  return ParseHfConfig(text, path, check_architecture);
 }
 
 }  // namespace kite

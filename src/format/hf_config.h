@@ -1,9 +1,11 @@
-// Hugging Face config.json for the decoder-only architectures Kite builds with its llama graph:
-// LlamaForCausalLM (Llama 2/3, TinyLlama, SmolLM), MistralForCausalLM, Qwen2ForCausalLM.
-// Defaults are those of the transformers config classes; a key given as null counts as absent.
+// Hugging Face config.json of a decoder-only model: the fields' types, ranges and defaults (those
+// of the transformers config classes; a key given as null counts as absent). Which architectures
+// Kite builds, and what each makes of the keys whose meaning depends on it (bias keys, sliding
+// window), is the models layer's to decide (models/hf_architectures.h).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,7 +15,7 @@
 
 namespace kite {
 
-struct RopeScaling {
+struct HfRopeScaling {
   // "none", "linear" (positions divided by factor) or "llama3" (Llama 3.1's per-frequency
   // blend). "default" in a config means "none"; "dynamic", "yarn", "longrope" and others are
   // Unsupported errors.
@@ -25,6 +27,7 @@ struct RopeScaling {
 };
 
 struct HfConfig {
+  std::string path;          // the file read, for messages
   std::string architecture;  // architectures[0], e.g. "LlamaForCausalLM"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
@@ -36,28 +39,33 @@ struct HfConfig {
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 0.0;
   double rope_theta = 10000.0;
-  RopeScaling rope_scaling;
+  HfRopeScaling rope_scaling;
   bool tie_word_embeddings = false;  // lm_head shares embed_tokens' weight
-  // Bias terms. Llama's "attention_bias" puts a bias on q, k, v and o, and "mlp_bias" on
-  // gate, up and down; Qwen2 always has q, k, v biases and no others; Mistral has none.
-  bool attention_bias = false;      // q_proj, k_proj, v_proj
-  bool attention_out_bias = false;  // o_proj
-  bool mlp_bias = false;            // gate_proj, up_proj, down_proj
-  std::string hidden_act = "silu";  // recorded for the model builder, which decides
-  // Attention sees only the last sliding_window positions (Mistral-7B-v0.1: 4096). Qwen2's
-  // sliding window applies only when use_sliding_window is true, which Kite does not support.
-  std::optional<int64_t> sliding_window;
+  // Keys whose meaning depends on the architecture, as given (nullopt when absent or null).
+  std::optional<bool> attention_bias;
+  std::optional<bool> mlp_bias;
+  std::optional<bool> use_sliding_window;
+  std::optional<int64_t> sliding_window;  // 1 .. int32 max when given
+  std::string hidden_act = "silu";        // recorded for the model builder, which decides
   std::vector<int64_t> bos_token_ids;  // config may give an int or a list
   std::vector<int64_t> eos_token_ids;
   std::string torch_dtype;  // "bfloat16", ...; from "torch_dtype" or newer "dtype"; may be empty
 };
 
+// Called with architectures[0] and the file's path before any other field is read (another
+// architecture's config names its fields differently, so "missing field" would mislead); its
+// error is returned as is.
+using HfArchitectureCheck =
+    std::function<Status(const std::string& architecture, const std::string& path)>;
+
 // Parses config.json text; `path` names the file in messages. Missing or ill-typed fields and
-// nonsense values are InvalidInput naming the field; an architecture or rope scaling Kite does
-// not build is Unsupported, listing what it does build.
-Result<HfConfig> ParseHfConfig(std::string_view json_text, const std::string& path);
+// nonsense values are InvalidInput naming the field; a rope scaling Kite does not implement is
+// Unsupported, listing those it does.
+Result<HfConfig> ParseHfConfig(std::string_view json_text, const std::string& path,
+                               const HfArchitectureCheck& check_architecture = {});
 
 // Reads `folder_or_file`/config.json when given a folder, else the file itself.
-Result<HfConfig> LoadHfConfig(const std::string& folder_or_file);
+Result<HfConfig> LoadHfConfig(const std::string& folder_or_file,
+                              const HfArchitectureCheck& check_architecture = {});
 
 }  // namespace kite

@@ -58,6 +58,7 @@ enum class RopeScaling : uint8_t {
   kNone,
   kLinear,  // position / factor
   kLlama3,  // Llama 3.1: frequency-dependent scaling between the low and high wavelengths
+  kDivisors,  // each pair's frequency divided by its own divisor (GGUF's rope_freqs.weight)
 };
 
 // Rotary position embedding. Inputs: x [T, H, D] f32, positions [T] i32. The first rotary_dim
@@ -75,6 +76,7 @@ struct RopeAttrs {
   float low_freq_factor = 1.0f;          // llama3
   float high_freq_factor = 4.0f;         // llama3
   int32_t original_max_position = 8192;  // llama3
+  std::vector<float> divisors = {};       // kDivisors: one per rotary pair, finite and > 0
 };
 
 // inv_freq of rotary pair i after the scaling, in double: the one definition both backends use.

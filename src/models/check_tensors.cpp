@@ -29,10 +29,10 @@ bool IsInteger(DType dtype) {
 
 }  // namespace
 
-Status CheckTensorsFinite(const ModelSpec& spec, ThreadPool* pool) {
-  for (const auto& [name, view] : spec.weights) {
-    const std::string file_name = spec.file_name ? spec.file_name(name) : name;
-    const std::string what = spec.source + ": tensor '" + file_name + "'";
+Status CheckTensorsFinite(const WeightStore& weights, const std::string& source,
+                          const Model::FileNames& file_name, ThreadPool* pool) {
+  for (const auto& [name, view] : weights.weights()) {
+    const std::string what = source + ": tensor '" + (file_name ? file_name(name) : name) + "'";
     if (IsInteger(view.dtype)) continue;
     if (!Traits(view.dtype).can_dequantize) {
       return Unsupported(what + " is " + std::string(DTypeName(view.dtype)) +

@@ -6,13 +6,21 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
-#include "models/model_spec.h"
+#include "models/model.h"
+#include "tensor/weight_store.h"
 
 namespace kite {
 
-// InvalidInput naming the first tensor (in name order, as the file spells it) holding a value that
-// is not finite, the element's flat index and the value. Unsupported for a floating type Kite
-// cannot dequantize. Integer tensors are skipped (always finite). `pool` may be nullptr.
-Status CheckTensorsFinite(const ModelSpec& spec, ThreadPool* pool);
+// InvalidInput naming `source`, the first tensor (in name order, as the file spells it:
+// `file_name`, or the store's name when that is empty) holding a value that is not finite, the
+// element's flat index and the value. Unsupported for a floating type Kite cannot dequantize.
+// Integer tensors are skipped (always finite). `pool` may be nullptr.
+Status CheckTensorsFinite(const WeightStore& weights, const std::string& source,
+                          const Model::FileNames& file_name, ThreadPool* pool);
+// The same for a loaded model's weights.
+inline Status CheckTensorsFinite(const Model& model, ThreadPool* pool) {
+  return CheckTensorsFinite(model.weights(), model.config().source,
+                            [&](const std::string& name) { return model.FileName(name); }, pool);
+}
 
 }  // namespace kite

@@ -19,27 +19,26 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// A spec holding views of buffers it owns, as a loader's views of a file's bytes.
+// A weight store with views of buffers this holds, as a loader's views of a file's bytes.
 class Weights {
  public:
   Weights() {
     storage_.reserve(16);  // the views point into the buffers: they must not move
-    spec_.source = "model.gguf";
   }
   void Add(const std::string& name, DType dtype, std::vector<int64_t> shape,
            std::vector<uint8_t> bytes) {
     const std::vector<uint8_t>& stored = storage_.emplace_back(std::move(bytes));
-    spec_.weights[name] = TensorView{name, dtype, std::move(shape), stored.data(), stored.size()};
+    store_.Add(TensorView{name, dtype, std::move(shape), stored.data(), stored.size()});
   }
   void AddF32(const std::string& name, std::vector<int64_t> shape, const std::vector<float>& v) {
     std::vector<uint8_t> bytes(v.size() * 4);
     std::memcpy(bytes.data(), v.data(), bytes.size());
     Add(name, DType::kF32, std::move(shape), std::move(bytes));
   }
-  ModelSpec& spec() { return spec_; }
+  const WeightStore& store() const { return store_; }
 
  private:
-  ModelSpec spec_;
+  WeightStore store_;
   std::vector<std::vector<uint8_t>> storage_;
 };
 
@@ -47,7 +46,7 @@ TEST(CheckTensorsTest, FiniteWeightsPass) {
   Weights w;
   w.AddF32("a.weight", {2, 3}, {1, -2, 3, 0, 1e30f, -1e-30f});
   w.Add("ids", DType::kI32, {1}, {0xff, 0xff, 0xc0, 0x7f});  // an f32 NaN's bits, but an integer
-  EXPECT_TRUE(CheckTensorsFinite(w.spec(), nullptr).has_value());
+  EXPECT_TRUE(CheckTensorsFinite(w.store(), "model.gguf", nullptr, nullptr).has_value());
 }
 
 TEST(CheckTensorsTest, NamesTheFirstBadTensorElementAndValue) {
@@ -58,8 +57,8 @@ TEST(CheckTensorsTest, NamesTheFirstBadTensorElementAndValue) {
   w.AddF32("blk.0.ffn_down.weight", {4, 8}, values);
   w.AddF32("output_norm.weight", {8},
            std::vector<float>(8, -std::numeric_limits<float>::infinity()));
-  w.spec().file_name = [](const std::string& name) { return "file:" + name; };
-  auto status = CheckTensorsFinite(w.spec(), nullptr);
+  auto status = CheckTensorsFinite(w.store(), "model.gguf",
+                                   [](const std::string& name) { return "file:" + name; }, nullptr);
   ASSERT_FALSE(status.has_value());
   EXPECT_EQ(status.error().code, ErrorCode::kInvalidInput);
   EXPECT_TRUE(Contains(status.error().message,
@@ -76,14 +75,14 @@ TEST(CheckTensorsTest, QuantizedRowsAreDecoded) {
   ASSERT_TRUE(Quantize(DType::kQ8_0, values.data(), bytes.data(), 3 * 64).has_value());
   Weights clean;
   clean.Add("q.weight", DType::kQ8_0, {3, 64}, bytes);
-  EXPECT_TRUE(CheckTensorsFinite(clean.spec(), nullptr).has_value());
+  EXPECT_TRUE(CheckTensorsFinite(clean.store(), "model.gguf", nullptr, nullptr).has_value());
 
   // Row 2's second block gets an infinite scale: its first element is the first bad one.
   const uint16_t inf = F32ToF16(std::numeric_limits<float>::infinity());
   std::memcpy(bytes.data() + (2 * 2 + 1) * 34, &inf, 2);
   Weights bad;
   bad.Add("q.weight", DType::kQ8_0, {3, 64}, bytes);
-  auto status = CheckTensorsFinite(bad.spec(), nullptr);
+  auto status = CheckTensorsFinite(bad.store(), "model.gguf", nullptr, nullptr);
   ASSERT_FALSE(status.has_value());
   EXPECT_TRUE(Contains(status.error().message, "q8_0 holds inf at element 160 (row 2, column 32)"))
       << status.error().message;
@@ -98,7 +97,7 @@ TEST(CheckTensorsTest, ThreadsFindTheSameFirstElement) {
   Weights w;
   w.AddF32("big.weight", {rows, columns}, values);
   ThreadPool pool(4);
-  auto status = CheckTensorsFinite(w.spec(), &pool);
+  auto status = CheckTensorsFinite(w.store(), "model.gguf", nullptr, &pool);
   ASSERT_FALSE(status.has_value());
   EXPECT_TRUE(Contains(status.error().message, "holds -inf at element 6409 (row 100, column 9)"))
       << status.error().message;

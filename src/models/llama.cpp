@@ -15,42 +15,19 @@
 #include <string>
 
 #include "graph/builder.h"
-#include "models/build_graph.h"
+#include "models/llama.h"
 
 namespace kite {
 
 namespace {
 
-RopeAttrs RopeFor(const RopeSpec& rope) {
-  RopeAttrs attrs;
-  attrs.mode = rope.mode == RopeSpec::Mode::kNeox ? RopeMode::kNeox : RopeMode::kInterleaved;
-  attrs.theta = rope.theta;
-  attrs.rotary_dim = rope.rotary_dim;
-  switch (rope.scaling) {
-    case RopeSpec::Scaling::kNone:
-      attrs.scaling = RopeScaling::kNone;
-      break;
-    case RopeSpec::Scaling::kLinear:
-      attrs.scaling = RopeScaling::kLinear;
-      break;
-    case RopeSpec::Scaling::kLlama3:
-      attrs.scaling = RopeScaling::kLlama3;
-      break;
-  }
-  attrs.factor = rope.factor;
-  attrs.low_freq_factor = rope.low_freq_factor;
-  attrs.high_freq_factor = rope.high_freq_factor;
-  attrs.original_max_position = rope.original_max_position;
-  return attrs;
-}
-
 class LlamaBuilder {
  public:
-  LlamaBuilder(const ModelSpec& spec, const PhaseOptions& phase)
-      : spec_(spec), phase_(phase), rope_(RopeFor(spec.rope)) {}
+  LlamaBuilder(const Model& model, int32_t tokens)
+      : model_(model), spec_(model.config()), tokens_(tokens) {}
 
-  Result<Graph> Build() && {
-    const int64_t T = phase_.tokens;
+  Result<Graph> Build(const PhaseOptions& phase) && {
+    const int64_t T = tokens_;
     const ValueId tokens = KITE_TRY(b_.Input("tokens", DType::kI32, {T}));
     positions_ = KITE_TRY(b_.Input("positions", DType::kI32, {T}));
     ValueId x = KITE_TRY(b_.Embedding("token_embd", KITE_TRY(W("token_embd.weight")), tokens));
@@ -58,7 +35,7 @@ class LlamaBuilder {
       x = KITE_TRY(Block(layer, x));  // [T, hidden]
     }
     // Generation needs only the last token's logits: norm and lm_head run on one row.
-    if (!phase_.all_logits && T > 1) x = KITE_TRY(b_.Slice("last_token", x, 0, T - 1, T));
+    if (!phase.all_logits && T > 1) x = KITE_TRY(b_.Slice("last_token", x, 0, T - 1, T));
     x = KITE_TRY(b_.RmsNorm("output_norm", x, KITE_TRY(W("output_norm.weight")), spec_.rms_eps));
     const char* lm_head = spec_.tied_embeddings ? "token_embd.weight" : "output.weight";
     const ValueId logits = KITE_TRY(b_.MatMul("output", x, KITE_TRY(W(lm_head))));  // [T|1, vocab]
@@ -66,11 +43,19 @@ class LlamaBuilder {
     return std::move(b_).Finish();
   }
 
+  Result<Graph> BuildBlock(int32_t layer) && {
+    const int64_t T = tokens_;
+    const ValueId x = KITE_TRY(b_.Input("x", DType::kF32, {T, spec_.hidden}));
+    positions_ = KITE_TRY(b_.Input("positions", DType::kI32, {T}));
+    KITE_RETURN_IF_ERROR(b_.MarkOutput(KITE_TRY(Block(layer, x))));
+    return std::move(b_).Finish();
+  }
+
  private:
   // A weight as a graph value, each added once (tied embeddings are one value used twice).
   Result<ValueId> W(const std::string& name) {
     if (auto it = weights_.find(name); it != weights_.end()) return it->second;
-    const TensorView* view = KITE_TRY(spec_.Weight(name));
+    const TensorView* view = KITE_TRY(model_.Weight(name));
     const ValueId id = KITE_TRY(b_.Weight(*view));
     weights_.emplace(name, id);
     return id;
@@ -83,7 +68,7 @@ class LlamaBuilder {
   // x [T, hidden] -> x [T, hidden]
   Result<ValueId> Block(int32_t layer, ValueId x) {
     const std::string p = "blk." + std::to_string(layer) + ".";
-    const int64_t T = phase_.tokens;
+    const int64_t T = tokens_;
     const float eps = spec_.rms_eps;
 
     ValueId h = KITE_TRY(b_.RmsNorm(p + "attn_norm", x, KITE_TRY(W(p + "attn_norm.weight")), eps));
@@ -97,8 +82,8 @@ class LlamaBuilder {
     q = KITE_TRY(b_.Reshape(p + "q_heads", q, {T, Hq, D}));   // [T, Hq, D]
     k = KITE_TRY(b_.Reshape(p + "k_heads", k, {T, Hkv, D}));  // [T, Hkv, D]
     v = KITE_TRY(b_.Reshape(p + "v_heads", v, {T, Hkv, D}));  // [T, Hkv, D]
-    q = KITE_TRY(b_.Rope(p + "rope_q", q, positions_, rope_));
-    k = KITE_TRY(b_.Rope(p + "rope_k", k, positions_, rope_));
+    q = KITE_TRY(b_.Rope(p + "rope_q", q, positions_, spec_.rope));
+    k = KITE_TRY(b_.Rope(p + "rope_k", k, positions_, spec_.rope));
     const AttentionAttrs attention{.layer = layer,
                                    .scale = 1.0f / std::sqrt(static_cast<float>(spec_.head_dim))};
     ValueId a = KITE_TRY(b_.Attention(p + "attn", q, k, v, positions_, attention));  // [T, Hq, D]
@@ -118,22 +103,85 @@ class LlamaBuilder {
     return b_.Add(p + "ffn_residual", x, f);
   }
 
-  const ModelSpec& spec_;
-  const PhaseOptions& phase_;
-  const RopeAttrs rope_;
+  const Model& model_;
+  const ModelConfig& spec_;
+  const int32_t tokens_;
   GraphBuilder b_;
   ValueId positions_;
   std::map<std::string, ValueId> weights_;
 };
 
+Status CheckTokens(int32_t tokens) {
+  if (tokens < 1) {
+    return InvalidInput("graph phase of " + std::to_string(tokens) + " tokens, expected >= 1");
+  }
+  return Ok();
+}
+
+class LlamaModel final : public Model {
+ public:
+  using Model::Model;
+
+  Result<Graph> BuildGraph(const PhaseOptions& phase) const override {
+    KITE_RETURN_IF_ERROR(CheckTokens(phase.tokens));
+    return LlamaBuilder(*this, phase.tokens).Build(phase);
+  }
+
+  Result<Graph> BuildBlock(int32_t layer, int32_t tokens) const override {
+    KITE_RETURN_IF_ERROR(CheckTokens(tokens));
+    if (layer < 0 || layer >= config().n_layers) {
+      return InvalidInput(config().source + ": block " + std::to_string(layer) +
+                          ", expected 0.." + std::to_string(config().n_layers - 1));
+    }
+    return LlamaBuilder(*this, tokens).BuildBlock(layer);
+  }
+};
+
+std::unique_ptr<Model> CreateLlama(ModelConfig config, WeightStore weights,
+                                   Model::FileNames file_names) {
+  return std::make_unique<LlamaModel>(std::move(config), std::move(weights),
+                                      std::move(file_names));
+}
+
 }  // namespace
 
-Result<Graph> BuildLlamaGraph(const ModelSpec& spec, const PhaseOptions& phase) {
-  if (phase.tokens < 1) {
-    return InvalidInput("graph phase of " + std::to_string(phase.tokens) +
-                        " tokens, expected >= 1");
+std::vector<ExpectedTensor> LlamaTensors(const ModelConfig& spec) {
+  const int64_t hidden = spec.hidden;
+  const int64_t q_dim = static_cast<int64_t>(spec.n_heads) * spec.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(spec.n_kv_heads) * spec.head_dim;
+  const int64_t ffn = spec.ffn;
+  std::vector<ExpectedTensor> tensors;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    tensors.push_back({std::move(name), std::move(shape)});
+  };
+  add("token_embd.weight", {spec.vocab, hidden});
+  for (int32_t layer = 0; layer < spec.n_layers; ++layer) {
+    const std::string blk = "blk." + std::to_string(layer) + ".";
+    add(blk + "attn_norm.weight", {hidden});
+    add(blk + "attn_q.weight", {q_dim, hidden});
+    if (spec.q_bias) add(blk + "attn_q.bias", {q_dim});
+    add(blk + "attn_k.weight", {kv_dim, hidden});
+    if (spec.k_bias) add(blk + "attn_k.bias", {kv_dim});
+    add(blk + "attn_v.weight", {kv_dim, hidden});
+    if (spec.v_bias) add(blk + "attn_v.bias", {kv_dim});
+    add(blk + "attn_output.weight", {hidden, q_dim});
+    if (spec.o_bias) add(blk + "attn_output.bias", {hidden});
+    add(blk + "ffn_norm.weight", {hidden});
+    add(blk + "ffn_gate.weight", {ffn, hidden});
+    add(blk + "ffn_up.weight", {ffn, hidden});
+    add(blk + "ffn_down.weight", {hidden, ffn});
+    if (spec.mlp_bias) {
+      add(blk + "ffn_gate.bias", {ffn});
+      add(blk + "ffn_up.bias", {ffn});
+      add(blk + "ffn_down.bias", {hidden});
+    }
   }
-  return LlamaBuilder(spec, phase).Build();
+  add("output_norm.weight", {hidden});
+  if (!spec.tied_embeddings) add("output.weight", {spec.vocab, hidden});
+  return tensors;
 }
+
+const Architecture kLlamaArchitecture = {
+    .family = "llama", .tensors = &LlamaTensors, .create = &CreateLlama};
 
 }  // namespace kite

@@ -3,18 +3,20 @@
 #include <map>
 #include <string>
 
-#include "models/build_graph.h"
+#include "models/load_model.h"
 #include "models/test_model.h"
 
 namespace kite {
 namespace {
 
-ModelSpec LoadTestModel(const testing::TestModelOptions& options, const std::string& name) {
+// nullptr (and a test failure) when the model does not load.
+std::unique_ptr<Model> LoadTestModel(const testing::TestModelOptions& options,
+                                     const std::string& name) {
   const std::string path = ::testing::TempDir() + "kite_llama_graph_" + name + ".gguf";
   EXPECT_TRUE(testing::WriteTestModel(path, options).has_value());
-  auto spec = LoadGgufModel(path);
-  EXPECT_TRUE(spec.has_value()) << spec.error().message;
-  return spec ? std::move(*spec) : ModelSpec{};
+  auto model = LoadGgufModel(path);
+  EXPECT_TRUE(model.has_value()) << model.error().message;
+  return model ? std::move(*model) : nullptr;
 }
 
 std::map<std::string, int> CountOps(const Graph& graph) {
@@ -24,8 +26,10 @@ std::map<std::string, int> CountOps(const Graph& graph) {
 }
 
 TEST(LlamaGraphTest, PrefillGraphHasTheDecoderOps) {
-  ModelSpec spec = LoadTestModel({}, "plain");  // 2 layers, 4 heads (2 kv) of 8, vocab 300
-  auto graph = BuildModelGraph(spec, {.tokens = 5, .all_logits = true});
+  // 2 layers, 4 heads (2 kv) of 8, vocab 300
+  std::unique_ptr<Model> model = LoadTestModel({}, "plain");
+  ASSERT_NE(model, nullptr);
+  auto graph = model->BuildGraph({.tokens = 5, .all_logits = true});
   ASSERT_TRUE(graph.has_value()) << graph.error().message;
   const auto ops = CountOps(*graph);
   EXPECT_EQ(ops.at("embedding"), 1);
@@ -58,13 +62,14 @@ TEST(LlamaGraphTest, PrefillGraphHasTheDecoderOps) {
 }
 
 TEST(LlamaGraphTest, GenerationComputesOnlyTheLastRowOfLogits) {
-  ModelSpec spec = LoadTestModel({}, "last");
-  auto graph = BuildModelGraph(spec, {.tokens = 7, .all_logits = false});
+  std::unique_ptr<Model> model = LoadTestModel({}, "last");
+  ASSERT_NE(model, nullptr);
+  auto graph = model->BuildGraph({.tokens = 7, .all_logits = false});
   ASSERT_TRUE(graph.has_value()) << graph.error().message;
   EXPECT_EQ(CountOps(*graph).at("slice"), 1);
   EXPECT_EQ(graph->value(graph->outputs()[0]).shape, (std::vector<int64_t>{1, 300}));
 
-  auto decode = BuildModelGraph(spec, {.tokens = 1});
+  auto decode = model->BuildGraph({.tokens = 1});
   ASSERT_TRUE(decode.has_value()) << decode.error().message;
   EXPECT_FALSE(CountOps(*decode).contains("slice"));  // one row already
   EXPECT_EQ(decode->value(decode->outputs()[0]).shape, (std::vector<int64_t>{1, 300}));
@@ -74,8 +79,9 @@ TEST(LlamaGraphTest, TiedEmbeddingsShareOneWeight) {
   testing::TestModelOptions options;
   options.tied = true;
   options.qkv_bias = true;
-  ModelSpec spec = LoadTestModel(options, "tied");
-  auto graph = BuildModelGraph(spec, {.tokens = 2, .all_logits = true});
+  std::unique_ptr<Model> model = LoadTestModel(options, "tied");
+  ASSERT_NE(model, nullptr);
+  auto graph = model->BuildGraph({.tokens = 2, .all_logits = true});
   ASSERT_TRUE(graph.has_value()) << graph.error().message;
   const Node& embedding = graph->nodes().front();
   const Node& lm_head = graph->nodes().back();
@@ -88,12 +94,14 @@ TEST(LlamaGraphTest, TiedEmbeddingsShareOneWeight) {
 }
 
 TEST(LlamaGraphTest, RefusesAnEmptyPhaseAndUnknownFamily) {
-  ModelSpec spec = LoadTestModel({}, "refuse");
-  EXPECT_FALSE(BuildModelGraph(spec, {.tokens = 0}).has_value());
-  spec.family = "mamba";
-  auto graph = BuildModelGraph(spec, {.tokens = 1});
-  ASSERT_FALSE(graph.has_value());
-  EXPECT_EQ(graph.error().code, ErrorCode::kUnsupported);
+  std::unique_ptr<Model> model = LoadTestModel({}, "refuse");
+  ASSERT_NE(model, nullptr);
+  EXPECT_FALSE(model->BuildGraph({.tokens = 0}).has_value());
+  ModelConfig config = model->config();
+  config.family = "mamba";
+  auto architecture = FindArchitecture(config);
+  ASSERT_FALSE(architecture.has_value());
+  EXPECT_EQ(architecture.error().code, ErrorCode::kUnsupported);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// A llama.cpp GGUF file -> ModelSpec. Hyper-parameters come from the {arch}.* keys, the weights
-// are used in place under their GGUF names (Kite's canonical names), the tokenizer from the
-// tokenizer.ggml.* keys.
+// A llama.cpp GGUF file -> Model. Hyper-parameters come from the {arch}.* keys, the weights are
+// used in place under their GGUF names (Kite's canonical names). The tokenizer (tokenizer.ggml.*)
+// is read beside it by the runtime.
 //
 // RoPE layout: llama.cpp's converter permutes the q/k rows of arch "llama" models so that each
 // head's rotate-half pairs (i, i + D/2) become adjacent (2i, 2i + 1), and runs rope in its
@@ -14,8 +14,7 @@
 #include <vector>
 
 #include "format/gguf.h"
-#include "models/model_spec.h"
-#include "models/rope_freqs.h"
+#include "models/load_model.h"
 
 namespace kite {
 
@@ -23,12 +22,12 @@ namespace {
 
 struct GgufArchitecture {
   std::string_view name;
-  RopeSpec::Mode rope_mode;
+  RopeMode rope_mode;
 };
 
 constexpr std::array<GgufArchitecture, 2> kArchitectures = {{
-    {"llama", RopeSpec::Mode::kInterleaved},
-    {"qwen2", RopeSpec::Mode::kNeox},
+    {"llama", RopeMode::kInterleaved},
+    {"qwen2", RopeMode::kNeox},
 }};
 
 // Reads integer keys into int32 fields with range checks; messages name the file and key.
@@ -66,11 +65,11 @@ class Keys {
   std::string arch_;
 };
 
-Status SetRopeScaling(const GgufFile& gguf, const Keys& keys, RopeSpec* rope) {
+Status SetRopeScaling(const GgufFile& gguf, const Keys& keys, RopeAttrs* rope) {
   std::string type = "none";
   if (keys.Has("rope.scaling.type")) type = KITE_TRY(gguf.GetString(keys.Key("rope.scaling.type")));
   if (type == "linear") {
-    rope->scaling = RopeSpec::Scaling::kLinear;
+    rope->scaling = RopeScaling::kLinear;
     rope->factor = KITE_TRY(keys.Float("rope.scaling.factor", 1.0f));
   } else if (type != "none") {
     return Unsupported(gguf.name() + ": " + keys.Key("rope.scaling.type") + " '" + type +
@@ -79,26 +78,40 @@ Status SetRopeScaling(const GgufFile& gguf, const Keys& keys, RopeSpec* rope) {
   }
   const GgufTensorInfo* freqs = gguf.FindTensor("rope_freqs.weight");
   if (freqs == nullptr) return Ok();
-  if (rope->scaling != RopeSpec::Scaling::kNone) {
+  if (rope->scaling != RopeScaling::kNone) {
     return Unsupported(gguf.name() + ": both " + keys.Key("rope.scaling.type") +
                        " and rope_freqs.weight are given");
   }
+  // Llama 3.x: each rotary pair's frequency divisor, which the rope op applies as given (as
+  // llama.cpp does), whatever scaling computed them.
   const std::string what = gguf.name() + ": tensor 'rope_freqs.weight'";
+  const int64_t pairs = rope->rotary_dim / 2;
   if (freqs->dtype != DType::kF32 || freqs->shape.size() != 1) {
     return InvalidInput(what + " is " + ShapeString(freqs->shape) + " " +
                         std::string(DTypeName(freqs->dtype)) + ", expected [" +
-                        std::to_string(rope->rotary_dim / 2) + "] f32");
+                        std::to_string(pairs) + "] f32");
+  }
+  if (freqs->shape[0] != pairs) {
+    return InvalidInput(what + " has " + std::to_string(freqs->shape[0]) +
+                        " entries, expected one per rotary pair (" + std::to_string(pairs) + ")");
   }
   const TensorView view = gguf.View(*freqs);
-  std::vector<float> divisors(freqs->shape[0]);
-  std::memcpy(divisors.data(), view.data, divisors.size() * sizeof(float));
-  return RopeScalingFromDivisors(divisors, what, rope);
+  rope->divisors.resize(pairs);
+  std::memcpy(rope->divisors.data(), view.data, rope->divisors.size() * sizeof(float));
+  for (int64_t i = 0; i < pairs; ++i) {
+    if (!std::isfinite(rope->divisors[i]) || !(rope->divisors[i] > 0.0f)) {
+      return InvalidInput(what + "[" + std::to_string(i) + "] is " +
+                          std::to_string(rope->divisors[i]) + ", expected a finite divisor > 0");
+    }
+  }
+  rope->scaling = RopeScaling::kDivisors;
+  return Ok();
 }
 
 }  // namespace
 
-Result<ModelSpec> LoadGgufModel(const std::string& path) {
-  auto gguf = std::make_unique<GgufFile>(KITE_TRY(GgufFile::Open(path)));
+Result<std::unique_ptr<Model>> LoadGgufModel(const std::string& path) {
+  auto gguf = std::make_shared<const GgufFile>(KITE_TRY(GgufFile::Open(path)));
   const std::string arch = KITE_TRY(gguf->GetString("general.architecture"));
   const GgufArchitecture* known = nullptr;
   std::string names;
@@ -112,77 +125,79 @@ Result<ModelSpec> LoadGgufModel(const std::string& path) {
   }
   const Keys keys(*gguf, arch);
 
-  ModelSpec spec;
-  spec.family = "llama";
-  spec.architecture = arch;
-  spec.source = path;
-  spec.n_layers = KITE_TRY(keys.Int("block_count"));
-  spec.hidden = KITE_TRY(keys.Int("embedding_length"));
-  spec.ffn = KITE_TRY(keys.Int("feed_forward_length"));
-  spec.n_heads = KITE_TRY(keys.Int("attention.head_count"));
-  spec.n_kv_heads = KITE_TRY(keys.Int("attention.head_count_kv", spec.n_heads));
-  spec.head_dim = KITE_TRY(keys.Int("attention.key_length", spec.hidden / spec.n_heads));
+  ModelConfig config;
+  config.family = "llama";
+  config.architecture = arch;
+  config.source = path;
+  config.n_layers = KITE_TRY(keys.Int("block_count"));
+  config.hidden = KITE_TRY(keys.Int("embedding_length"));
+  config.ffn = KITE_TRY(keys.Int("feed_forward_length"));
+  config.n_heads = KITE_TRY(keys.Int("attention.head_count"));
+  config.n_kv_heads = KITE_TRY(keys.Int("attention.head_count_kv", config.n_heads));
+  config.head_dim = KITE_TRY(keys.Int("attention.key_length", config.hidden / config.n_heads));
   if (keys.Has("attention.value_length") &&
-      KITE_TRY(keys.Int("attention.value_length")) != spec.head_dim) {
+      KITE_TRY(keys.Int("attention.value_length")) != config.head_dim) {
     return Unsupported(path + ": " + keys.Key("attention.value_length") + " differs from " +
                        keys.Key("attention.key_length"));
   }
-  spec.rms_eps = KITE_TRY(keys.Float("attention.layer_norm_rms_epsilon", 1e-5f));
-  spec.context_length = KITE_TRY(keys.Int("context_length"));
-  spec.rope.mode = known->rope_mode;
-  spec.rope.theta = KITE_TRY(keys.Float("rope.freq_base", 10000.0f));
-  spec.rope.rotary_dim = KITE_TRY(keys.Int("rope.dimension_count", spec.head_dim));
-  if (spec.rope.rotary_dim % 2 != 0 || spec.rope.rotary_dim > spec.head_dim) {
+  config.rms_eps = KITE_TRY(keys.Float("attention.layer_norm_rms_epsilon", 1e-5f));
+  config.context_length = KITE_TRY(keys.Int("context_length"));
+  config.rope.mode = known->rope_mode;
+  config.rope.theta = KITE_TRY(keys.Float("rope.freq_base", 10000.0f));
+  config.rope.rotary_dim = KITE_TRY(keys.Int("rope.dimension_count", config.head_dim));
+  if (config.rope.rotary_dim % 2 != 0 || config.rope.rotary_dim > config.head_dim) {
     return InvalidInput(path + ": " + keys.Key("rope.dimension_count") + " is " +
-                        std::to_string(spec.rope.rotary_dim) +
+                        std::to_string(config.rope.rotary_dim) +
                         ", expected an even number up to "
                         "the head dim " +
-                        std::to_string(spec.head_dim));
+                        std::to_string(config.head_dim));
   }
-  KITE_RETURN_IF_ERROR(SetRopeScaling(*gguf, keys, &spec.rope));
+  KITE_RETURN_IF_ERROR(SetRopeScaling(*gguf, keys, &config.rope));
 
   // Sizes the keys do not give come from the tensors: vocab from the embedding's rows, the
   // optional parts from whether block 0 has them (every block must then have them).
   const GgufTensorInfo* embedding = gguf->FindTensor("token_embd.weight");
   if (embedding == nullptr || embedding->shape.size() != 2) {
     return NotFound(path + ": missing tensor 'token_embd.weight' [vocab, " +
-                    std::to_string(spec.hidden) + "]");
+                    std::to_string(config.hidden) + "]");
   }
   if (embedding->shape[0] > INT32_MAX) {
     return InvalidInput(path + ": token_embd.weight has " + std::to_string(embedding->shape[0]) +
                         " rows");
   }
-  spec.vocab = static_cast<int32_t>(embedding->shape[0]);
-  spec.tied_embeddings = gguf->FindTensor("output.weight") == nullptr;
+  config.vocab = static_cast<int32_t>(embedding->shape[0]);
+  config.tied_embeddings = gguf->FindTensor("output.weight") == nullptr;
   auto has = [&](const char* name) { return gguf->FindTensor(name) != nullptr; };
-  spec.q_bias = has("blk.0.attn_q.bias");
-  spec.k_bias = has("blk.0.attn_k.bias");
-  spec.v_bias = has("blk.0.attn_v.bias");
-  spec.o_bias = has("blk.0.attn_output.bias");
-  spec.mlp_bias = has("blk.0.ffn_down.bias");
+  config.q_bias = has("blk.0.attn_q.bias");
+  config.k_bias = has("blk.0.attn_k.bias");
+  config.v_bias = has("blk.0.attn_v.bias");
+  config.o_bias = has("blk.0.attn_output.bias");
+  config.mlp_bias = has("blk.0.ffn_down.bias");
 
+  KITE_RETURN_IF_ERROR(config.Check());
+  const Architecture* architecture = KITE_TRY(FindArchitecture(config));
   const GgufFile& file = *gguf;
+  const auto file_name = [](const std::string& name) { return name; };
+  WeightStore store;
   KITE_RETURN_IF_ERROR(BindWeights(
-      &spec,
+      config, architecture->tensors(config),
       [&](const std::string& name) -> Result<std::optional<TensorView>> {
         const GgufTensorInfo* info = file.FindTensor(name);
         if (info == nullptr) return std::optional<TensorView>();
         return std::optional<TensorView>(file.View(*info));
       },
-      [](const std::string& name) { return name; }));
+      file_name, &store));
   std::vector<std::string> file_tensors;
   for (const GgufTensorInfo& info : file.tensors()) file_tensors.push_back(info.name);
   KITE_RETURN_IF_ERROR(RefuseUnusedTensors(
-      spec, file_tensors,
+      config, store, file_name, file_tensors,
       // rope_freqs.weight (Llama 3.x GGUFs) is not a graph weight: SetRopeScaling read it into
-      // spec.rope above.
+      // config.rope above.
       [](std::string_view name) { return name == "rope_freqs.weight"; },
       "key '" + keys.Key("block_count") + "'"));
 
-  spec.tokenizer = KITE_TRY(Tokenizer::FromGguf(file));
-  spec.gguf = std::move(gguf);
-  KITE_RETURN_IF_ERROR(FinishSpec(&spec, {}));
-  return spec;
+  store.Keep(std::move(gguf));
+  return architecture->create(std::move(config), std::move(store), file_name);
 }
 
 }  // namespace kite

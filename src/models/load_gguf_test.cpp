@@ -1,8 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
-#include "models/model_spec.h"
+#include "models/load_model.h"
 #include "models/test_model.h"
 
 namespace kite {
@@ -31,8 +32,9 @@ std::string WithKey(const std::string& path, const std::string& key, uint32_t va
 
 TEST(LoadGgufTest, ReadsHyperParametersAndWeights) {
   TestModelOptions options;  // 2 layers, hidden 32, 4 heads (2 kv) of 8, ffn 48, vocab 300
-  auto spec = LoadGgufModel(Write(options, "llama"));
-  ASSERT_TRUE(spec.has_value()) << spec.error().message;
+  auto model = LoadGgufModel(Write(options, "llama"));
+  ASSERT_TRUE(model.has_value()) << model.error().message;
+  const ModelConfig* spec = &(*model)->config();
   EXPECT_EQ(spec->architecture, "llama");
   EXPECT_EQ(spec->n_layers, 2);
   EXPECT_EQ(spec->hidden, 32);
@@ -44,22 +46,19 @@ TEST(LoadGgufTest, ReadsHyperParametersAndWeights) {
   EXPECT_EQ(spec->context_length, 256);
   EXPECT_FLOAT_EQ(spec->rms_eps, 1e-5f);
   // llama.cpp's converter permuted llama's q/k rows: interleaved pairs.
-  EXPECT_EQ(spec->rope.mode, RopeSpec::Mode::kInterleaved);
+  EXPECT_EQ(spec->rope.mode, RopeMode::kInterleaved);
   EXPECT_EQ(spec->rope.rotary_dim, 8);
-  EXPECT_EQ(spec->rope.scaling, RopeSpec::Scaling::kNone);
+  EXPECT_EQ(spec->rope.scaling, RopeScaling::kNone);
   EXPECT_FALSE(spec->tied_embeddings);
   EXPECT_FALSE(spec->q_bias);
   // embedding, 9 per layer, output norm, lm_head
-  EXPECT_EQ(spec->weights.size(), 1u + 2 * 9 + 2);
-  auto wk = spec->Weight("blk.1.attn_k.weight");
+  EXPECT_EQ((*model)->weights().weights().size(), 1u + 2 * 9 + 2);
+  auto wk = (*model)->Weight("blk.1.attn_k.weight");
   ASSERT_TRUE(wk.has_value());
   EXPECT_EQ((*wk)->shape, (std::vector<int64_t>{16, 32}));
   EXPECT_EQ((*wk)->dtype, DType::kF32);
   // All F32: (300*32*2 + 32 + 2*(2*32 + 32*32*2 + 16*32*2 + 3*48*32)) * 4 bytes.
-  EXPECT_EQ(spec->WeightBytes(), (300u * 32 * 2 + 32 + 2 * (64 + 2048 + 1024 + 4608)) * 4);
-  ASSERT_NE(spec->tokenizer, nullptr);
-  EXPECT_EQ(spec->tokenizer->vocab_size(), 300);
-  EXPECT_EQ(spec->eos_ids, std::vector<int32_t>{2});
+  EXPECT_EQ((*model)->weights().Bytes(), (300u * 32 * 2 + 32 + 2 * (64 + 2048 + 1024 + 4608)) * 4);
 }
 
 TEST(LoadGgufTest, Qwen2KeepsNeoxRopeAndFindsBiasesAndTiedEmbeddings) {
@@ -67,23 +66,50 @@ TEST(LoadGgufTest, Qwen2KeepsNeoxRopeAndFindsBiasesAndTiedEmbeddings) {
   options.arch = "qwen2";
   options.qkv_bias = true;
   options.tied = true;
-  auto spec = LoadGgufModel(Write(options, "qwen2"));
-  ASSERT_TRUE(spec.has_value()) << spec.error().message;
-  EXPECT_EQ(spec->rope.mode, RopeSpec::Mode::kNeox);
+  auto model = LoadGgufModel(Write(options, "qwen2"));
+  ASSERT_TRUE(model.has_value()) << model.error().message;
+  const ModelConfig* spec = &(*model)->config();
+  EXPECT_EQ(spec->rope.mode, RopeMode::kNeox);
   EXPECT_TRUE(spec->q_bias && spec->k_bias && spec->v_bias);
   EXPECT_FALSE(spec->o_bias || spec->mlp_bias);
   EXPECT_TRUE(spec->tied_embeddings);
-  EXPECT_FALSE(spec->Weight("output.weight").has_value());
-  EXPECT_TRUE(spec->Weight("blk.0.attn_v.bias").has_value());
+  EXPECT_FALSE((*model)->Weight("output.weight").has_value());
+  EXPECT_TRUE((*model)->Weight("blk.0.attn_v.bias").has_value());
 }
 
-TEST(LoadGgufTest, RopeFreqsBecomeLlama3Scaling) {
+TEST(LoadGgufTest, RopeFreqsBecomeTheRopesDivisors) {
   TestModelOptions options;  // head_dim 8, theta 1e4: wavelengths 6.3, 63, 628, 6283
   options.rope_freqs = {1.0f, 1.0f / (0.5f / 4.0f + 0.5f), 4.0f, 4.0f};
-  auto spec = LoadGgufModel(Write(options, "rope_freqs"));
-  ASSERT_TRUE(spec.has_value()) << spec.error().message;
-  EXPECT_EQ(spec->rope.scaling, RopeSpec::Scaling::kLlama3);
-  EXPECT_FLOAT_EQ(spec->rope.factor, 4.0f);
+  auto model = LoadGgufModel(Write(options, "rope_freqs"));
+  ASSERT_TRUE(model.has_value()) << model.error().message;
+  const ModelConfig* spec = &(*model)->config();
+  EXPECT_EQ(spec->rope.scaling, RopeScaling::kDivisors);
+  EXPECT_EQ(spec->rope.divisors, options.rope_freqs);
+  // And the graph's rope nodes carry them.
+  auto graph = (*model)->BuildGraph({.tokens = 1});
+  ASSERT_TRUE(graph.has_value()) << graph.error().message;
+  for (const Node& node : graph->nodes()) {
+    if (node.op() == OpKind::kRope) {
+      EXPECT_EQ(node.as<RopeAttrs>().divisors, options.rope_freqs);
+    }
+  }
+}
+
+TEST(LoadGgufTest, RopeFreqsOfTheWrongSizeOrValueAreRefused) {
+  TestModelOptions options;  // head_dim 8: 4 rotary pairs
+  options.rope_freqs = {1.0f, 1.0f, 1.0f};
+  auto model = LoadGgufModel(Write(options, "rope_freqs_3"));
+  ASSERT_FALSE(model.has_value());
+  EXPECT_TRUE(Contains(model.error().message,
+                       "'rope_freqs.weight' has 3 entries, expected one per rotary pair (4)"))
+      << model.error().message;
+  for (float bad : {0.0f, -1.0f, NAN, INFINITY}) {
+    options.rope_freqs = {1.0f, bad, 1.0f, 1.0f};
+    model = LoadGgufModel(Write(options, "rope_freqs_bad"));
+    ASSERT_FALSE(model.has_value()) << bad;
+    EXPECT_TRUE(Contains(model.error().message, "'rope_freqs.weight'[1] is"))
+        << model.error().message;
+  }
 }
 
 TEST(LoadGgufTest, UnsupportedArchitectureNamesTheSupportedOnes) {
@@ -119,29 +145,6 @@ TEST(LoadGgufTest, WrongShapeGivesBothShapes) {
       << spec.error().message;
 }
 
-TEST(LoadGgufTest, TokenizerLargerThanEmbeddingIsRefused) {
-  TestModelOptions options;
-  options.vocab = 280;
-  options.tokenizer_vocab = 300;
-  auto spec = LoadGgufModel(Write(options, "big_tokenizer"));
-  ASSERT_FALSE(spec.has_value());
-  EXPECT_TRUE(Contains(spec.error().message, "300 tokens")) << spec.error().message;
-  EXPECT_TRUE(Contains(spec.error().message, "only 280 rows")) << spec.error().message;
-
-  options.vocab = 320;  // padding rows past the tokenizer are fine, with a warning
-  auto padded = LoadGgufModel(Write(options, "padded"));
-  ASSERT_TRUE(padded.has_value()) << padded.error().message;
-  EXPECT_EQ(padded->vocab, 320);
-  ASSERT_EQ(padded->warnings.size(), 1u);
-  EXPECT_TRUE(Contains(padded->warnings[0], "300 tokens, the embedding 320 rows"))
-      << padded->warnings[0];
-
-  options.vocab = 300;
-  auto exact = LoadGgufModel(Write(options, "exact_vocab"));
-  ASSERT_TRUE(exact.has_value()) << exact.error().message;
-  EXPECT_TRUE(exact->warnings.empty());
-}
-
 // llama.cpp refuses such a file ("wrong number of tensors"); Kite used to run the first layers.
 TEST(LoadGgufTest, FewerLayersThanTheWeightsIsRefusedNamingTheUnusedTensors) {
   TestModelOptions options;
@@ -170,12 +173,13 @@ TEST(LoadGgufTest, APartThatBlockZeroLacksIsRefused) {
   EXPECT_TRUE(Contains(message, "block 0 included")) << message;
 }
 
-TEST(LoadModelSpecTest, PicksTheLoaderByPath) {
-  auto missing = LoadModelSpec(::testing::TempDir() + "no_such_model.gguf");
+TEST(LoadModelTest, PicksTheLoaderByPath) {
+  auto missing = LoadModel(::testing::TempDir() + "no_such_model.gguf");
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
-  auto gguf = LoadModelSpec(Write(TestModelOptions{}, "by_path"));
-  ASSERT_TRUE(gguf.has_value()) << gguf.error().message;
+  auto gguf_model = LoadModel(Write(TestModelOptions{}, "by_path"));
+  ASSERT_TRUE(gguf_model.has_value()) << gguf_model.error().message;
+  const ModelConfig* gguf = &(*gguf_model)->config();
   EXPECT_EQ(gguf->architecture, "llama");
 }
 

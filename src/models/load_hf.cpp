@@ -1,20 +1,16 @@
-// A Hugging Face model folder -> ModelSpec: config.json (format/hf_config.h), the safetensors
-// weights under their transformers names, and the tokenizer files. HF checkpoints keep q/k in
-// the rotate-half layout, so RoPE runs in neox mode.
-#include <array>
+// A Hugging Face model folder -> Model: config.json (models/hf_architectures.h) and the
+// safetensors weights under their transformers names (the tokenizer files are read beside it by
+// the runtime).
 #include <string>
 #include <string_view>
 
-#include "format/hf_config.h"
 #include "format/safetensors.h"
-#include "models/model_spec.h"
+#include "models/hf_architectures.h"
+#include "models/load_model.h"
 
 namespace kite {
 
 namespace {
-
-constexpr std::array<std::string_view, 3> kSupported = {"LlamaForCausalLM", "MistralForCausalLM",
-                                                        "Qwen2ForCausalLM"};
 
 // transformers' parameter name of a canonical (GGUF-style) weight name.
 std::string HfName(const std::string& canonical) {
@@ -46,87 +42,33 @@ std::string HfName(const std::string& canonical) {
   return canonical;
 }
 
-Status SetRope(const HfConfig& config, RopeSpec* rope) {
-  rope->mode = RopeSpec::Mode::kNeox;
-  rope->theta = static_cast<float>(config.rope_theta);
-  rope->rotary_dim = static_cast<int32_t>(config.head_dim);
-  const std::string& type = config.rope_scaling.type;
-  rope->factor = config.rope_scaling.factor;
-  if (type == "none") {
-    rope->scaling = RopeSpec::Scaling::kNone;
-  } else if (type == "linear") {
-    rope->scaling = RopeSpec::Scaling::kLinear;
-  } else if (type == "llama3") {
-    rope->scaling = RopeSpec::Scaling::kLlama3;
-    rope->low_freq_factor = config.rope_scaling.low_freq_factor;
-    rope->high_freq_factor = config.rope_scaling.high_freq_factor;
-    rope->original_max_position =
-        static_cast<int32_t>(config.rope_scaling.original_max_position_embeddings);
-  } else {
-    return Unsupported("rope_scaling type '" + type + "' (supported: linear, llama3)");
-  }
-  return Ok();
-}
-
 }  // namespace
 
-Result<ModelSpec> LoadHfModel(const std::string& folder) {
-  const HfConfig config = KITE_TRY(LoadHfConfig(folder));
-  bool supported = false;
-  std::string names;
-  for (std::string_view name : kSupported) {
-    supported |= config.architecture == name;
-    names += (names.empty() ? "" : ", ") + std::string(name);
-  }
-  if (!supported) {
-    return Unsupported(folder + ": architecture '" + config.architecture +
-                       "' is not supported (supported: " + names + ")");
-  }
+Result<std::unique_ptr<Model>> LoadHfModel(const std::string& folder) {
+  ModelConfig config = KITE_TRY(LoadHfModelConfig(folder));
+  config.source = folder;
+  KITE_RETURN_IF_ERROR(config.Check());
+  const Architecture* architecture = KITE_TRY(FindArchitecture(config));
 
-  ModelSpec spec;
-  spec.family = "llama";
-  spec.architecture = config.architecture;
-  spec.source = folder;
-  // config.json sizes were checked against int32 range by ParseHfConfig.
-  spec.n_layers = static_cast<int32_t>(config.num_hidden_layers);
-  spec.hidden = static_cast<int32_t>(config.hidden_size);
-  spec.n_heads = static_cast<int32_t>(config.num_attention_heads);
-  spec.n_kv_heads = static_cast<int32_t>(config.num_key_value_heads);
-  spec.head_dim = static_cast<int32_t>(config.head_dim);
-  spec.ffn = static_cast<int32_t>(config.intermediate_size);
-  spec.vocab = static_cast<int32_t>(config.vocab_size);
-  spec.rms_eps = static_cast<float>(config.rms_norm_eps);
-  spec.context_length = static_cast<int32_t>(config.max_position_embeddings);
-  spec.sliding_window = static_cast<int32_t>(config.sliding_window.value_or(0));
-  spec.tied_embeddings = config.tie_word_embeddings;
-  spec.q_bias = spec.k_bias = spec.v_bias = config.attention_bias;
-  spec.o_bias = config.attention_out_bias;
-  spec.mlp_bias = config.mlp_bias;
-  if (config.hidden_act != "silu") {
-    return Unsupported(folder + ": hidden_act '" + config.hidden_act +
-                       "' (the Llama family's SwiGLU needs silu)");
-  }
-  auto rope = SetRope(config, &spec.rope);
-  if (!rope) return std::unexpected(std::move(rope.error()).WithContext(folder + "/config.json"));
-
-  spec.safetensors =
-      std::make_unique<SafetensorsModel>(KITE_TRY(SafetensorsModel::OpenFolder(folder)));
-  const SafetensorsModel& weights = *spec.safetensors;
+  auto files =
+      std::make_shared<const SafetensorsModel>(KITE_TRY(SafetensorsModel::OpenFolder(folder)));
+  const SafetensorsModel& weights = *files;
+  WeightStore store;
   KITE_RETURN_IF_ERROR(BindWeights(
-      &spec,
+      config, architecture->tensors(config),
       [&](const std::string& name) -> Result<std::optional<TensorView>> {
         const std::string hf_name = HfName(name);
         if (weights.Find(hf_name) == nullptr) return std::optional<TensorView>();
         return std::optional<TensorView>(KITE_TRY(weights.GetTensor(hf_name)));
       },
-      HfName));
+      HfName, &store));
   std::vector<std::string> file_tensors;
   for (const SafetensorsModel::Entry& entry : weights.tensors()) {
     file_tensors.push_back(entry.tensor->name);
   }
-  const bool tied = spec.tied_embeddings;
+  const bool tied = config.tied_embeddings;
   KITE_RETURN_IF_ERROR(RefuseUnusedTensors(
-      spec, file_tensors,
+      config, store, HfName, file_tensors,
       [tied](std::string_view name) {
         // Older transformers releases saved RoPE's inverse frequencies as a buffer in every layer
         // (model.layers.N.self_attn.rotary_emb.inv_freq); Kite computes them from rope_theta
@@ -138,9 +80,8 @@ Result<ModelSpec> LoadHfModel(const std::string& folder) {
       },
       "config.json num_hidden_layers"));
 
-  spec.tokenizer = KITE_TRY(Tokenizer::Load(folder));
-  KITE_RETURN_IF_ERROR(FinishSpec(&spec, config.eos_token_ids));
-  return spec;
+  store.Keep(std::move(files));
+  return architecture->create(std::move(config), std::move(store), HfName);
 }
 
 }  // namespace kite

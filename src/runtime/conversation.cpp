@@ -66,7 +66,7 @@ Status Conversation::Save(const std::string& path) {
   for (const ChatMessage& m : messages_) {
     messages.push_back({{"role", m.role}, {"content", m.content}});
   }
-  AtomicOutput out = KITE_TRY(AtomicOutput::Create(path + ".json", {engine_.spec().source}));
+  AtomicOutput out = KITE_TRY(AtomicOutput::Create(path + ".json", {engine_.config().source}));
   KITE_RETURN_IF_ERROR(
       out.Write(messages.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
   return out.Commit();

@@ -8,7 +8,6 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
 #include "base/thread_pool.h"
-#include "models/build_graph.h"
 #include "models/check_tensors.h"
 
 namespace kite {
@@ -42,9 +41,9 @@ uint64_t PhysicalMemoryBytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
 }
 
-uint64_t KvBytesPerPosition(const ModelSpec& spec, DType kv_dtype) {
-  return 2 * static_cast<uint64_t>(spec.n_layers) * static_cast<uint64_t>(spec.n_kv_heads) *
-         KvHeadBytes(kv_dtype, spec.head_dim);
+uint64_t KvBytesPerPosition(const KvLayout& kv, DType kv_dtype) {
+  return 2 * static_cast<uint64_t>(kv.n_layers) * static_cast<uint64_t>(kv.n_kv_heads) *
+         KvHeadBytes(kv_dtype, kv.head_dim);
 }
 
 Status CheckOptions(const EngineOptions& options) {
@@ -80,10 +79,12 @@ Status CheckOptions(const EngineOptions& options) {
 
 std::vector<std::string> AvailableBackends() { return {"ref", "cpu"}; }
 
-Engine::Engine(ModelSpec spec, EngineOptions options, int32_t context_length,
+Engine::Engine(ModelFiles files, EngineOptions options, int32_t context_length,
                std::unique_ptr<KvPool> kv_pool, uint64_t kv_bytes,
                std::vector<std::unique_ptr<Backend>> backends)
-    : spec_(std::move(spec)),
+    : model_(std::move(files.model)),
+      tokenizer_(std::move(files.tokenizer)),
+      eos_ids_(std::move(files.eos_ids)),
       options_(std::move(options)),
       context_length_(context_length),
       kv_pool_(std::move(kv_pool)),
@@ -92,16 +93,24 @@ Engine::Engine(ModelSpec spec, EngineOptions options, int32_t context_length,
 
 Engine::~Engine() = default;
 
-uint64_t Engine::KvBytesPerToken() const { return KvBytesPerPosition(spec_, options_.kv_dtype); }
+uint64_t Engine::KvBytesPerToken() const {
+  return KvBytesPerPosition(model_->kv_layout(), options_.kv_dtype);
+}
+
+bool Engine::IsEos(int32_t id) const {
+  return std::find(eos_ids_.begin(), eos_ids_.end(), id) != eos_ids_.end();
+}
 
 Result<std::unique_ptr<Engine>> Engine::Load(const std::string& path,
                                              const EngineOptions& options) {
   KITE_RETURN_IF_ERROR(CheckOptions(options));
-  return Create(KITE_TRY(LoadModelSpec(path)), options);
+  return Create(KITE_TRY(LoadModelFiles(path)), options);
 }
 
-Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptions& options) {
+Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOptions& options) {
   KITE_RETURN_IF_ERROR(CheckOptions(options));
+  const ModelConfig& spec = files.model->config();
+  const KvLayout kv = files.model->kv_layout();
   const int32_t context = options.context_length > 0
                               ? options.context_length
                               : std::min(spec.context_length, kDefaultContextCap);
@@ -114,15 +123,15 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
   }
 
   // Before the memory check, which counts whole blocks: named with the model's path.
-  if (Status whole = CheckKvHeadDim(options.kv_dtype, spec.head_dim); !whole) {
+  if (Status whole = CheckKvHeadDim(options.kv_dtype, kv.head_dim); !whole) {
     return std::unexpected(std::move(whole.error()).WithContext(spec.source));
   }
 
   if (options.check_tensors) {
     ThreadPool pool(options.threads);
-    KITE_RETURN_IF_ERROR(CheckTensorsFinite(spec, &pool));
+    KITE_RETURN_IF_ERROR(CheckTensorsFinite(*files.model, &pool));
   }
-  std::vector<std::string> warnings = spec.warnings;
+  std::vector<std::string> warnings = files.warnings;
   if (context > spec.context_length) {
     warnings.push_back("a context of " + std::to_string(context) +
                        " positions is longer than the " + std::to_string(spec.context_length) +
@@ -138,7 +147,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
       (int64_t{context} + options.kv_page_size - 1) / options.kv_page_size * options.parallel;
   const long double kv_bytes_exact = static_cast<long double>(pages_per_layer) *
                                      options.kv_page_size *
-                                     KvBytesPerPosition(spec, options.kv_dtype);
+                                     KvBytesPerPosition(kv, options.kv_dtype);
   const uint64_t memory = PhysicalMemoryBytes();
   if (kv_bytes_exact > static_cast<long double>(memory)) {
     return OutOfResources("a context of " + std::to_string(context) + " positions" +
@@ -147,17 +156,17 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
                                : std::string()) +
                           " needs " +
                           std::to_string(static_cast<unsigned long long>(kv_bytes_exact)) +
-                          " bytes of KV cache (" + std::to_string(spec.n_layers) + " layers x " +
-                          std::to_string(spec.n_kv_heads) + " kv heads x " +
-                          std::to_string(spec.head_dim) + " x k,v x " +
+                          " bytes of KV cache (" + std::to_string(kv.n_layers) + " layers x " +
+                          std::to_string(kv.n_kv_heads) + " kv heads x " +
+                          std::to_string(kv.head_dim) + " x k,v x " +
                           std::string(DTypeName(options.kv_dtype)) + "); this machine has " +
                           std::to_string(memory) + " bytes of memory");
   }
-  const KvCacheConfig config{.n_layers = spec.n_layers,
-                             .n_kv_heads = spec.n_kv_heads,
-                             .head_dim = spec.head_dim,
+  const KvCacheConfig config{.n_layers = kv.n_layers,
+                             .n_kv_heads = kv.n_kv_heads,
+                             .head_dim = kv.head_dim,
                              .page_size = options.kv_page_size,
-                             .n_pages = pages_per_layer * spec.n_layers,
+                             .n_pages = pages_per_layer * kv.n_layers,
                              .dtype = options.kv_dtype};
   auto pool = KvPool::Create(config);
   if (!pool) {
@@ -167,7 +176,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelSpec spec, const EngineOptio
   }
 
   std::vector<std::unique_ptr<Backend>> backends = KITE_TRY(MakeBackends(options));
-  std::unique_ptr<Engine> engine(new Engine(std::move(spec), options, context, std::move(*pool),
+  std::unique_ptr<Engine> engine(new Engine(std::move(files), options, context, std::move(*pool),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));
   engine->warnings_ = std::move(warnings);
@@ -209,7 +218,7 @@ Result<std::shared_ptr<Engine::GraphLease::Entry>> Engine::Compile(const GraphKe
     if (auto it = graphs_.find(key); it != graphs_.end()) return it->second;
   }
   const PhaseOptions phase{.tokens = key.tokens, .all_logits = key.all_logits};
-  Graph graph = KITE_TRY(BuildModelGraph(spec_, phase));
+  Graph graph = KITE_TRY(model_->BuildGraph(phase));
   std::vector<Backend*> backends;
   for (const auto& backend : backends_) backends.push_back(backend.get());
   auto entry = std::make_shared<GraphLease::Entry>(

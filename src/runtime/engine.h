@@ -1,5 +1,5 @@
 // Engine: a loaded model ready to run, shared by any number of sessions and threads. It owns the
-// ModelSpec (weights mmap'd, tokenizer), the backends, the KV page pool (sized at load: `parallel`
+// Model (weights mmap'd) and its tokenizer, the backends, the KV page pool (sized at load: `parallel`
 // whole contexts) and the compiled graphs, one per phase shape: a decode step (T = 1) compiled
 // at load, prefill chunks compiled on first use and cached. After Load nothing a caller sees
 // changes: every method is const and thread-safe. What a run writes is lent to it: a session
@@ -16,15 +16,17 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backends/backend.h"
 #include "base/status.h"
-#include "models/model_spec.h"
+#include "models/model.h"
 #include "runtime/executable.h"
 #include "runtime/kv_pool.h"
+#include "runtime/model_files.h"
 #include "tensor/dtype.h"
 #include "tokenizer/tokenizer.h"
 
@@ -53,15 +55,20 @@ class Engine {
   // `path`: a Hugging Face folder or a .gguf file.
   static Result<std::unique_ptr<Engine>> Load(const std::string& path,
                                               const EngineOptions& options);
-  // An already loaded spec (tests, converters).
-  static Result<std::unique_ptr<Engine>> Create(ModelSpec spec, const EngineOptions& options);
+  // An already loaded model and tokenizer (tests, converters).
+  static Result<std::unique_ptr<Engine>> Create(ModelFiles files, const EngineOptions& options);
 
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
   ~Engine();
 
-  const ModelSpec& spec() const { return spec_; }
-  const Tokenizer& tokenizer() const { return *spec_.tokenizer; }
+  const Model& model() const { return *model_; }
+  const ModelConfig& config() const { return model_->config(); }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The one answer to "does this id end generation": the tokenizer's end-of-text ids and those
+  // the model's config names (ModelFiles::eos_ids).
+  bool IsEos(int32_t id) const;
+  std::span<const int32_t> eos_ids() const { return eos_ids_; }
   const EngineOptions& options() const { return options_; }
   int32_t context_length() const { return context_length_; }
   // What the user should know about this model and these options, each said once: the
@@ -75,7 +82,7 @@ class Engine {
   // position takes in every layer (k and v).
   uint64_t KvCacheBytes() const { return kv_bytes_; }
   uint64_t KvBytesPerToken() const;
-  uint64_t WeightBytes() const { return spec_.WeightBytes(); }
+  uint64_t WeightBytes() const { return model_->weights().Bytes(); }
 
   // The KV cache's pages: every layer's pages for `parallel` whole contexts. Sessions take
   // their sequences from it.
@@ -127,14 +134,16 @@ class Engine {
     bool all_logits;
     auto operator<=>(const GraphKey&) const = default;
   };
-  Engine(ModelSpec spec, EngineOptions options, int32_t context_length,
+  Engine(ModelFiles files, EngineOptions options, int32_t context_length,
          std::unique_ptr<KvPool> kv_pool, uint64_t kv_bytes,
          std::vector<std::unique_ptr<Backend>> backends);
 
   // Builds and compiles the graph of `key` and caches it (unless another thread just did).
   Result<std::shared_ptr<GraphLease::Entry>> Compile(const GraphKey& key) const;
 
-  ModelSpec spec_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::vector<int32_t> eos_ids_;
   EngineOptions options_;
   int32_t context_length_;
   std::unique_ptr<KvPool> kv_pool_;

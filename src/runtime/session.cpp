@@ -63,7 +63,7 @@ Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> token
 
 Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bool all_logits) {
   if (tokens.empty()) return InvalidInput("no tokens to feed");
-  const int32_t vocab = engine_.spec().vocab;
+  const int32_t vocab = engine_.config().vocab;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i] < 0 || tokens[i] >= vocab) {
       return InvalidInput("token " + std::to_string(i) + " is id " + std::to_string(tokens[i]) +
@@ -114,7 +114,6 @@ void Session::Reset() {
 Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> prompt_ids,
                                                   const GenerateOptions& options) {
   if (prompt_ids.empty()) return InvalidInput("the prompt is empty");
-  const ModelSpec& spec = engine_.spec();
   const Tokenizer& tokenizer = engine_.tokenizer();
   GenerateResult result;
   result.prompt_tokens = static_cast<int32_t>(prompt_ids.size());
@@ -145,8 +144,7 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
     const std::span<const float> candidates = logits.first(n_tokens);  // [n_tokens]
     KITE_RETURN_IF_ERROR(CheckLogitsFinite(candidates, n_past()));
     const int32_t id = sampler.Sample(candidates, history_);
-    if (!options.ignore_eos &&
-        std::find(spec.eos_ids.begin(), spec.eos_ids.end(), id) != spec.eos_ids.end()) {
+    if (!options.ignore_eos && engine_.IsEos(id)) {
       result.stop_reason = "eos";
       break;
     }

@@ -37,14 +37,15 @@ std::string Hex(uint64_t value) {
 // bytes (all of a tensor up to 64 KiB). Another model of the same shape, or a fine-tune that kept
 // the embeddings, differs in the sampled bytes of its changed tensors; hashing every byte would
 // read the whole model on each /save and /load.
-uint64_t ModelIdentity(const ModelSpec& spec) {
+uint64_t ModelIdentity(const Model& model) {
+  const ModelConfig& spec = model.config();
   uint64_t hash = Fnv1aString(spec.architecture);
   for (int32_t v : {spec.n_layers, spec.hidden, spec.n_heads, spec.n_kv_heads, spec.head_dim,
                     spec.ffn, spec.vocab}) {
     hash = Fnv1a(&v, sizeof v, hash);
   }
   constexpr uint64_t kWindows = 16, kWindow = 4096;
-  for (const auto& [name, view] : spec.weights) {
+  for (const auto& [name, view] : model.weights().weights()) {
     hash = Fnv1aString(name, hash);
     hash = Fnv1aString(DTypeName(view.dtype), hash);
     for (int64_t dim : view.shape) hash = Fnv1a(&dim, sizeof dim, hash);
@@ -74,11 +75,11 @@ Result<uint64_t> GetUint64(const GgufFile& file, const std::string& path, const 
 }  // namespace
 
 Status Session::Save(const std::string& path) const {
-  const ModelSpec& spec = engine_.spec();
+  const ModelConfig& spec = engine_.config();
   const KvCacheConfig& kv = sequence_.config();
   GgufWriter writer;
   writer.SetUint32("kite.session.version", kSessionVersion);
-  writer.SetValue("kite.session.model", GgufValue{ModelIdentity(spec)});
+  writer.SetValue("kite.session.model", GgufValue{ModelIdentity(engine_.model())});
   writer.SetUint32("kite.session.n_layers", static_cast<uint32_t>(spec.n_layers));
   writer.SetUint32("kite.session.n_kv_heads", static_cast<uint32_t>(spec.n_kv_heads));
   writer.SetUint32("kite.session.head_dim", static_cast<uint32_t>(spec.head_dim));
@@ -124,7 +125,7 @@ Status Session::Save(const std::string& path) const {
 
 Status Session::Load(const std::string& path) {
   const GgufFile file = KITE_TRY(GgufFile::Open(path));
-  const ModelSpec& spec = engine_.spec();
+  const ModelConfig& spec = engine_.config();
   const KvCacheConfig& kv = sequence_.config();
   auto expect = [&](const char* key, int64_t want) -> Status {
     const int64_t have = KITE_TRY(file.GetInt(key));
@@ -145,9 +146,9 @@ Status Session::Load(const std::string& path) {
   KITE_RETURN_IF_ERROR(expect("kite.session.head_dim", spec.head_dim));
   KITE_RETURN_IF_ERROR(expect("kite.session.vocab", spec.vocab));
   const uint64_t model = KITE_TRY(GetUint64(file, path, "kite.session.model"));
-  if (model != ModelIdentity(spec)) {
+  if (model != ModelIdentity(engine_.model())) {
     return InvalidInput(path + ": saved with another model (identity " + Hex(model) + "; " +
-                        "this model is " + Hex(ModelIdentity(spec)) +
+                        "this model is " + Hex(ModelIdentity(engine_.model())) +
                         "): its KV cache does not apply to these weights");
   }
   const uint64_t stored = KITE_TRY(GetUint64(file, path, "kite.session.checksum"));

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "runtime/executable.h"
+#include "runtime/kv_pool.h"
 
 namespace kite::testing {
 
@@ -39,6 +40,21 @@ class GraphRunner {
 
   std::unique_ptr<Executable> executable_;
   std::unique_ptr<RunState> state_;
+};
+
+// A KV pool and one sequence of it: the cache of a kernel or model test that runs one sequence.
+struct KvCache {
+  static Result<KvCache> Create(const KvCacheConfig& config) {
+    KvCache cache;
+    cache.pool = KITE_TRY(KvPool::Create(config));
+    cache.sequence = std::make_unique<KvSequence>(cache.pool.get());
+    return cache;
+  }
+  Status Resize(int64_t length) { return sequence->Resize(length); }
+  KvCacheView view() const { return sequence->batch_view(); }
+
+  std::unique_ptr<KvPool> pool;
+  std::unique_ptr<KvSequence> sequence;
 };
 
 }  // namespace kite::testing

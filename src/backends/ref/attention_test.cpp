@@ -75,20 +75,14 @@ std::vector<float> RunChunk(const Qkv& qkv, int64_t begin, int64_t count, KvSequ
 }
 
 // A pool of 32 pages and one sequence in it.
-struct Cache {
-  std::unique_ptr<KvPool> pool;
-  std::unique_ptr<KvSequence> sequence;
-};
+using Cache = testing::KvCache;
 Cache MakeCache(int32_t page_size, DType dtype, int32_t layers = 2) {
-  Cache cache;
-  cache.pool = *KvPool::Create({.n_layers = layers,
-                                .n_kv_heads = kKvHeads,
-                                .head_dim = kDim,
-                                .page_size = page_size,
-                                .n_pages = 32,
-                                .dtype = dtype});
-  cache.sequence = std::make_unique<KvSequence>(cache.pool.get());
-  return cache;
+  return *Cache::Create({.n_layers = layers,
+                         .n_kv_heads = kKvHeads,
+                         .head_dim = kDim,
+                         .page_size = page_size,
+                         .n_pages = 32,
+                         .dtype = dtype});
 }
 
 TEST(RefAttention, CacheBuiltInStepsEqualsOneStep) {
@@ -218,15 +212,14 @@ TEST(RefAttention, Q8_0CacheAttendsToTheDequantizedKeysAndValues) {
   ASSERT_TRUE(graph.SetInput("k", k));
   ASSERT_TRUE(graph.SetInput("v", v));
   ASSERT_TRUE(graph.SetInput("positions", pos));
-  const auto pool = *KvPool::Create({.n_layers = 1,
-                                     .n_kv_heads = kHkv,
-                                     .head_dim = kD,
-                                     .page_size = 4,
-                                     .n_pages = 3,
-                                     .dtype = DType::kQ8_0});
-  KvSequence cache(pool.get());
+  testing::KvCache cache = *testing::KvCache::Create({.n_layers = 1,
+                                                      .n_kv_heads = kHkv,
+                                                      .head_dim = kD,
+                                                      .page_size = 4,
+                                                      .n_pages = 3,
+                                                      .dtype = DType::kQ8_0});
   ASSERT_TRUE(cache.Resize(kT));
-  const KvCacheView view = cache.batch_view();
+  const KvCacheView view = cache.view();
   const Status ran = graph.Run(&view);
   ASSERT_TRUE(ran.has_value()) << ran.error().message;
   const std::span<const float> out = *graph.OutputF32(0);
@@ -299,15 +292,14 @@ TEST(RefAttention, RunTimeMisuseIsAnError) {
   ASSERT_FALSE(run.has_value());
   EXPECT_NE(run.error().message.find("layer 1 is past the KV cache's 1 layers"), std::string::npos);
 
-  const auto wrong_pool = *KvPool::Create({.n_layers = 2,
-                                           .n_kv_heads = 1,
-                                           .head_dim = kDim,
-                                           .page_size = 4,
-                                           .n_pages = 8,
-                                           .dtype = DType::kF32});
-  KvSequence wrong_heads(wrong_pool.get());
+  testing::KvCache wrong_heads = *testing::KvCache::Create({.n_layers = 2,
+                                                            .n_kv_heads = 1,
+                                                            .head_dim = kDim,
+                                                            .page_size = 4,
+                                                            .n_pages = 8,
+                                                            .dtype = DType::kF32});
   ASSERT_TRUE(wrong_heads.Resize(5));
-  view = wrong_heads.batch_view();
+  view = wrong_heads.view();
   EXPECT_FALSE(graph.Run(&view).has_value());
 
   // Each token must name one of the run's sequences.

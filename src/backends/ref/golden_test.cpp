@@ -11,7 +11,6 @@
 #include "backends/ref/ref_backend.h"
 #include "backends/testing.h"
 #include "graph/builder.h"
-#include "runtime/kv_pool.h"
 #include "runtime/testing.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
@@ -76,13 +75,12 @@ void RunGoldenOp(const std::string& op) {
     ASSERT_TRUE(attrs.has_value()) << attrs.error().message;
 
     // Attention cases keep one KV cache across their steps.
-    std::unique_ptr<KvPool> pool;
-    std::unique_ptr<KvSequence> cache;
+    std::optional<testing::KvCache> cache;
     if (op == "attention") {
       const std::vector<int64_t> k_shape =
           Golden::Shape(At(Get(At(Get(test_case, "steps"), 0), "inputs"), 1));
       ASSERT_EQ(k_shape.size(), 3u) << case_name;
-      auto created = KvPool::Create(
+      auto created = testing::KvCache::Create(
           {.n_layers = 1,
            .n_kv_heads = static_cast<int32_t>(k_shape[1]),
            .head_dim = static_cast<int32_t>(k_shape[2]),
@@ -90,8 +88,7 @@ void RunGoldenOp(const std::string& op) {
            .n_pages = 64,
            .dtype = Text(case_attrs, "cache_dtype") == "f16" ? DType::kF16 : DType::kF32});
       ASSERT_TRUE(created.has_value()) << created.error().message;
-      pool = std::move(*created);
-      cache = std::make_unique<KvSequence>(pool.get());
+      cache.emplace(std::move(*created));
     }
 
     int step_index = 0;
@@ -151,7 +148,7 @@ void RunGoldenOp(const std::string& op) {
       std::optional<KvCacheView> kv;
       if (cache) {
         ASSERT_TRUE(cache->Resize(max_position + 1));
-        kv = cache->batch_view();
+        kv = cache->view();
       }
       const Status run = compiled->Run(kv ? &*kv : nullptr);
       ASSERT_TRUE(run.has_value()) << case_name << ": " << run.error().message;

@@ -27,6 +27,19 @@ Status CheckAttrs(const RopeAttrs& a, int64_t head_dim) {
                         std::to_string(a.high_freq_factor) + ") and original_max_position (" +
                         std::to_string(a.original_max_position) + ") > 0");
   }
+  if (a.scaling == RopeScaling::kDivisors) {
+    if (static_cast<int64_t>(a.divisors.size()) != a.rotary_dim / 2) {
+      return InvalidInput(std::to_string(a.divisors.size()) +
+                          " frequency divisors, expected one per rotary pair (" +
+                          std::to_string(a.rotary_dim / 2) + ")");
+    }
+    for (size_t i = 0; i < a.divisors.size(); ++i) {
+      if (!(a.divisors[i] > 0.0f) || !std::isfinite(a.divisors[i])) {
+        return InvalidInput("frequency divisor " + std::to_string(i) + " is " +
+                            std::to_string(a.divisors[i]) + ", expected finite and > 0");
+      }
+    }
+  }
   return Ok();
 }
 
@@ -68,6 +81,8 @@ double RopeInverseFrequency(const RopeAttrs& a, int64_t i) {
                             (a.high_freq_factor - a.low_freq_factor);
       return (1.0 - smooth) * inv_freq / a.factor + smooth * inv_freq;
     }
+    case RopeScaling::kDivisors:
+      return inv_freq / a.divisors[i];
   }
   return inv_freq;
 }

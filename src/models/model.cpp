@@ -1,0 +1,13 @@
+#include "models/model.h"
+
+namespace kite {
+
+Result<const TensorView*> Model::Weight(std::string_view name) const {
+  const TensorView* view = weights_.Find(name);
+  if (view == nullptr) {
+    return NotFound(config_.source + ": model has no weight '" + std::string(name) + "'");
+  }
+  return view;
+}
+
+}  // namespace kite
