@@ -36,7 +36,9 @@ struct EngineOptions {
   int32_t prefill_chunk = 128;   // tokens per prefill graph run
   DType kv_dtype = DType::kF16;  // f16, f32 or q8_0 (head_dim a multiple of 32)
   int32_t kv_page_size = 64;     // positions per KV page
-  std::string backend = "cpu";   // see AvailableBackends()
+  // A preference list (backends/registry.h): "cpu", or "double,cpu"; those that run every op
+  // (ref) follow. See AvailableBackends().
+  std::string backend = "cpu";
   int32_t threads = 0;           // cpu backend threads; 0: every CPU this process may use
   bool check_tensors = false;    // scan every weight for NaN/Inf at load (models/check_tensors.h)
 };
@@ -45,7 +47,7 @@ struct EngineOptions {
 // the process (std::system_error out of the pool), so an absurd count is refused instead.
 inline constexpr int32_t kMaxEngineThreads = 1024;
 
-// Backend names EngineOptions::backend accepts.
+// Backend names EngineOptions::backend accepts: the registered ones.
 std::vector<std::string> AvailableBackends();
 
 class Engine {

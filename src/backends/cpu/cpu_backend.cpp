@@ -4,11 +4,21 @@
 #include <type_traits>
 
 #include "backends/cpu/kernels.h"
+#include "backends/registry.h"
 #include "base/hash.h"
 
 namespace kite {
 
 CpuBackend::CpuBackend(int32_t threads) : pool_(threads) {}
+
+namespace {
+
+const bool kRegistered = RegisterBackend(
+    {.name = "cpu", .make = [](const BackendOptions& options) -> Result<std::unique_ptr<Backend>> {
+       return std::make_unique<CpuBackend>(options.threads);
+     }});
+
+}  // namespace
 
 SupportResult CpuBackend::Supports(const Graph& graph, const Node& node) const {
   return std::visit([&](const auto& attrs) { return cpu::Support(attrs, graph, node); },

@@ -3,8 +3,20 @@
 #include <type_traits>
 
 #include "backends/ref/kernels.h"
+#include "backends/registry.h"
 
 namespace kite {
+
+namespace {
+
+const bool kRegistered = RegisterBackend(
+    {.name = "ref",
+     .runs_every_op = true,
+     .make = [](const BackendOptions&) -> Result<std::unique_ptr<Backend>> {
+       return std::make_unique<RefBackend>();
+     }});
+
+}  // namespace
 
 SupportResult ref::ReadableWeight(const Value& value, std::string_view role) {
   if (Traits(value.dtype).can_dequantize) return SupportResult::Yes();
