@@ -86,7 +86,8 @@ Result<std::vector<std::unique_ptr<Backend>>> MakeBackends(std::string_view pref
   for (const BackendRegistration* backend : chosen) {
     auto made = backend->make(options);
     if (!made) {
-      return std::unexpected(std::move(made.error()).WithContext("backend '" + backend->name + "'"));
+      return std::unexpected(
+          std::move(made.error()).WithContext("backend '" + backend->name + "'"));
     }
     backends.push_back(std::move(*made));
   }

@@ -35,7 +35,7 @@ uint64_t RefBackend::ScratchBytes(const Graph& graph, const Node& node) const {
 }
 
 Status RefBackend::Execute(const Node& node, std::span<const TensorArg> inputs,
-                           const TensorArg& output, const ExecContext& context) {
+                           const TensorArg& output, const ExecContext& context) const {
   const ref::KernelArgs args{inputs, output, context};
   return std::visit(
       [&](const auto& attrs) -> Status {
