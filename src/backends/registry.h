@@ -33,7 +33,7 @@ struct BackendRegistration {
   // Runs every op a graph can hold (ref): such backends follow the ones a preference names, so
   // every node finds a place; they are listed first.
   bool runs_every_op = false;
-  std::function<Result<std::unique_ptr<Backend>>(const BackendOptions&)> make;
+  std::function<Result<std::unique_ptr<Backend>>(const BackendOptions&)> make = nullptr;
 };
 
 // Adds a backend; false (and the first one kept) when the name is taken or empty, or `make` is
