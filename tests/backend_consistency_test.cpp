@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -17,6 +19,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
+#include "backends/registry.h"
 #include "graph/builder.h"
 #include "graph/kv_cache.h"
 #include "reference_gguf.h"
@@ -50,13 +53,14 @@ struct Input {
 Input F32(std::string name, std::vector<float> values) { return {std::move(name), values, {}}; }
 Input I32(std::string name, std::vector<int32_t> values) { return {std::move(name), {}, values}; }
 
-// Builds a graph with `build`, compiles it for one backend (cpu first, ref behind it for what cpu
-// declines; or ref alone), runs it and returns output 0.
+// Builds a graph with `build`, compiles it for one backend (or two: the second runs what the
+// first declines), runs it and returns output 0; `declined` when the backends decline a node.
 using BuildFn = std::function<Result<ValueId>(GraphBuilder&)>;
 
 struct Outcome {
-  std::vector<float> out;
-  std::string placement;
+  std::vector<float> out = {};
+  std::string placement = {};
+  bool declined = false;
 };
 
 Outcome RunGraph(Backend& first, Backend* second, const BuildFn& build,
@@ -71,6 +75,7 @@ Outcome RunGraph(Backend& first, Backend* second, const BuildFn& build,
   std::vector<Backend*> backends = {&first};
   if (second) backends.push_back(second);
   auto compiled = testing::GraphRunner::Compile(std::move(*graph), backends);
+  if (!compiled && compiled.error().code == ErrorCode::kUnsupported) return {.declined = true};
   EXPECT_TRUE(compiled.has_value()) << compiled.error().message;
   if (!compiled) return {};
   for (const Input& in : inputs) {
@@ -87,24 +92,56 @@ Outcome RunGraph(Backend& first, Backend* second, const BuildFn& build,
           compiled->placement().Report(compiled->graph())};
 }
 
-// Runs the graph on cpu (alone: every node must be placed there) and on ref.
+// The harness runs each graph on every registered backend but ref, alone (every node placed on
+// it), and on ref, the ground truth, as ggml's test-backend-ops does. A backend that declines a
+// graph's node skips that case, except those listed here: they were written to run every op of
+// the harness, so a node they decline is a failure.
+const std::set<std::string> kRunsEveryHarnessOp = {"cpu"};
+
+std::vector<std::string> BackendsUnderTest() {
+  std::vector<std::string> names = RegisteredBackends();
+  std::erase(names, "ref");
+  return names;
+}
+
+// The backend's output and ref's; `skipped` when the backend declined the graph.
 struct Pair {
-  std::vector<float> cpu;
-  std::vector<float> ref;
+  std::vector<float> cpu = {};  // the backend under test's
+  std::vector<float> ref = {};
+  bool skipped = false;
 };
 
-class ConsistencyTest : public ::testing::Test {
+class ConsistencyTest : public ::testing::TestWithParam<std::string> {
  protected:
+  void SetUp() override {
+    auto backends = MakeBackends(GetParam(), {.threads = 2});
+    ASSERT_TRUE(backends.has_value()) << backends.error().message;
+    backends_ = std::move(*backends);
+    backend_ = backends_[0].get();
+  }
+
+  // Whether a graph the backend declined fails the test (else: skipped, said once).
+  bool Declined(const Outcome& outcome) {
+    if (!outcome.declined) return false;
+    EXPECT_FALSE(kRunsEveryHarnessOp.contains(GetParam())) << GetParam() << " declined a node";
+    if (!said_skipped_) std::cout << GetParam() << " declines some cases; they are skipped\n";
+    said_skipped_ = true;
+    return true;
+  }
+
   Pair RunBoth(const BuildFn& build, const std::vector<Input>& inputs,
                const KvCacheView* cpu_kv = nullptr, const KvCacheView* ref_kv = nullptr) {
-    Outcome cpu = RunGraph(cpu_, nullptr, build, inputs, cpu_kv);
+    Outcome cpu = RunGraph(*backend_, nullptr, build, inputs, cpu_kv);
+    if (Declined(cpu)) return {.skipped = true};
     Outcome ref = RunGraph(ref_, nullptr, build, inputs, ref_kv);
     EXPECT_EQ(cpu.out.size(), ref.out.size());
     return {std::move(cpu.out), std::move(ref.out)};
   }
 
-  CpuBackend cpu_{2};
+  std::vector<std::unique_ptr<Backend>> backends_;
+  Backend* backend_ = nullptr;  // the backend under test
   RefBackend ref_;
+  bool said_skipped_ = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -155,7 +192,7 @@ std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x
   return bound;
 }
 
-TEST_F(ConsistencyTest, MatMulEveryTypeAndShape) {
+TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
   const std::vector<MatMulCase> cases = {
       // float types take any K: odd K, one row, N not a multiple of 16
       {DType::kF32, 1, 1, 1},
@@ -225,6 +262,7 @@ TEST_F(ConsistencyTest, MatMulEveryTypeAndShape) {
       return b.MatMul("mm", xv, wv, bv);
     };
     const Pair p = RunBoth(build, {F32("x", x)});
+    if (p.skipped) continue;
     const std::vector<double> bound = MatMulBound(c, x, w_dequant);
     ASSERT_EQ(p.cpu.size(), bound.size());
     int misses = 0;
@@ -242,6 +280,7 @@ TEST_F(ConsistencyTest, MatMulEveryTypeAndShape) {
 
 // Expects |cpu - ref| <= atol + rtol·|ref| element-wise.
 void ExpectNear(const Pair& p, double rtol, double atol, const std::string& what) {
+  if (p.skipped) return;
   ASSERT_EQ(p.cpu.size(), p.ref.size()) << what;
   ASSERT_FALSE(p.cpu.empty()) << what;
   int misses = 0;
@@ -259,7 +298,7 @@ void ExpectNear(const Pair& p, double rtol, double atol, const std::string& what
 constexpr double kElementRel = 1e-6;
 constexpr double kElementAbs = 1e-7;
 
-TEST_F(ConsistencyTest, ElementWiseOps) {
+TEST_P(ConsistencyTest, ElementWiseOps) {
   // Shapes: one element, a tail shorter than a vector, a large tensor split across threads.
   for (const std::vector<int64_t>& shape :
        std::vector<std::vector<int64_t>>{{1}, {3, 5}, {2, 33}, {129, 301}}) {
@@ -306,7 +345,7 @@ TEST_F(ConsistencyTest, ElementWiseOps) {
   }
 }
 
-TEST_F(ConsistencyTest, AddAndMulBroadcastARow) {
+TEST_P(ConsistencyTest, AddAndMulBroadcastARow) {
   const std::vector<float> a = Random(7 * 20, 21), row = Random(20, 22);
   for (bool mul : {false, true}) {
     const Pair p = RunBoth(
@@ -320,7 +359,7 @@ TEST_F(ConsistencyTest, AddAndMulBroadcastARow) {
   }
 }
 
-TEST_F(ConsistencyTest, RmsNormEveryWeightType) {
+TEST_P(ConsistencyTest, RmsNormEveryWeightType) {
   // The sum of squares is f32 (relative error ~D ulps at worst), then one f32 rsqrt and two
   // products: 1e-5 relative.
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
@@ -344,7 +383,7 @@ TEST_F(ConsistencyTest, RmsNormEveryWeightType) {
   }
 }
 
-TEST_F(ConsistencyTest, RopeModesAndScalings) {
+TEST_P(ConsistencyTest, RopeModesAndScalings) {
   // Angles come from the same double formula as ref's, rounded to f32 cos/sin (relative 6e-8);
   // a rotated element is two f32 products and a sum: 1e-6 of the input's magnitude (|x| <= 2).
   std::vector<RopeAttrs> variants;
@@ -385,7 +424,7 @@ TEST_F(ConsistencyTest, RopeModesAndScalings) {
   }
 }
 
-TEST_F(ConsistencyTest, EmbeddingEveryTableType) {
+TEST_P(ConsistencyTest, EmbeddingEveryTableType) {
   // Rows are dequantized by the same tensor/dequantize code on both sides: equal bits.
   for (DType dtype : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K}) {
     SCOPED_TRACE(DTypeName(dtype));
@@ -446,7 +485,7 @@ TestCache MakeCache(const AttentionCase& c, uint32_t seed) {
   return cache;
 }
 
-TEST_F(ConsistencyTest, AttentionOverPagedCache) {
+TEST_P(ConsistencyTest, AttentionOverPagedCache) {
   const std::vector<AttentionCase> cases = {
       {1, 0, 4, 4, 16, 4, DType::kF32},      // the first token: a softmax over one position
       {1, 77, 8, 2, 64, 16, DType::kF16},    // decode deep in the context, GQA 4:1, many pages
@@ -502,6 +541,7 @@ TEST_F(ConsistencyTest, AttentionOverPagedCache) {
     // scores, exponentials and values in f32 (Highway's exp within a few ulps): outputs are
     // weighted means of values within [-2, 2], so 2e-5 absolute covers ~100 ulps of 2.
     ExpectNear(p, 0, 2e-5, "attention");
+    if (p.skipped) continue;
     // The cache rows the two wrote for the new tokens are equal.
     for (int64_t t = 0; t < c.tokens; t += std::max<int64_t>(1, c.tokens / 5)) {
       const auto& a = cpu_view.layer(t, 1);
@@ -513,9 +553,9 @@ TEST_F(ConsistencyTest, AttentionOverPagedCache) {
 }
 
 // One run carrying the tokens of two sequences, interleaved, each at its own positions after its
-// own history (a batch of sessions): the cpu backend, which attends run by run of one sequence's
-// tokens, agrees with ref, which looks each token's sequence up.
-TEST_F(ConsistencyTest, AttentionOverTwoSequencesInOneRun) {
+// own history (a batch of sessions): each backend (the cpu attends run by run of one sequence's
+// tokens) agrees with ref, which looks each token's sequence up.
+TEST_P(ConsistencyTest, AttentionOverTwoSequencesInOneRun) {
   const AttentionCase first{3, 37, 8, 2, 64, 16, DType::kF16};
   const AttentionCase second{3, 5, 8, 2, 64, 16, DType::kF16};
   TestCache cpu_first = MakeCache(first, 1), ref_first = MakeCache(first, 1);
@@ -544,6 +584,7 @@ TEST_F(ConsistencyTest, AttentionOverTwoSequencesInOneRun) {
   const KvCacheView ref_view{.sequences = ref_sequences, .token_sequence = sequence_of};
   const Pair p = RunBoth(build, inputs, &cpu_view, &ref_view);
   ExpectNear(p, 0, 2e-5, "attention over two sequences");
+  if (p.skipped) return;
   // The two histories differ, so a token attending to the wrong sequence would differ a lot;
   // and each token's k row went into its own sequence, at its own position.
   for (size_t t = 0; t < sequence_of.size(); ++t) {
@@ -555,7 +596,7 @@ TEST_F(ConsistencyTest, AttentionOverTwoSequencesInOneRun) {
   }
 }
 
-TEST_F(ConsistencyTest, AttentionRefusesPositionsPastTheCache) {
+TEST_P(ConsistencyTest, AttentionRefusesPositionsPastTheCache) {
   const AttentionCase c{2, 3, 2, 1, 16, 4, DType::kF16};
   TestCache cache = MakeCache(c, 1);
   const KvCacheView view = cache.view();
@@ -565,8 +606,11 @@ TEST_F(ConsistencyTest, AttentionRefusesPositionsPastTheCache) {
   const ValueId v = *b.Input("v", DType::kF32, {2, 1, 16});
   const ValueId pos = *b.Input("positions", DType::kI32, {2});
   ASSERT_TRUE(b.MarkOutput(*b.Attention("attn", q, k, v, pos, {.layer = 1, .scale = 0.25f})));
-  Backend* backends[] = {&cpu_};
+  Backend* backends[] = {backend_};
   auto compiled = testing::GraphRunner::Compile(*std::move(b).Finish(), backends);
+  if (!compiled && Declined({.declined = compiled.error().code == ErrorCode::kUnsupported})) {
+    return;
+  }
   ASSERT_TRUE(compiled.has_value());
   ASSERT_TRUE(compiled->SetInput("positions", std::vector<int32_t>{3, 5}));  // length is 5
   const Status ran = compiled->Run(&view);
@@ -576,10 +620,10 @@ TEST_F(ConsistencyTest, AttentionRefusesPositionsPastTheCache) {
 
 // ggml's q8_0 quantizer has no code for inf or NaN (an f16 cache would store them and turn the
 // softmax into NaN): both backends refuse the row, naming it.
-TEST_F(ConsistencyTest, Q8_0CacheRefusesNonFiniteKeysAndValues) {
+TEST_P(ConsistencyTest, Q8_0CacheRefusesNonFiniteKeysAndValues) {
   const AttentionCase c{2, 3, 2, 1, 32, 4, DType::kQ8_0};
   for (const char* bad : {"k", "v"}) {
-    for (Backend* backend : {static_cast<Backend*>(&cpu_), static_cast<Backend*>(&ref_)}) {
+    for (Backend* backend : {backend_, static_cast<Backend*>(&ref_)}) {
       SCOPED_TRACE(std::string(bad) + " on " + std::string(backend->name()));
       TestCache cache = MakeCache(c, 1);
       const KvCacheView view = cache.view();
@@ -591,6 +635,9 @@ TEST_F(ConsistencyTest, Q8_0CacheRefusesNonFiniteKeysAndValues) {
       ASSERT_TRUE(b.MarkOutput(*b.Attention("attn", q, k, v, pos, {.layer = 1, .scale = 0.25f})));
       Backend* backends[] = {backend};
       auto compiled = testing::GraphRunner::Compile(*std::move(b).Finish(), backends);
+      if (!compiled && Declined({.declined = compiled.error().code == ErrorCode::kUnsupported})) {
+        continue;
+      }
       ASSERT_TRUE(compiled.has_value());
       std::vector<float> rows = Random(64, 7, -2, 2);
       rows[32 + 5] = std::numeric_limits<float>::infinity();  // token 1, element 5
@@ -609,13 +656,15 @@ TEST_F(ConsistencyTest, Q8_0CacheRefusesNonFiniteKeysAndValues) {
   }
 }
 
-TEST_F(ConsistencyTest, DeclinedNodesFallBackToRefWithAReason) {
+TEST(CpuConsistency, DeclinedNodesFallBackToRefWithAReason) {
   // A matmul whose weight is computed (not a constant) is declined by cpu and runs on ref.
+  CpuBackend cpu(2);
+  RefBackend ref;
   GraphBuilder b;
   const ValueId x = *b.Input("x", DType::kF32, {2, 32});
   const ValueId w = *b.Input("w", DType::kF32, {3, 32});
   ASSERT_TRUE(b.MarkOutput(*b.MatMul("mm", x, w)));
-  Backend* backends[] = {&cpu_, &ref_};
+  Backend* backends[] = {&cpu, &ref};
   auto compiled = testing::GraphRunner::Compile(*std::move(b).Finish(), backends);
   ASSERT_TRUE(compiled.has_value()) << compiled.error().message;
   const Placement& placement = compiled->placement();
@@ -624,6 +673,15 @@ TEST_F(ConsistencyTest, DeclinedNodesFallBackToRefWithAReason) {
   ASSERT_EQ(placement.nodes[0].declined.size(), 1u);
   EXPECT_NE(placement.nodes[0].declined[0].reason.find("computed"), std::string::npos);
 }
+
+INSTANTIATE_TEST_SUITE_P(Registered, ConsistencyTest, ::testing::ValuesIn(BackendsUnderTest()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
 
 // ---------------------------------------------------------------------------------------------
 // End to end: the reference models (testdata/reference) on cpu and on ref

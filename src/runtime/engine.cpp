@@ -5,8 +5,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "backends/cpu/cpu_backend.h"
-#include "backends/ref/ref_backend.h"
+#include "backends/registry.h"
 #include "base/thread_pool.h"
 #include "models/check_tensors.h"
 
@@ -19,20 +18,6 @@ constexpr size_t kSpareGraphs = 4;
 // The default context when the caller gives none: long enough for chat, small enough that the
 // KV cache of a 128k-context model does not take the machine's memory.
 constexpr int32_t kDefaultContextCap = 4096;
-
-// The backends of `options.backend`, in order of preference: cpu places on ref what it declines.
-Result<std::vector<std::unique_ptr<Backend>>> MakeBackends(const EngineOptions& options) {
-  std::vector<std::unique_ptr<Backend>> backends;
-  const std::string& name = options.backend;
-  if (name == "cpu") backends.push_back(std::make_unique<CpuBackend>(options.threads));
-  if (name == "cpu" || name == "ref") {
-    backends.push_back(std::make_unique<RefBackend>());
-    return backends;
-  }
-  std::string names;
-  for (const std::string& known : AvailableBackends()) names += (names.empty() ? "" : ", ") + known;
-  return Unsupported("backend '" + name + "' is not available (available: " + names + ")");
-}
 
 uint64_t PhysicalMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
@@ -77,7 +62,7 @@ Status CheckOptions(const EngineOptions& options) {
 
 }  // namespace
 
-std::vector<std::string> AvailableBackends() { return {"ref", "cpu"}; }
+std::vector<std::string> AvailableBackends() { return RegisteredBackends(); }
 
 Engine::Engine(ModelFiles files, EngineOptions options, int32_t context_length,
                std::unique_ptr<KvPool> kv_pool, uint64_t kv_bytes,
@@ -175,7 +160,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOpt
             .WithContext("KV cache for a context of " + std::to_string(context) + " positions"));
   }
 
-  std::vector<std::unique_ptr<Backend>> backends = KITE_TRY(MakeBackends(options));
+  std::vector<std::unique_ptr<Backend>> backends =
+      KITE_TRY(MakeBackends(options.backend, BackendOptions{.threads = options.threads}));
   std::unique_ptr<Engine> engine(new Engine(std::move(files), options, context, std::move(*pool),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));

@@ -38,7 +38,9 @@ struct EngineOptions {
   DType kv_dtype = DType::kF16;  // f16, f32 or q8_0 (head_dim a multiple of 32)
   int32_t kv_page_size = 64;     // positions per KV page
   int32_t parallel = 1;          // sessions that can each fill the context at once (pool size)
-  std::string backend = "cpu";   // see AvailableBackends()
+  // A preference list (backends/registry.h): "cpu", or "double,cpu"; those that run every op
+  // (ref) follow. See AvailableBackends().
+  std::string backend = "cpu";
   int32_t threads = 0;           // cpu backend threads; 0: every CPU this process may use
   bool check_tensors = false;    // scan every weight for NaN/Inf at load (models/check_tensors.h)
 };
@@ -47,7 +49,7 @@ struct EngineOptions {
 // the process (std::system_error out of the pool), so an absurd count is refused instead.
 inline constexpr int32_t kMaxEngineThreads = 1024;
 
-// Backend names EngineOptions::backend accepts.
+// Backend names EngineOptions::backend accepts: the registered ones.
 std::vector<std::string> AvailableBackends();
 
 class Engine {

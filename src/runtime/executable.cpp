@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 
 #include "tensor/tensor.h"
 
@@ -14,6 +15,21 @@ uint64_t NextExecutableId() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
 }
+
+// Hands a compiled partition's node events to the run's Observer, with the executable.
+class ObserverListener final : public NodeListener {
+ public:
+  ObserverListener(const Executable& executable, Observer& observer)
+      : executable_(executable), observer_(observer) {}
+  void BeforeNode(int32_t node) override { observer_.BeforeNode(executable_, node); }
+  Status AfterNode(int32_t node, const TensorArg& output) override {
+    return observer_.AfterNode(executable_, node, output);
+  }
+
+ private:
+  const Executable& executable_;
+  Observer& observer_;
+};
 
 std::vector<TensorArg> InputArgs(const Node& node, std::span<const TensorArg> args) {
   std::vector<TensorArg> inputs;
@@ -29,15 +45,6 @@ Result<std::unique_ptr<Executable>> Executable::Compile(Graph graph,
   compiled->id_ = NextExecutableId();
   compiled->placement_ = KITE_TRY(PartitionGraph(graph, backends));
   compiled->plan_ = KITE_TRY(PlanMemory(graph, AlignedBuffer::kAlignment));
-  compiled->backends_.assign(backends.begin(), backends.end());
-
-  const std::span<const Node> nodes = graph.nodes();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].is_view()) continue;
-    const Backend* backend = compiled->backends_[compiled->placement_.nodes[i].backend];
-    compiled->scratch_bytes_ =
-        std::max(compiled->scratch_bytes_, backend->ScratchBytes(graph, nodes[i]));
-  }
 
   compiled->args_.resize(graph.num_values());
   for (int32_t i = 0; i < graph.num_values(); ++i) {
@@ -52,17 +59,20 @@ Result<std::unique_ptr<Executable>> Executable::Compile(Graph graph,
     const uint64_t view_bytes = KITE_TRY(BytesFor(value.dtype, value.alias_offset));
     arg.data = const_cast<std::byte*>(static_cast<const std::byte*>(source.data)) + view_bytes;
   }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].is_view()) continue;
-    Backend* backend = compiled->backends_[compiled->placement_.nodes[i].backend];
-    Status prepared = backend->Prepare(graph, nodes[i], InputArgs(nodes[i], compiled->args_));
-    if (!prepared) {
-      return std::unexpected(std::move(prepared.error())
-                                 .WithContext("preparing node '" + nodes[i].name + "' on " +
-                                              std::string(backend->name())));
-    }
-  }
+  // The partitions keep a reference to the graph: it is in its final place first.
   compiled->graph_ = std::move(graph);
+  for (const Partition& partition : compiled->placement_.partitions) {
+    const Backend& backend = *backends[partition.backend];
+    auto part = backend.Compile(compiled->graph_, partition, compiled->args_);
+    if (!part) {
+      return std::unexpected(std::move(part.error())
+                                 .WithContext("compiling nodes " + std::to_string(partition.begin) +
+                                              ".." + std::to_string(partition.end - 1) + " on " +
+                                              std::string(backend.name())));
+    }
+    compiled->scratch_bytes_ = std::max(compiled->scratch_bytes_, (*part)->scratch_bytes());
+    compiled->partitions_.push_back(std::move(*part));
+  }
   return compiled;
 }
 
@@ -119,23 +129,11 @@ Status Executable::Run(RunState& state, const RunContext& context) const {
   const ExecContext exec{
       .kv_cache = context.kv_cache,
       .scratch = {state.scratch_.data(), static_cast<size_t>(state.scratch_.size())}};
-  const std::span<const Node> nodes = graph_.nodes();
-  for (const Partition& partition : placement_.partitions) {
-    Backend& backend = *backends_[partition.backend];
-    for (int32_t i = partition.begin; i < partition.end; ++i) {
-      const Node& node = nodes[i];
-      if (node.is_view()) continue;
-      if (context.observer) context.observer->BeforeNode(*this, i);
-      const TensorArg& output = state.args_[node.output.index];
-      Status status = backend.Execute(node, state.node_args_[i], output, exec);
-      if (status && context.observer) status = context.observer->AfterNode(*this, i, output);
-      if (!status) {
-        return std::unexpected(std::move(status.error())
-                                   .WithContext("node '" + node.name + "' (" +
-                                                std::string(node.op_name()) + ") on " +
-                                                std::string(backend.name())));
-      }
-    }
+  const RunArgs args{.values = state.args_, .node_inputs = state.node_args_};
+  std::optional<ObserverListener> listener;
+  if (context.observer) listener.emplace(*this, *context.observer);
+  for (const std::unique_ptr<CompiledPartition>& partition : partitions_) {
+    KITE_RETURN_IF_ERROR(partition->Run(args, exec, listener ? &*listener : nullptr));
   }
   return Ok();
 }

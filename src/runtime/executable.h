@@ -1,8 +1,9 @@
 // Executable: a graph bound to backends, compiled once and then immutable. Compile places the
-// nodes (partitioner), plans the activation arena (graph/memory_plan.h) and lets each backend
-// prepare its nodes; a RunState holds what one run writes (the arena, the kernel scratch, every
-// value's TensorArg, the inputs and outputs). Run is const: several threads may run one
-// executable at once, each with its own RunState, and a run allocates nothing.
+// nodes (partitioner), plans the activation arena (graph/memory_plan.h) and has each backend
+// compile the partitions placed on it (Backend::Compile). A RunState holds what one run writes
+// (the arena, the kernel scratch, every value's TensorArg, the inputs and outputs). Run is
+// const: several threads may run one executable at once, each with its own RunState, and a run
+// allocates nothing.
 //
 //   std::unique_ptr<Executable> executable =
 //       KITE_TRY(Executable::Compile(std::move(graph), backends));
@@ -95,8 +96,8 @@ class Executable {
   Executable() = default;
 
   Graph graph_;
-  std::vector<Backend*> backends_;
   Placement placement_;
+  std::vector<std::unique_ptr<CompiledPartition>> partitions_;  // per placement_.partitions
   MemoryPlan plan_;
   uint64_t scratch_bytes_ = 0;
   uint64_t id_ = 0;

@@ -1,6 +1,7 @@
 #include "runtime/partitioner.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace kite {
 
@@ -15,14 +16,24 @@ Result<Placement> PartitionGraph(const Graph& graph, std::span<Backend* const> b
     const Node& node = nodes[i];
     if (node.is_view()) continue;
     NodePlacement& place = placement.nodes[i];
-    for (size_t b = 0; b < backends.size() && place.backend < 0; ++b) {
+    std::vector<Declined> declined;
+    std::optional<double> cost;  // the chosen backend's
+    for (size_t b = 0; b < backends.size(); ++b) {
+      // Without a cost for the chosen one, no later backend can win the node.
+      if (place.backend >= 0 && !cost) break;
       SupportResult support = backends[b]->Supports(graph, node);
-      if (support.ok) {
+      if (!support.ok) {
+        declined.push_back({placement.backend_names[b], std::move(support.reason)});
+        continue;
+      }
+      const std::optional<double> here = backends[b]->Cost(graph, node);
+      if (place.backend < 0 || (here && *here < *cost)) {
         place.backend = static_cast<int32_t>(b);
-      } else {
-        place.declined.push_back({placement.backend_names[b], std::move(support.reason)});
+        place.declined = declined;  // those preferred over it
+        cost = here;
       }
     }
+    if (place.backend < 0) place.declined = std::move(declined);
     if (place.backend < 0) {
       std::string reasons;
       for (const Declined& d : place.declined) reasons += "; " + d.backend + ": " + d.reason;

@@ -1,5 +1,6 @@
 // The partitioner: places every node on the first backend (in the caller's order of
-// preference) that supports it, and groups consecutive nodes on one backend into partitions.
+// preference) that supports it, unless a later one that supports it costs less (both must say:
+// Backend::Cost), and groups consecutive nodes on one backend into partitions.
 // The placement keeps every refusal with its reason: `kite inspect --placement` prints it,
 // because unsupported ops are the first wall users hit on NPUs.
 #pragma once
@@ -22,13 +23,7 @@ struct Declined {
 
 struct NodePlacement {
   int32_t backend = -1;            // index into Placement::backend_names
-  std::vector<Declined> declined;  // the backends before it that said no, in order
-};
-
-struct Partition {
-  int32_t backend = -1;
-  int32_t begin = 0;  // node indices [begin, end)
-  int32_t end = 0;
+  std::vector<Declined> declined;  // the more preferred backends that said no, in order
 };
 
 struct Placement {

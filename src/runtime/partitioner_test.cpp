@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
 #include <set>
 
 #include "graph/builder.h"
@@ -22,10 +24,11 @@ class DecliningBackend final : public Backend {
     }
     return SupportResult::Yes();
   }
-  Status Execute(const Node&, std::span<const TensorArg>, const TensorArg&,
-                 const ExecContext&) override {
-    return Internal("not used");
+  std::optional<double> Cost(const Graph&, const Node& node) const override {
+    const auto it = costs.find(node.op());
+    return it == costs.end() ? std::nullopt : std::optional<double>(it->second);
   }
+  std::map<OpKind, double> costs;  // what it says a node of each op costs; none: it cannot say
 
  private:
   std::string name_;
@@ -55,6 +58,43 @@ Graph TestGraph(const std::vector<float>& weights) {
   const ValueId probs = *b.Softmax("probs", sum);
   EXPECT_TRUE(b.MarkOutput(probs));
   return *std::move(b).Finish();
+}
+
+// A later backend wins a node on cost only when the preferred one states a cost too, a higher
+// one; refusals are kept for the backends preferred over the winner.
+TEST(Partitioner, ALowerCostWinsOverPreference) {
+  const std::vector<float> weights(16, 0.5f);
+  const Graph graph = TestGraph(weights);
+  DecliningBackend npu("npu", {OpKind::kSoftmax});
+  DecliningBackend cpu("cpu", {OpKind::kSilu});
+  DecliningBackend fallback("fallback", {});
+  npu.costs = {{OpKind::kRmsNorm, 2.0}, {OpKind::kMatMul, 1.0}, {OpKind::kAdd, 1.0}};
+  cpu.costs = {{OpKind::kRmsNorm, 1.0}, {OpKind::kMatMul, 3.0}};  // add: cpu cannot say
+  fallback.costs = {{OpKind::kSilu, 0.5}, {OpKind::kSoftmax, 0.1}};
+  Backend* backends[] = {&npu, &cpu, &fallback};
+  const Result<Placement> placement = PartitionGraph(graph, backends);
+  ASSERT_TRUE(placement.has_value()) << placement.error().message;
+
+  // Nodes: 0 norm, 1 proj, 2 act, 3 flat (view), 4 flat_x (view), 5 residual, 6 probs.
+  // norm: cpu is cheaper; proj: npu is; act: npu states no cost, so preference keeps it;
+  // residual: cpu states none, npu keeps it; probs: npu declines, cpu has no cost for it.
+  const std::vector<int32_t> expected_backend = {1, 0, 0, 0, 0, 0, 1};
+  ASSERT_EQ(placement->nodes.size(), expected_backend.size());
+  for (size_t i = 0; i < expected_backend.size(); ++i) {
+    EXPECT_EQ(placement->nodes[i].backend, expected_backend[i]) << "node " << i;
+  }
+  EXPECT_TRUE(placement->nodes[0].declined.empty());  // npu ran it, only dearer
+  ASSERT_EQ(placement->nodes[6].declined.size(), 1u);
+  EXPECT_EQ(placement->nodes[6].declined[0].backend, "npu");
+
+  // With a cost for probs on cpu too, the fallback's lower one wins; npu's refusal is kept (cpu
+  // ran it, so it did not refuse).
+  cpu.costs[OpKind::kSoftmax] = 0.2;
+  const Result<Placement> cheaper = PartitionGraph(graph, backends);
+  ASSERT_TRUE(cheaper.has_value()) << cheaper.error().message;
+  EXPECT_EQ(cheaper->nodes[6].backend, 2);
+  ASSERT_EQ(cheaper->nodes[6].declined.size(), 1u);
+  EXPECT_EQ(cheaper->nodes[6].declined[0].backend, "npu");
 }
 
 TEST(Partitioner, FirstSupportingBackendWinsAndReasonsAreKept) {

@@ -4,11 +4,21 @@
 #include <type_traits>
 
 #include "backends/cpu/kernels.h"
-#include "base/hash.h"
+#include "backends/node_by_node.h"
+#include "backends/registry.h"
 
 namespace kite {
 
 CpuBackend::CpuBackend(int32_t threads) : pool_(threads) {}
+
+namespace {
+
+const bool kRegistered = RegisterBackend(
+    {.name = "cpu", .make = [](const BackendOptions& options) -> Result<std::unique_ptr<Backend>> {
+       return std::make_unique<CpuBackend>(options.threads);
+     }});
+
+}  // namespace
 
 SupportResult CpuBackend::Supports(const Graph& graph, const Node& node) const {
   if (const Value* encoded = graph.EncodedOperand(node)) {
@@ -25,63 +35,72 @@ uint64_t CpuBackend::ScratchBytes(const Graph& graph, const Node& node) const {
                     node.attrs);
 }
 
-namespace {
-
-// FNV-1a over the first and last 256 bytes: cheap, and different for any two weights that
-// happen to share an address.
-uint64_t Fingerprint(const std::byte* data, uint64_t bytes) {
-  const uint64_t edge = std::min<uint64_t>(bytes, 256);
-  return Fnv1a(data + bytes - edge, edge, Fnv1a(data, edge));
-}
-
-}  // namespace
-
-Status CpuBackend::Prepare(const Graph& graph, const Node& node,
-                           std::span<const TensorArg> inputs) {
-  if (node.op() != OpKind::kMatMul) return Ok();
-  const TensorArg& w = inputs[1];
-  const int64_t n = w.shape[0], k = w.shape[1];
-  const uint64_t fingerprint = Fingerprint(w.data, KITE_TRY(BytesFor(w.dtype, n * k)));
-  if (const auto it = packed_.find(w.data); it != packed_.end()) {
-    const PackedEntry& e = it->second;
-    if (e.dtype == w.dtype && e.n == n && e.k == k && e.fingerprint == fingerprint) return Ok();
-  }
+Result<std::shared_ptr<const cpu::PackedMatrix>> CpuBackend::PackedWeight(
+    const Graph& graph, const Node& node, std::span<const TensorArg> values) const {
+  const Value& weight = graph.value(node.inputs[1]);
+  const TensorArg& w = values[node.inputs[1].index];
+  const PackKey key{.weight_id = graph.memory_of(weight).weight_id,
+                    .offset = KITE_TRY(BytesFor(weight.dtype, weight.alias_offset)),
+                    .dtype = w.dtype,
+                    .n = w.shape[0],
+                    .k = w.shape[1]};
+  std::lock_guard lock(packed_mutex_);
+  if (auto shared = packed_[key].lock()) return shared;
   // The kernels read only the packed copy; a weight mapped from the model file need not stay in
-  // memory too (it is read back from the file if another op, or a later Prepare, touches it).
-  auto packed = cpu::PackedMatrix::Pack(w.dtype, w.data, n, k, &pool_, /*release_source=*/true);
+  // memory too (it is read back from the file if another op, or a later Compile, touches it).
+  auto packed =
+      cpu::PackedMatrix::Pack(w.dtype, w.data, key.n, key.k, &pool_, /*release_source=*/true);
   if (!packed) {
-    return std::unexpected(
-        std::move(packed.error()).WithContext("weight '" + graph.value(node.inputs[1]).name + "'"));
+    return std::unexpected(std::move(packed.error()).WithContext("weight '" + weight.name + "'"));
   }
-  packed_[w.data] = PackedEntry{w.dtype, n, k, fingerprint,
-                                std::make_unique<cpu::PackedMatrix>(std::move(*packed))};
-  return Ok();
+  auto shared = std::make_shared<const cpu::PackedMatrix>(std::move(*packed));
+  packed_[key] = shared;
+  std::erase_if(packed_, [](const auto& entry) { return entry.second.expired(); });
+  return shared;
 }
 
-Status CpuBackend::Execute(const Node& node, std::span<const TensorArg> inputs,
-                           const TensorArg& output, const ExecContext& context) {
-  const cpu::PackedMatrix* packed = nullptr;
-  if (node.op() == OpKind::kMatMul) {
-    const auto it = packed_.find(inputs[1].data);
-    if (it == packed_.end()) return Internal("matmul weight was not prepared (Prepare not called)");
-    packed = it->second.matrix.get();
+Result<std::unique_ptr<CompiledPartition>> CpuBackend::Compile(
+    const Graph& graph, const Partition& partition, std::span<const TensorArg> values) const {
+  // Per node of the partition: its packed weight (matmul) or null.
+  std::vector<std::shared_ptr<const cpu::PackedMatrix>> packed(partition.end - partition.begin);
+  uint64_t scratch = 0;
+  const std::span<const Node> nodes = graph.nodes();
+  for (int32_t i = partition.begin; i < partition.end; ++i) {
+    if (nodes[i].is_view()) continue;
+    scratch = std::max(scratch, ScratchBytes(graph, nodes[i]));
+    if (nodes[i].op() != OpKind::kMatMul) continue;
+    auto weight = PackedWeight(graph, nodes[i], values);
+    if (!weight) {
+      return std::unexpected(
+          std::move(weight.error()).WithContext("node '" + nodes[i].name + "' on cpu"));
+    }
+    packed[i - partition.begin] = std::move(*weight);
   }
-  const cpu::KernelArgs args{inputs, output, context, pool_, packed};
-  return std::visit(
-      [&](const auto& attrs) -> Status {
-        using Attrs = std::decay_t<decltype(attrs)>;
-        if constexpr (requires { cpu::Run(attrs, args); }) {
-          return cpu::Run(attrs, args);
-        } else {
-          return Internal("the cpu backend has no " + std::string(Attrs::kName) + " kernel");
-        }
-      },
-      node.attrs);
+  const Node* first = nodes.data() + partition.begin;
+  auto run_node = [this, first, packed = std::move(packed)](
+                      const Node& node, std::span<const TensorArg> inputs,
+                      const TensorArg& output, const ExecContext& context) -> Status {
+    const cpu::KernelArgs args{inputs, output, context, pool_, packed[&node - first].get()};
+    return std::visit(
+        [&](const auto& attrs) -> Status {
+          using Attrs = std::decay_t<decltype(attrs)>;
+          if constexpr (requires { cpu::Run(attrs, args); }) {
+            return cpu::Run(attrs, args);
+          } else {
+            return Internal("the cpu backend has no " + std::string(Attrs::kName) + " kernel");
+          }
+        },
+        node.attrs);
+  };
+  return std::make_unique<NodeByNode>(graph, partition, "cpu", scratch, std::move(run_node));
 }
 
 uint64_t CpuBackend::packed_bytes() const {
+  std::lock_guard lock(packed_mutex_);
   uint64_t bytes = 0;
-  for (const auto& [data, entry] : packed_) bytes += entry.matrix->bytes();
+  for (const auto& [key, weak] : packed_) {
+    if (const auto matrix = weak.lock()) bytes += matrix->bytes();
+  }
   return bytes;
 }
 

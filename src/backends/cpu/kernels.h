@@ -16,7 +16,7 @@ struct KernelArgs {
   const TensorArg& out;           // contiguous
   const ExecContext& context;
   ThreadPool& pool;
-  const PackedMatrix* packed = nullptr;  // matmul: its weight, packed by Prepare
+  const PackedMatrix* packed = nullptr;  // matmul: its weight, packed when its partition was compiled
 };
 
 Status Run(const EmbeddingAttrs& attrs, const KernelArgs& args);

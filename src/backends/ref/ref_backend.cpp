@@ -3,8 +3,20 @@
 #include <type_traits>
 
 #include "backends/ref/kernels.h"
+#include "backends/registry.h"
 
 namespace kite {
+
+namespace {
+
+const bool kRegistered = RegisterBackend(
+    {.name = "ref",
+     .runs_every_op = true,
+     .make = [](const BackendOptions&) -> Result<std::unique_ptr<Backend>> {
+       return std::make_unique<RefBackend>();
+     }});
+
+}  // namespace
 
 SupportResult ref::ReadableWeight(const Value& value, std::string_view role) {
   if (Traits(value.dtype).can_dequantize) return SupportResult::Yes();
@@ -28,7 +40,7 @@ uint64_t RefBackend::ScratchBytes(const Graph& graph, const Node& node) const {
 }
 
 Status RefBackend::Execute(const Node& node, std::span<const TensorArg> inputs,
-                           const TensorArg& output, const ExecContext& context) {
+                           const TensorArg& output, const ExecContext& context) const {
   const ref::KernelArgs args{inputs, output, context};
   return std::visit(
       [&](const auto& attrs) -> Status {

@@ -14,7 +14,7 @@ class RefBackend final : public Backend {
   SupportResult Supports(const Graph& graph, const Node& node) const override;
   uint64_t ScratchBytes(const Graph& graph, const Node& node) const override;
   Status Execute(const Node& node, std::span<const TensorArg> inputs, const TensorArg& output,
-                 const ExecContext& context) override;
+                 const ExecContext& context) const override;
 };
 
 }  // namespace kite
