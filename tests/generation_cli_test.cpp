@@ -484,7 +484,13 @@ TEST(CliInspect, PlacementShowsEveryNodeOnABackend) {
   CommandResult unknown = RunKite(
       {"inspect", SourcePath("testdata/reference/llama-gqa"), "--placement", "--backend", "tpu"});
   EXPECT_EQ(unknown.exit_code, 2);  // refused by the settings table, as in run and chat
-  EXPECT_TRUE(Contains(unknown.err, "--backend tpu: must be one of ref, cpu")) << unknown.err;
+  EXPECT_TRUE(Contains(unknown.err, "--backend tpu: must be one or more of ref, cpu")) << unknown.err;
+
+  // A preference list: ref first takes every node.
+  CommandResult listed = RunKite({"inspect", SourcePath("testdata/reference/llama-gqa"),
+                                  "--placement", "--backend", "ref,cpu"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_FALSE(Contains(listed.out, " cpu ")) << listed.out;
 }
 
 }  // namespace

@@ -103,7 +103,9 @@ std::vector<Setting> BuildTable() {
          return s.random_seed ? int64_t{-1} : static_cast<int64_t>(s.sampler.seed);
        }},
       {.key = "backend", .flags = {"--backend"}, .type = SettingType::kChoice,
-       .help = "Backend to run on", .choices = AvailableBackends,
+       .help = "Backends to run on, in order of preference (each node goes to the first that "
+               "runs it; ref, which runs every op, comes last)",
+       .choices = AvailableBackends, .choice_list = true,
        .store = [](S& s, const V& v) { s.engine.backend = std::get<std::string>(v); },
        .load = [](const S& s) -> V { return s.engine.backend; }},
       {.key = "threads", .flags = {"-t", "--threads"}, .type = SettingType::kInt,
@@ -177,8 +179,19 @@ Result<SettingValue> Check(const Setting& setting, std::string_view subject, Set
     }
     case SettingType::kChoice: {
       const std::vector<std::string> choices = setting.choices();
-      if (std::find(choices.begin(), choices.end(), std::get<std::string>(value)) == choices.end()) {
-        return Refuse(subject, "must be " + range);
+      const std::string& text = std::get<std::string>(value);
+      std::vector<std::string_view> picked;
+      for (size_t begin = 0, end = 0; end != std::string::npos; begin = end + 1) {
+        end = setting.choice_list ? text.find(',', begin) : std::string::npos;
+        picked.push_back(std::string_view(text).substr(begin, end - begin));
+      }
+      for (size_t i = 0; i < picked.size(); ++i) {
+        if (std::find(choices.begin(), choices.end(), picked[i]) == choices.end()) {
+          return Refuse(subject, "must be " + range);
+        }
+        if (std::find(picked.begin(), picked.begin() + i, picked[i]) != picked.begin() + i) {
+          return Refuse(subject, "names " + std::string(picked[i]) + " twice");
+        }
       }
       break;
     }
@@ -233,7 +246,8 @@ std::string RangeText(const Setting& setting) {
       return "in " + std::string(setting.min_open ? "(" : "[") + FormatNumber(setting.min) + ", " +
              FormatNumber(setting.max) + "]";
     case SettingType::kChoice:
-      return "one of " + Join(setting.choices());
+      return (setting.choice_list ? "one or more of " : "one of ") + Join(setting.choices()) +
+             (setting.choice_list ? ", comma-separated" : "");
     case SettingType::kBool:
     case SettingType::kString:
     case SettingType::kStringList:

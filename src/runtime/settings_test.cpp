@@ -65,12 +65,20 @@ TEST(SettingsTable, OutOfRangeValuesAreRefusedNamingFlagValueAndRange) {
   EXPECT_EQ(FlagError("n_predict", "-n", "-2"), "-n -2: must be >= -1");
   EXPECT_EQ(FlagError("context", "--ctx", "3000000000"), "--ctx 3000000000: must be <= 2147483647");
   EXPECT_EQ(FlagError("kv_type", "--kv-type", "f8"), "--kv-type f8: must be one of f16, f32, q8_0");
-  EXPECT_EQ(FlagError("backend", "--backend", "gpu"), "--backend gpu: must be one of ref, cpu");
+  EXPECT_EQ(FlagError("backend", "--backend", "gpu"),
+            "--backend gpu: must be one or more of ref, cpu, comma-separated");
+  EXPECT_EQ(FlagError("backend", "--backend", "cpu,gpu"),
+            "--backend cpu,gpu: must be one or more of ref, cpu, comma-separated");
+  EXPECT_EQ(FlagError("backend", "--backend", "cpu,"),
+            "--backend cpu,: must be one or more of ref, cpu, comma-separated");
+  EXPECT_EQ(FlagError("backend", "--backend", "cpu,cpu"), "--backend cpu,cpu: names cpu twice");
+  EXPECT_EQ(FlagError("kv_type", "--kv-type", "f16,f32"),  // a single choice takes no list
+            "--kv-type f16,f32: must be one of f16, f32, q8_0");
   // The edges are allowed.
   for (const auto& [key, text] : std::vector<std::pair<std::string, std::string>>{
            {"sampler.top_p", "0"}, {"sampler.top_p", "1"}, {"sampler.temp", "0"},
            {"sampler.repeat_last_n", "-1"}, {"n_predict", "-1"}, {"sampler.seed", "-1"},
-           {"sampler.presence_penalty", "-2.5"}, {"context", "0"}}) {
+           {"sampler.presence_penalty", "-2.5"}, {"context", "0"}, {"backend", "cpu,ref"}}) {
     EXPECT_EQ(FlagError(key, "--x", text), "") << key << " " << text;
   }
 }
