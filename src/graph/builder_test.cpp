@@ -4,26 +4,13 @@
 
 #include <vector>
 
+#include "graph/testing.h"
+
 namespace kite {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
-}
-
-// Weights for shape tests: the bytes are never read, only their count.
-struct FakeWeights {
-  std::vector<std::byte> bytes = std::vector<std::byte>(1 << 16);
-
-  TensorView View(std::string name, std::vector<int64_t> shape, DType dtype = DType::kF32) {
-    return TensorView{.name = std::move(name),
-                      .dtype = dtype,
-                      .shape = std::move(shape),
-                      .data = bytes.data(),
-                      .bytes = bytes.size()};
-  }
-};
+using testing::Contains;
+using testing::FakeWeights;
 
 TEST(GraphBuilder, MatMulErrorNamesNodeAndBothShapes) {
   FakeWeights weights;

@@ -6,14 +6,13 @@
 #include <vector>
 
 #include "graph/builder.h"
+#include "graph/testing.h"
 
 namespace kite {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
-}
+using testing::Contains;
+using testing::FakeWeights;
 
 QuantEncoding PerTensorU8(float scale, int32_t offset) {
   QuantEncoding e;
@@ -33,19 +32,6 @@ QuantEncoding PerAxisI8(int32_t axis, int64_t channels) {
   e.scales.assign(channels, 0.01f);
   return e;
 }
-
-struct FakeWeights {
-  std::vector<std::byte> bytes = std::vector<std::byte>(1 << 16);
-
-  TensorView View(std::string name, std::vector<int64_t> shape, DType dtype = DType::kF32) {
-    return TensorView{.name = std::move(name),
-                      .dtype = dtype,
-                      .shape = std::move(shape),
-                      .data = bytes.data(),
-                      .bytes = bytes.size(),
-                      .id = 0};
-  }
-};
 
 TEST(EncodedValues, IntegerActivationWithoutEncodingIsRefusedByName) {
   FakeWeights weights;

@@ -5,13 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "graph/testing.h"
+
 namespace kite {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
-}
+using testing::Contains;
 
 // The message of ValidateEncoding's error, or "" when it accepts.
 std::string Problem(const QuantEncoding& e, std::vector<int64_t> shape, DType dtype) {

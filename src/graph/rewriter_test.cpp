@@ -5,27 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "graph/testing.h"
+
 namespace kite {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
-}
-
-struct FakeWeights {
-  std::vector<std::byte> bytes = std::vector<std::byte>(1 << 16);
-  std::vector<std::byte> other = std::vector<std::byte>(1 << 16);
-
-  TensorView View(std::string name, std::vector<int64_t> shape, uint64_t id = 0) {
-    return TensorView{.name = std::move(name),
-                      .dtype = DType::kF32,
-                      .shape = std::move(shape),
-                      .data = bytes.data(),
-                      .bytes = bytes.size(),
-                      .id = id};
-  }
-};
+using testing::Contains;
+using testing::FakeWeights;
 
 // x [4, 64] -> rms_norm(norm.weight) -> matmul(w [32, 64]) -> silu -> reshape [128] = output.
 struct Fixture {
@@ -38,8 +24,9 @@ struct Fixture {
     const ValueId x = *b.Input("x", DType::kF32, {4, 64});
     const ValueId positions = *b.Input("positions", DType::kI32, {4});  // read by nothing
     (void)positions;
-    const ValueId h = *b.RmsNorm("norm", x, *b.Weight(weights.View("norm.weight", {64}, 7)), 1e-5f);
-    w = *b.Weight(weights.View("w", {32, 64}, 8));
+    const ValueId h =
+        *b.RmsNorm("norm", x, *b.Weight(weights.View("norm.weight", {64}, DType::kF32, 7)), 1e-5f);
+    w = *b.Weight(weights.View("w", {32, 64}, DType::kF32, 8));
     const ValueId y = *b.MatMul("proj", h, w);
     const ValueId act = *b.Silu("act", y);
     EXPECT_TRUE(b.MarkOutput(*b.Reshape("flat", act, {128})));
@@ -71,7 +58,7 @@ TEST(GraphRewriter, CopyKeepsNodesInputsWeightsAndOutputs) {
 TEST(GraphRewriter, ReplacesANodeAndRemapsAWeight) {
   Fixture f;
   GraphRewriter rw = *GraphRewriter::Create(f.graph);
-  TensorView scaled = f.weights.View("w.scaled", {32, 64}, 9);
+  TensorView scaled = f.weights.View("w.scaled", {32, 64}, DType::kF32, 9);
   scaled.data = f.weights.other.data();
   const ValueId new_w = *rw.builder().Weight(scaled);
   ASSERT_TRUE(rw.Remap(f.w, new_w));

@@ -7,14 +7,12 @@
 #include <vector>
 
 #include "graph/builder.h"
+#include "graph/testing.h"
 
 namespace kite {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
-}
+using testing::Contains;
 
 std::span<const float> Floats(const Value& weight) {
   return {static_cast<const float*>(weight.data), static_cast<size_t>(weight.elements())};

@@ -9,14 +9,12 @@
 #include "graph/builder.h"
 #include "graph/passes/fold_channel_scale.h"
 #include "graph/rewriter.h"
+#include "graph/testing.h"
 
 namespace kite {
 namespace {
 
-::testing::AssertionResult Contains(const std::string& text, const std::string& part) {
-  if (text.find(part) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "\"" << text << "\" lacks \"" << part << "\"";
-}
+using testing::Contains;
 
 // x [4, 8] -> rms_norm(norm.weight) -> matmul(w [16, 8]) -> silu = output [4, 16].
 struct Model {
