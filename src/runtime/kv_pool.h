@@ -79,7 +79,9 @@ class KvSequence {
   // Valid until the next Resize.
   KvSequenceView view() const { return self_; }
   // This sequence alone, as one graph run's attention sees it.
-  KvCacheView batch_view() const { return KvCacheView{.sequences = {&self_, 1}}; }
+  KvCacheView batch_view() const {
+    return KvCacheView{.sequences = {&self_, 1}, .token_sequence = {}};
+  }
 
  private:
   void RefreshViews();
