@@ -111,7 +111,11 @@ Status SetRopeScaling(const GgufFile& gguf, const Keys& keys, RopeAttrs* rope) {
 }  // namespace
 
 Result<std::unique_ptr<Model>> LoadGgufModel(const std::string& path) {
-  auto gguf = std::make_shared<const GgufFile>(KITE_TRY(GgufFile::Open(path)));
+  return LoadGgufModel(std::make_shared<const GgufFile>(KITE_TRY(GgufFile::Open(path))), path);
+}
+
+Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> gguf,
+                                             const std::string& path) {
   const std::string arch = KITE_TRY(gguf->GetString("general.architecture"));
   const GgufArchitecture* known = nullptr;
   std::string names;

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "base/status.h"
+#include "format/gguf.h"
 #include "models/architectures.h"
 #include "models/model.h"
 #include "tensor/weight_store.h"
@@ -47,6 +48,10 @@ Status RefuseUnusedTensors(const ModelConfig& config, const WeightStore& store,
 Result<std::unique_ptr<Model>> LoadHfModel(const std::string& folder);
 // A llama.cpp GGUF file with general.architecture "llama" or "qwen2".
 Result<std::unique_ptr<Model>> LoadGgufModel(const std::string& path);
+// The same from `gguf`, already open at `path` (the runtime reads the tokenizer from the same
+// open file: one mapping and one parse of the metadata serve both); the model keeps it.
+Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> gguf,
+                                             const std::string& path);
 // Either, by what `path` is: a .gguf file or a folder (or a config.json / .safetensors in one).
 Result<std::unique_ptr<Model>> LoadModel(const std::string& path);
 // The folder or file that holds the model at `path` as LoadModel resolves it (the folder of a

@@ -1,7 +1,9 @@
 #include "runtime/model_files.h"
 
 #include <algorithm>
+#include <filesystem>
 
+#include "format/gguf.h"
 #include "models/load_model.h"
 
 namespace kite {
@@ -39,8 +41,19 @@ Result<ModelFiles> PairModelFiles(std::unique_ptr<Model> model,
 }
 
 Result<ModelFiles> LoadModelFiles(const std::string& path) {
-  std::unique_ptr<Model> model = KITE_TRY(LoadModel(path));
-  std::unique_ptr<Tokenizer> tokenizer = KITE_TRY(Tokenizer::Load(ModelLocation(path)));
+  std::error_code error;
+  const bool gguf_file =
+      std::filesystem::is_regular_file(path, error) && ModelLocation(path) == path;
+  if (!gguf_file) {
+    std::unique_ptr<Model> model = KITE_TRY(LoadModel(path));
+    std::unique_ptr<Tokenizer> tokenizer = KITE_TRY(Tokenizer::Load(ModelLocation(path)));
+    return PairModelFiles(std::move(model), std::move(tokenizer));
+  }
+  // A GGUF holds its tokenizer: one open file (one mapping, one parse of the metadata) serves
+  // both, as a second open would map and hold the vocabulary's pages twice.
+  auto gguf = std::make_shared<const GgufFile>(KITE_TRY(GgufFile::Open(path)));
+  std::unique_ptr<Model> model = KITE_TRY(LoadGgufModel(gguf, path));
+  std::unique_ptr<Tokenizer> tokenizer = KITE_TRY(Tokenizer::FromGguf(*gguf));
   return PairModelFiles(std::move(model), std::move(tokenizer));
 }
 
