@@ -12,7 +12,6 @@
 #include <limits>
 #include <memory>
 #include <numeric>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/ref/ref_backend.h"
 #include "backends/registry.h"
+#include "backends/testing.h"
 #include "graph/builder.h"
 #include "graph/kv_cache.h"
 #include "reference_gguf.h"
@@ -37,13 +37,7 @@ namespace {
 // terms' magnitudes, with a wide margin (float eps is 6e-8; kernels sum in 16-lane chunks).
 constexpr double kF32SumRel = 1e-5;
 
-std::vector<float> Random(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using testing::Random;
 
 struct Input {
   std::string name;

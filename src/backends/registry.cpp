@@ -28,6 +28,16 @@ std::vector<std::string> NamesOf(const Registry& registry) {
 
 }  // namespace
 
+std::vector<std::string_view> PreferenceNames(std::string_view preference) {
+  std::vector<std::string_view> names;
+  for (size_t begin = 0;; ) {
+    const size_t comma = preference.find(',', begin);
+    names.push_back(preference.substr(begin, comma - begin));
+    if (comma == std::string_view::npos) return names;
+    begin = comma + 1;
+  }
+}
+
 bool RegisterBackend(BackendRegistration registration) {
   if (registration.name.empty() || !registration.make) return false;
   Registry& registry = TheRegistry();
@@ -60,22 +70,19 @@ Result<std::vector<std::unique_ptr<Backend>>> MakeBackends(std::string_view pref
     return nullptr;
   };
   std::vector<const BackendRegistration*> chosen;
-  for (size_t begin = 0; begin <= preference.size();) {
-    const size_t comma = std::min(preference.find(',', begin), preference.size());
-    const std::string name(preference.substr(begin, comma - begin));
+  for (const std::string_view name : PreferenceNames(preference)) {
     const BackendRegistration* backend = find(name);
     if (backend == nullptr || std::count(chosen.begin(), chosen.end(), backend) > 0) {
       std::string available;
       for (const std::string& known : NamesOf(registry)) {
         available += (available.empty() ? "" : ", ") + known;
       }
-      return Unsupported("backend '" + name + "' " +
+      return Unsupported("backend '" + std::string(name) + "' " +
                          (backend ? "is named twice in '" + std::string(preference) + "'"
                                   : std::string("is not available")) +
                          " (available: " + available + ")");
     }
     chosen.push_back(backend);
-    begin = comma + 1;
   }
   for (const BackendRegistration& backend : registry.backends) {
     if (backend.runs_every_op && std::count(chosen.begin(), chosen.end(), &backend) == 0) {

@@ -43,6 +43,10 @@ bool RegisterBackend(BackendRegistration registration);
 // The registered names: those that run every op, then the others, each group by name.
 std::vector<std::string> RegisteredBackends();
 
+// The names of a preference list, most preferred first: "double,cpu" -> double, cpu ("" and
+// "cpu," hold an empty name, which no backend has).
+std::vector<std::string_view> PreferenceNames(std::string_view preference);
+
 // The backends of a preference list, "cpu" or "double,cpu" (comma-separated, most preferred
 // first), made with `options`; then every backend that runs every op and was not named. An
 // unknown or repeated name is an error that lists the registered ones.

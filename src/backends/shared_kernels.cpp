@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "graph/encoding.h"
 #include "tensor/dequantize.h"
 
 namespace kite {
@@ -43,6 +44,14 @@ Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& conte
     }
   }
   return Ok();
+}
+
+SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend) {
+  const Value* encoded = graph.EncodedOperand(node);
+  if (encoded == nullptr) return SupportResult::Yes();
+  return SupportResult::No("'" + encoded->name + "' is quantized (" +
+                           EncodingString(*encoded->encoding) + "); the " + std::string(backend) +
+                           " backend computes in float only");
 }
 
 Status LookUpEmbedding(const TensorArg& table, const TensorArg& ids, const TensorArg& out) {

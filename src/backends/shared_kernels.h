@@ -1,6 +1,8 @@
-// Kernel pieces every backend shares: the check of run-time KV cache data before attention, and
-// the embedding lookup, which has nothing to vectorize (it dequantizes a few rows per step).
+// Kernel pieces every backend shares: the float-only backends' refusal of quantized values, the
+// check of run-time KV cache data before attention, and the embedding lookup, which has nothing to vectorize (it dequantizes a few rows per step).
 #pragma once
+
+#include <string_view>
 
 #include "backends/backend.h"
 #include "graph/ops.h"
@@ -12,6 +14,10 @@ namespace kite {
 // what disagrees.
 Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& context,
                            const TensorArg& k);
+
+// A backend that computes in float only declines a node reading or writing a quantized value
+// (one carrying an encoding), naming it; Yes otherwise.
+SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend);
 
 // table [vocab, dim] (any dequantizable dtype), ids [T] i32 -> out [T, dim] f32; an id outside
 // the table is InvalidInput naming it and its index.

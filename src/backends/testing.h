@@ -4,10 +4,22 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <random>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace kite::testing {
+
+// n values drawn uniformly from [lo, hi), the same for the same seed.
+inline std::vector<float> Random(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> values(n);
+  for (float& v : values) v = dist(rng);
+  return values;
+}
 
 // Expects |got - want| <= atol + rtol·|want| element-wise; reports the first few misses and the
 // largest error.

@@ -177,7 +177,7 @@ Result<Engine::GraphLease> Engine::LeaseGraph(int32_t tokens, bool all_logits) c
     return InvalidInput("a graph of " + std::to_string(tokens) + " tokens; expected 1.." +
                         std::to_string(options_.prefill_chunk) + " (the prefill chunk)");
   }
-  const GraphKey key{tokens, all_logits && tokens > 1};  // one token: both are the same graph
+  const GraphKey key(tokens, all_logits);
   std::shared_ptr<GraphLease::Entry> entry;
   std::unique_ptr<RunState> state;
   {
@@ -208,7 +208,7 @@ Result<std::shared_ptr<Engine::GraphLease::Entry>> Engine::Compile(const GraphKe
   std::vector<Backend*> backends;
   for (const auto& backend : backends_) backends.push_back(backend.get());
   auto entry = std::make_shared<GraphLease::Entry>(
-      KITE_TRY(Executable::Compile(std::move(graph), backends)));
+      KITE_TRY(Executable::Compile(std::move(graph), backends)), key);
 
   std::lock_guard lock(mutex_);
   entry->last_use = ++use_counter_;
@@ -254,9 +254,7 @@ void Engine::GraphLease::Return() {
 
 Status Engine::GraphLease::Run(const RunContext& context) {
   KITE_RETURN_IF_ERROR(entry_->executable->Run(*state_, context));
-  const Value& tokens = entry_->executable->graph().value(
-      *entry_->executable->graph().FindInput("tokens"));
-  engine_->tokens_computed_.fetch_add(tokens.elements(), std::memory_order_relaxed);
+  engine_->tokens_computed_.fetch_add(entry_->key.tokens, std::memory_order_relaxed);
   return Ok();
 }
 

@@ -90,6 +90,17 @@ class Engine {
   // their sequences from it.
   KvPool& kv_pool() const { return *kv_pool_; }
 
+ private:
+  // One phase shape: one token's graph serves both kinds of logits.
+  struct GraphKey {
+    GraphKey(int32_t tokens, bool all_logits)
+        : tokens(tokens), all_logits(all_logits && tokens > 1) {}
+    int32_t tokens;
+    bool all_logits;
+    auto operator<=>(const GraphKey&) const = default;
+  };
+
+ public:
   // A compiled graph of one phase shape with memory for one run, lent to one caller until the
   // lease goes; the outputs of its last run stay readable until then.
   class GraphLease {
@@ -100,6 +111,11 @@ class Engine {
 
     const Executable& executable() const { return *entry_->executable; }
     RunState& state() { return *state_; }
+    // Whether this is the graph LeaseGraph(tokens, all_logits) would lend: a session keeps it
+    // for the next run of that shape (each decode step) instead of returning and taking it.
+    bool Holds(int32_t tokens, bool all_logits) const {
+      return entry_->key == GraphKey(tokens, all_logits);
+    }
     // Runs the graph on the lease's state; counts its tokens in tokens_computed().
     Status Run(const RunContext& context);
 
@@ -107,8 +123,10 @@ class Engine {
     friend class Engine;
     // A compiled graph and the run states no lease holds (guarded by the engine's mutex).
     struct Entry {
-      explicit Entry(std::unique_ptr<Executable> compiled) : executable(std::move(compiled)) {}
+      Entry(std::unique_ptr<Executable> compiled, GraphKey key)
+          : executable(std::move(compiled)), key(key) {}
       std::unique_ptr<Executable> executable;
+      GraphKey key;
       std::vector<std::unique_ptr<RunState>> spare;  // after executable: they point into it
       uint64_t last_use = 0;
     };
@@ -131,11 +149,6 @@ class Engine {
   uint64_t tokens_computed() const { return tokens_computed_.load(std::memory_order_relaxed); }
 
  private:
-  struct GraphKey {
-    int32_t tokens;
-    bool all_logits;
-    auto operator<=>(const GraphKey&) const = default;
-  };
   Engine(ModelFiles files, EngineOptions options, int32_t context_length,
          std::unique_ptr<KvPool> kv_pool, uint64_t kv_bytes,
          std::vector<std::unique_ptr<Backend>> backends);

@@ -48,8 +48,11 @@ int64_t KvPool::free_pages() const {
   return static_cast<int64_t>(free_.size());
 }
 
-Status KvPool::Take(int64_t count, std::vector<std::vector<std::byte*>>& tables, int64_t want,
-                    int64_t length) {
+Status KvPool::Take(std::vector<std::vector<std::byte*>>& tables, int64_t want, int64_t length) {
+  int64_t count = 0;
+  for (const std::vector<std::byte*>& table : tables) {
+    count += want - static_cast<int64_t>(table.size());
+  }
   std::lock_guard lock(mutex_);
   if (count > static_cast<int64_t>(free_.size())) {
     return OutOfResources("KV cache: " + std::to_string(length) + " positions need " +
@@ -88,7 +91,7 @@ Status KvSequence::Resize(int64_t length) {
   const int64_t have = (length_ + page_size - 1) / page_size;
   const int64_t want = (length + page_size - 1) / page_size;
   if (want > have) {
-    KITE_RETURN_IF_ERROR(pool_->Take((want - have) * config().n_layers, tables_, want, length));
+    KITE_RETURN_IF_ERROR(pool_->Take(tables_, want, length));
   } else {
     for (std::vector<std::byte*>& table : tables_) {
       pool_->Give(std::span(table).subspan(want));

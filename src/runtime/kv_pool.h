@@ -47,10 +47,9 @@ class KvPool {
  private:
   friend class KvSequence;
   KvPool() = default;
-  // Grows every table to `want` pages, taking `count` pages in all or none: OutOfResources
-  // naming the `length` (positions) that needed them.
-  Status Take(int64_t count, std::vector<std::vector<std::byte*>>& tables, int64_t want,
-              int64_t length);
+  // Grows every table to `want` pages, all or none: OutOfResources naming the `length`
+  // (positions) that needed them.
+  Status Take(std::vector<std::vector<std::byte*>>& tables, int64_t want, int64_t length);
   void Give(std::span<std::byte* const> pages);
 
   KvCacheConfig config_;

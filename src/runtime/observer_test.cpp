@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <map>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backends/ref/ref_backend.h"
+#include "backends/testing.h"
 #include "graph/builder.h"
 #include "runtime/executable.h"
 
@@ -18,13 +18,7 @@ namespace {
 
 constexpr int64_t kTokens = 5, kDim = 16, kHidden = 32, kVocab = 24;
 
-std::vector<float> Random(size_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float& v : values) v = dist(rng);
-  return values;
-}
+using testing::Random;
 
 // The weights of a small decoder without attention: embedding, a gated MLP block with a residual,
 // views (a reshape, a permute and a slice) between the ops, and the output projection.

@@ -41,8 +41,10 @@ Session::~Session() = default;
 Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> tokens,
                                                   bool all_logits) {
   const int32_t count = static_cast<int32_t>(tokens.size());
-  lease_.reset();  // back to the engine first: a chunk of the same shape takes it again
-  lease_ = KITE_TRY(engine_.LeaseGraph(count, all_logits));
+  if (!lease_ || !lease_->Holds(count, all_logits)) {
+    lease_.reset();  // back to the engine first: it may lend the same state again
+    lease_ = KITE_TRY(engine_.LeaseGraph(count, all_logits));
+  }
   const int32_t start = n_past();
   for (int32_t t = 0; t < count; ++t) positions_[t] = start + t;
   KITE_RETURN_IF_ERROR(sequence_.Resize(start + count));

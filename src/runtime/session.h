@@ -99,7 +99,8 @@ class Session {
 
   const Engine& engine_;
   KvSequence sequence_;
-  // The graph of the last feed: its outputs are the logits the caller may still read.
+  // The graph of the last feed: its outputs are the logits the caller may still read, and the
+  // next feed of the same shape (the next decode step) runs it again.
   std::optional<Engine::GraphLease> lease_;
   Observer* observer_ = nullptr;
   std::vector<int32_t> history_;

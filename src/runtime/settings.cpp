@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "backends/registry.h"
 #include "chat/chat_template.h"
 #include "format/json_util.h"
 #include "graph/kv_cache.h"
@@ -180,11 +181,8 @@ Result<SettingValue> Check(const Setting& setting, std::string_view subject, Set
     case SettingType::kChoice: {
       const std::vector<std::string> choices = setting.choices();
       const std::string& text = std::get<std::string>(value);
-      std::vector<std::string_view> picked;
-      for (size_t begin = 0, end = 0; end != std::string::npos; begin = end + 1) {
-        end = setting.choice_list ? text.find(',', begin) : std::string::npos;
-        picked.push_back(std::string_view(text).substr(begin, end - begin));
-      }
+      const std::vector<std::string_view> picked =
+          setting.choice_list ? PreferenceNames(text) : std::vector<std::string_view>{text};
       for (size_t i = 0; i < picked.size(); ++i) {
         if (std::find(choices.begin(), choices.end(), picked[i]) == choices.end()) {
           return Refuse(subject, "must be " + range);

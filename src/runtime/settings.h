@@ -60,7 +60,8 @@ struct Setting {
   // kInt: values above the CPUs this process may use are lowered to that count, with a warning.
   bool clamp_to_cpus = false;
   std::vector<std::string> (*choices)() = nullptr;
-  // kChoice: a comma-separated list of choices, in order of preference ("double,cpu").
+  // kChoice: a comma-separated list of choices, in order of preference, split as the backend
+  // registry splits one (PreferenceNames: "double,cpu").
   bool choice_list = false;
   void (*store)(RunSettings&, const SettingValue&) = nullptr;
   SettingValue (*load)(const RunSettings&) = nullptr;

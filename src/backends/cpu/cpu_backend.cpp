@@ -6,6 +6,7 @@
 #include "backends/cpu/kernels.h"
 #include "backends/node_by_node.h"
 #include "backends/registry.h"
+#include "backends/shared_kernels.h"
 
 namespace kite {
 
@@ -21,11 +22,7 @@ const bool kRegistered = RegisterBackend(
 }  // namespace
 
 SupportResult CpuBackend::Supports(const Graph& graph, const Node& node) const {
-  if (const Value* encoded = graph.EncodedOperand(node)) {
-    return SupportResult::No("'" + encoded->name + "' is quantized (" +
-                             EncodingString(*encoded->encoding) +
-                             "); the cpu backend computes in float only");
-  }
+  if (SupportResult encoded = DeclineEncoded(graph, node, name()); !encoded.ok) return encoded;
   return std::visit([&](const auto& attrs) { return cpu::Support(attrs, graph, node); },
                     node.attrs);
 }

@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <optional>
-#include <random>
 #include <vector>
 
 #include "backends/ref/ref_backend.h"
@@ -16,13 +15,7 @@ namespace {
 
 constexpr int64_t kN = 64, kK = 64, kTokens = 3;
 
-std::vector<float> Random(int64_t count, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> values(count);
-  for (float& v : values) v = dist(rng);
-  return values;
-}
+using testing::Random;
 
 // y = x · Wᵀ with W [kN, kK] f32 under weight id `id`.
 Graph MatMulGraph(const std::vector<float>& w, uint64_t id) {

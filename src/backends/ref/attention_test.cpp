@@ -112,59 +112,57 @@ TEST(RefAttention, CacheBuiltInStepsEqualsOneStep) {
 TEST(RefAttention, TwoSequencesInOneRunEqualEachSequenceAlone) {
   const Qkv qkv = RandomQkv();
   RefBackend ref;
+  Backend* backend = &ref;
+  // Alone: sequence A holds tokens 0..4, sequence B tokens 5..9, both at positions 0..4.
+  Cache a = MakeCache(3, DType::kF16);
+  Cache b = MakeCache(3, DType::kF16);
+  const std::vector<float> alone_a = RunChunk(qkv, 0, 5, *a.sequence, backend);
+  std::vector<float> alone_b;
   {
-    Backend* backend = &ref;
-    // Alone: sequence A holds tokens 0..4, sequence B tokens 5..9, both at positions 0..4.
-    Cache a = MakeCache(3, DType::kF16);
-    Cache b = MakeCache(3, DType::kF16);
-    const std::vector<float> alone_a = RunChunk(qkv, 0, 5, *a.sequence, backend);
-    std::vector<float> alone_b;
-    {
-      Qkv shifted = qkv;  // tokens 5..9 moved to the front, so that they sit at positions 0..4
-      auto shift = [](std::vector<float>& x, int64_t heads) {
-        x.erase(x.begin(), x.begin() + 5 * heads * kDim);
-      };
-      shift(shifted.q, kQHeads);
-      shift(shifted.k, kKvHeads);
-      shift(shifted.v, kKvHeads);
-      alone_b = RunChunk(shifted, 0, 5, *b.sequence, backend);
-    }
+    Qkv shifted = qkv;  // tokens 5..9 moved to the front, so that they sit at positions 0..4
+    auto shift = [](std::vector<float>& x, int64_t heads) {
+      x.erase(x.begin(), x.begin() + 5 * heads * kDim);
+    };
+    shift(shifted.q, kQHeads);
+    shift(shifted.k, kKvHeads);
+    shift(shifted.v, kKvHeads);
+    alone_b = RunChunk(shifted, 0, 5, *b.sequence, backend);
+  }
 
-    // Together, interleaved A B A B ...: token i of the run is token i/2 of A or of B.
-    Cache together = MakeCache(3, DType::kF16);
-    KvSequence second(together.pool.get());
-    ASSERT_TRUE(together.sequence->Resize(5));
-    ASSERT_TRUE(second.Resize(5));
-    std::vector<float> q, k, v;
-    std::vector<int32_t> positions, sequence_of;
-    for (int64_t i = 0; i < 10; ++i) {
-      const int64_t token = i % 2 == 0 ? i / 2 : 5 + i / 2;
-      q.insert(q.end(), qkv.q.begin() + token * kQHeads * kDim,
-               qkv.q.begin() + (token + 1) * kQHeads * kDim);
-      k.insert(k.end(), qkv.k.begin() + token * kKvHeads * kDim,
-               qkv.k.begin() + (token + 1) * kKvHeads * kDim);
-      v.insert(v.end(), qkv.v.begin() + token * kKvHeads * kDim,
-               qkv.v.begin() + (token + 1) * kKvHeads * kDim);
-      positions.push_back(static_cast<int32_t>(i / 2));
-      sequence_of.push_back(static_cast<int32_t>(i % 2));
-    }
-    testing::GraphRunner graph = AttentionGraph(10, backend);
-    ASSERT_TRUE(graph.SetInput("q", q));
-    ASSERT_TRUE(graph.SetInput("k", k));
-    ASSERT_TRUE(graph.SetInput("v", v));
-    ASSERT_TRUE(graph.SetInput("positions", positions));
-    const KvSequenceView sequences[2] = {together.sequence->view(), second.view()};
-    const KvCacheView view{.sequences = sequences, .token_sequence = sequence_of};
-    const Status run = graph.Run(&view);
-    ASSERT_TRUE(run.has_value()) << run.error().message;
-    const std::span<const float> out = *graph.OutputF32(0);  // [10, kQHeads, kDim]
-    const int64_t row = kQHeads * kDim;
-    for (int64_t i = 0; i < 10; ++i) {
-      const std::vector<float>& alone = i % 2 == 0 ? alone_a : alone_b;
-      const std::vector<float> got(out.begin() + i * row, out.begin() + (i + 1) * row);
-      const std::vector<float> want(alone.begin() + i / 2 * row, alone.begin() + (i / 2 + 1) * row);
-      EXPECT_EQ(got, want) << "token " << i;
-    }
+  // Together, interleaved A B A B ...: token i of the run is token i/2 of A or of B.
+  Cache together = MakeCache(3, DType::kF16);
+  KvSequence second(together.pool.get());
+  ASSERT_TRUE(together.sequence->Resize(5));
+  ASSERT_TRUE(second.Resize(5));
+  std::vector<float> q, k, v;
+  std::vector<int32_t> positions, sequence_of;
+  for (int64_t i = 0; i < 10; ++i) {
+    const int64_t token = i % 2 == 0 ? i / 2 : 5 + i / 2;
+    q.insert(q.end(), qkv.q.begin() + token * kQHeads * kDim,
+             qkv.q.begin() + (token + 1) * kQHeads * kDim);
+    k.insert(k.end(), qkv.k.begin() + token * kKvHeads * kDim,
+             qkv.k.begin() + (token + 1) * kKvHeads * kDim);
+    v.insert(v.end(), qkv.v.begin() + token * kKvHeads * kDim,
+             qkv.v.begin() + (token + 1) * kKvHeads * kDim);
+    positions.push_back(static_cast<int32_t>(i / 2));
+    sequence_of.push_back(static_cast<int32_t>(i % 2));
+  }
+  testing::GraphRunner graph = AttentionGraph(10, backend);
+  ASSERT_TRUE(graph.SetInput("q", q));
+  ASSERT_TRUE(graph.SetInput("k", k));
+  ASSERT_TRUE(graph.SetInput("v", v));
+  ASSERT_TRUE(graph.SetInput("positions", positions));
+  const KvSequenceView sequences[2] = {together.sequence->view(), second.view()};
+  const KvCacheView view{.sequences = sequences, .token_sequence = sequence_of};
+  const Status run = graph.Run(&view);
+  ASSERT_TRUE(run.has_value()) << run.error().message;
+  const std::span<const float> out = *graph.OutputF32(0);  // [10, kQHeads, kDim]
+  const int64_t row = kQHeads * kDim;
+  for (int64_t i = 0; i < 10; ++i) {
+    const std::vector<float>& alone = i % 2 == 0 ? alone_a : alone_b;
+    const std::vector<float> got(out.begin() + i * row, out.begin() + (i + 1) * row);
+    const std::vector<float> want(alone.begin() + i / 2 * row, alone.begin() + (i / 2 + 1) * row);
+    EXPECT_EQ(got, want) << "token " << i;
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "backends/ref/kernels.h"
 #include "backends/registry.h"
+#include "backends/shared_kernels.h"
 
 namespace kite {
 
@@ -25,11 +26,7 @@ SupportResult ref::ReadableWeight(const Value& value, std::string_view role) {
 }
 
 SupportResult RefBackend::Supports(const Graph& graph, const Node& node) const {
-  if (const Value* encoded = graph.EncodedOperand(node)) {
-    return SupportResult::No("'" + encoded->name + "' is quantized (" +
-                             EncodingString(*encoded->encoding) +
-                             "); the ref backend computes in float only");
-  }
+  if (SupportResult encoded = DeclineEncoded(graph, node, name()); !encoded.ok) return encoded;
   return std::visit([&](const auto& attrs) { return ref::Support(attrs, graph, node); },
                     node.attrs);
 }
