@@ -254,7 +254,7 @@ TEST(SynthCliTest, WritesAFileAndNamesBadInput) {
   auto preset = testing::RunKite({"synth", "--preset", "gpt-5", "--type", "f16", "-o", out});
   EXPECT_EQ(preset.exit_code, 1);
   EXPECT_NE(preset.err.find("llama-3.2-1b"), std::string::npos) << preset.err;
-  auto type = testing::RunKite({"synth", "--preset", "smollm2-135m", "--type", "q2_k", "-o", out});
+  auto type = testing::RunKite({"synth", "--preset", "smollm2-135m", "--type", "q7_k", "-o", out});
   EXPECT_EQ(type.exit_code, 1);
   EXPECT_NE(type.err.find("q4_k_m"), std::string::npos) << type.err;
 }

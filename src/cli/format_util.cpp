@@ -35,4 +35,10 @@ std::string HumanCount(uint64_t count) {
   return text;
 }
 
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
 }  // namespace kite::cli

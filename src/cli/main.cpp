@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   kite::cli::AddEvalCommand(app, &exit_code);
   kite::cli::AddConvertCommand(app, &exit_code);
   kite::cli::AddSynthCommand(app, &exit_code);
+  kite::cli::AddQuantizeCommand(app, &exit_code);
   kite::cli::AddBenchCommand(app, &exit_code);
   if (const int parse_status = kite::cli::Parse(app, argc, argv); parse_status != 0) return parse_status;
   return exit_code;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/format_util.h"
 #include "cli/write_progress.h"
 #include "export/synth.h"
 #include "export/weight_types.h"
@@ -18,12 +19,6 @@ struct SynthFlags {
   bool quiet = false;
 };
 
-std::string Joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
-
 }  // namespace
 
 void AddSynthCommand(CLI::App& app, int* exit_code) {
@@ -37,7 +32,8 @@ void AddSynthCommand(CLI::App& app, int* exit_code) {
   command
       ->add_option("--type", flags->options.type,
                    "Weight type, one of: " + Joined(ExportTypeNames()) +
-                       " (q4_k_m: llama.cpp's mix; others apply to every 2-D weight)")
+                       " (q2_k, q3_k_*, q4_k_s, q4_k_m, q5_k_*: llama.cpp's mixes; others apply to "
+                       "every 2-D weight)")
       ->required();
   command->add_option("-o,--output", flags->out, "The GGUF file to write")->required();
   command->add_option("--layers", flags->options.layers, "Blocks (default: the preset's)");

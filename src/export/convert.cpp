@@ -75,35 +75,45 @@ StreamedTensor FromFloats(const std::string& name, std::vector<float> values) {
 
 }  // namespace
 
-Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
-                       const ConvertOptions& options) {
-  const ExportType type = KITE_TRY(ParseExportType(options.type, {"f32", "f16", "bf16"}));
-  const std::unique_ptr<Model> model = KITE_TRY(LoadHfModel(folder));
-  const ModelConfig& spec = model->config();
+Result<HfGgufSource> ReadHfAsGguf(const std::string& folder, uint32_t file_type,
+                                  const ChooseStoredType& choose) {
+  HfGgufSource source;
+  source.model = KITE_TRY(LoadHfModel(folder));
+  const ModelConfig& spec = source.model->config();
   GgufTokenizer tokenizer = KITE_TRY(LoadGgufTokenizer(folder));
   // llama.cpp takes the vocabulary size from the token list: it must match the embedding.
   KITE_RETURN_IF_ERROR(ResizeVocab(spec.vocab, folder, &tokenizer));
 
-  const LlamaGgufHeader header = HeaderOf(spec, folder, type.file_type);
-  GgufWriter writer;
-  SetLlamaMetadata(spec, header, &writer);
-  SetTokenizerMetadata(tokenizer, &writer);
+  const LlamaGgufHeader header = HeaderOf(spec, folder, file_type);
+  SetLlamaMetadata(spec, header, &source.metadata);
+  SetTokenizerMetadata(tokenizer, &source.metadata);
 
-  std::vector<StreamedTensor> tensors;
   if (spec.rope.scaling == RopeScaling::kLlama3) {
-    tensors.push_back(FromFloats("rope_freqs.weight", Llama3RopeFreqs(spec)));
+    source.tensors.push_back(FromFloats("rope_freqs.weight", Llama3RopeFreqs(spec)));
   }
   const bool permute = header.arch == "llama";
   for (const ExpectedTensor& expected : LlamaTensors(spec)) {
-    const TensorView* view = KITE_TRY(model->Weight(expected.name));
+    const TensorView* view = KITE_TRY(source.model->Weight(expected.name));
     const bool qk = expected.name.find(".attn_q.") != std::string::npos ||
                     expected.name.find(".attn_k.") != std::string::npos;
     const DType dtype =
-        ChooseTensorType(type, expected.name, expected.shape, spec.n_layers, spec.tied_embeddings);
-    tensors.push_back(FromView(expected.name, *view, dtype, permute && qk ? spec.head_dim : 0));
+        expected.shape.size() < 2 ? DType::kF32 : choose(expected.name, expected.shape);
+    source.tensors.push_back(
+        FromView(expected.name, *view, dtype, permute && qk ? spec.head_dim : 0));
   }
+  return source;
+}
+
+Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
+                       const ConvertOptions& options) {
+  const ExportType type = KITE_TRY(ParseExportType(options.type, {"f32", "f16", "bf16"}));
+  // A float type reads no layer count: only the name and shape choose.
+  const auto choose = [&](const std::string& name, const std::vector<int64_t>& shape) {
+    return ChooseTensorType(type, name, shape, TensorTypeContext{});
+  };
+  const HfGgufSource source = KITE_TRY(ReadHfAsGguf(folder, type.file_type, choose));
   // The folder stands for its weights, config and tokenizer files: none may be the output.
-  return WriteGgufStreaming(writer, tensors, out_path, {folder}, options.progress);
+  return WriteGgufStreaming(source.metadata, source.tensors, out_path, {folder}, options.progress);
 }
 
 }  // namespace kite

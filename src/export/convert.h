@@ -5,10 +5,14 @@
 // weights are stored in the requested float type; norms, biases and other 1-D tensors stay F32.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "export/gguf_stream.h"
+#include "models/model.h"
 
 namespace kite {
 
@@ -16,6 +20,19 @@ struct ConvertOptions {
   std::string type = "f16";  // f32, f16 or bf16
   WriteProgress progress;    // optional
 };
+
+// The GGUF a folder converts to, before anything is written: its metadata (general.*, {arch}.*,
+// tokenizer.*) and its tensors in file order, each stored as `choose(name, shape)` gives (1-D
+// tensors always F32). The tensors read the model's weights: keep `model` alive while they fill.
+struct HfGgufSource {
+  std::unique_ptr<Model> model;
+  GgufWriter metadata;
+  std::vector<StreamedTensor> tensors;
+};
+using ChooseStoredType =
+    std::function<DType(const std::string& name, const std::vector<int64_t>& shape)>;
+Result<HfGgufSource> ReadHfAsGguf(const std::string& folder, uint32_t file_type,
+                                  const ChooseStoredType& choose);
 
 Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
                        const ConvertOptions& options);

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 namespace kite {
@@ -69,11 +70,9 @@ Status FillTensors(const std::vector<StreamedTensor>& tensors, AtomicOutput& out
   return Ok();
 }
 
-}  // namespace
-
-Status WriteGgufStreaming(const GgufWriter& metadata, const std::vector<StreamedTensor>& tensors,
-                          const std::string& path, const std::vector<std::string>& inputs,
-                          const WriteProgress& progress) {
+// `metadata` with `tensors` added over one read-only mapping of zeros (`zeros`, sized here).
+Result<GgufWriter> LaidOut(const GgufWriter& metadata, const std::vector<StreamedTensor>& tensors,
+                           const std::string& path, std::unique_ptr<ZeroPages>* zeros) {
   uint64_t largest = 0;
   std::vector<uint64_t> sizes;
   for (const StreamedTensor& tensor : tensors) {
@@ -87,20 +86,37 @@ Status WriteGgufStreaming(const GgufWriter& metadata, const std::vector<Streamed
     sizes.push_back(*bytes);
     largest = std::max(largest, *bytes);
   }
-  const ZeroPages zeros(largest);
-  if (zeros.data() == nullptr)
+  *zeros = std::make_unique<ZeroPages>(largest);
+  if ((*zeros)->data() == nullptr)
     return OutOfResources(path + ": cannot map " + std::to_string(largest) + " bytes");
   GgufWriter writer = metadata;
   for (size_t i = 0; i < tensors.size(); ++i) {
     auto added = writer.AddTensor(tensors[i].name, tensors[i].dtype, tensors[i].shape,
-                                  {zeros.data(), sizes[i]});
+                                  {(*zeros)->data(), sizes[i]});
     if (!added) return std::unexpected(std::move(added.error()).WithContext(path));
   }
+  return writer;
+}
+
+}  // namespace
+
+Status WriteGgufStreaming(const GgufWriter& metadata, const std::vector<StreamedTensor>& tensors,
+                          const std::string& path, const std::vector<std::string>& inputs,
+                          const WriteProgress& progress) {
+  std::unique_ptr<ZeroPages> zeros;
+  const GgufWriter writer = KITE_TRY(LaidOut(metadata, tensors, path, &zeros));
   // Checked and created before any tensor is generated: a refused output costs nothing.
   AtomicOutput out = KITE_TRY(AtomicOutput::Create(path, inputs));
   KITE_RETURN_IF_ERROR(writer.WriteTo(out));
   KITE_RETURN_IF_ERROR(FillTensors(tensors, out, progress));
   return out.Commit();
+}
+
+Result<uint64_t> StreamedGgufSize(const GgufWriter& metadata,
+                                  const std::vector<StreamedTensor>& tensors) {
+  std::unique_ptr<ZeroPages> zeros;
+  const GgufWriter writer = KITE_TRY(LaidOut(metadata, tensors, "(dry run)", &zeros));
+  return writer.FileSize();
 }
 
 }  // namespace kite

@@ -41,4 +41,9 @@ Status WriteGgufStreaming(const GgufWriter& metadata, const std::vector<Streamed
                           const std::string& path, const std::vector<std::string>& inputs,
                           const WriteProgress& progress = nullptr);
 
+// The size in bytes of the file WriteGgufStreaming writes for `metadata` and `tensors` (their
+// fill is not called): a dry run's exact figure.
+Result<uint64_t> StreamedGgufSize(const GgufWriter& metadata,
+                                  const std::vector<StreamedTensor>& tensors);
+
 }  // namespace kite

@@ -153,6 +153,7 @@ class GgufWriter {
   // Writes the file's bytes into `out` without committing it (a caller filling tensors in place).
   Status WriteTo(AtomicOutput& out) const;
   Result<std::vector<uint8_t>> Serialize() const;  // the same bytes, in memory
+  Result<uint64_t> FileSize() const;                // how many bytes Write writes
 
  private:
   // Metadata, tensor infos and the padding up to the data section (when there are tensors).

@@ -231,6 +231,12 @@ Result<std::vector<uint8_t>> GgufWriter::Serialize() const {
   return bytes;
 }
 
+Result<uint64_t> GgufWriter::FileSize() const {
+  uint64_t size = KITE_TRY(EncodeHeader()).size();
+  for (const PendingTensor& tensor : tensors_) size += PaddedSize(tensor.data.size(), alignment_);
+  return size;
+}
+
 Status GgufWriter::Write(const std::string& path, const std::vector<std::string>& inputs) const {
   AtomicOutput out = KITE_TRY(AtomicOutput::Create(path, inputs));
   KITE_RETURN_IF_ERROR(WriteTo(out));

@@ -1,0 +1,186 @@
+// kite quantize end to end: the file is the same on 1 and 2 threads, the dry run's size is the
+// file's, the metadata and tokenizer are the source's, the user's type choices apply or fail with
+// an error naming the flag and tensor, and the input is never the output.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "format/gguf.h"
+
+namespace kite {
+namespace {
+
+using testing::RunKite;
+using testing::SourcePath;
+
+std::string Dir() {
+  const std::string dir = ::testing::TempDir() + "kite_quantize_cli";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// smollm2-135m's shapes (rows of 576 and 1536) with 2 blocks and 320 tokens: 14 MB of f16.
+const std::string& SynthF16() {
+  static const std::string path = [] {
+    const std::string out = Dir() + "/smollm2-f16.gguf";
+    const auto synth = RunKite({"synth", "--preset", "smollm2-135m", "--type", "f16", "--layers",
+                                "2", "--vocab", "320", "-q", "-o", out});
+    EXPECT_EQ(synth.exit_code, 0) << synth.err;
+    return out;
+  }();
+  return path;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+DType TypeOf(const GgufFile& file, const std::string& tensor) {
+  const GgufTensorInfo* info = file.FindTensor(tensor);
+  EXPECT_NE(info, nullptr) << tensor;
+  return info == nullptr ? DType::kF32 : info->dtype;
+}
+
+TEST(QuantizeCliTest, SameBytesOnOneAndTwoThreads) {
+  const std::string one = Dir() + "/t1.gguf", two = Dir() + "/t2.gguf";
+  for (const auto& [threads, out] : {std::pair{"1", one}, std::pair{"2", two}}) {
+    const auto run =
+        RunKite({"quantize", SynthF16(), "-o", out, "--type", "q4_k_m", "-t", threads, "-q"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
+  const std::string a = ReadAll(one), b = ReadAll(two);
+  ASSERT_GT(a.size(), 1000u);
+  EXPECT_TRUE(a == b) << "files differ between -t 1 and -t 2";
+}
+
+TEST(QuantizeCliTest, DryRunSizeIsTheFileSize) {
+  const std::string out = Dir() + "/dry.gguf";
+  const auto dry = RunKite({"quantize", SynthF16(), "--type", "q8_0", "--dry-run", "--json"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const auto report = nlohmann::json::parse(dry.out, nullptr, false);
+  ASSERT_TRUE(report.is_object()) << dry.out;
+  const auto run = RunKite({"quantize", SynthF16(), "-o", out, "--type", "q8_0", "-q", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(report["file_bytes"].get<uint64_t>(), std::filesystem::file_size(out));
+  // The per-type table adds up to the tensors' bytes, and the blocks hold 2 x 7 linears.
+  uint64_t bytes = 0;
+  for (const auto& [type, totals] : report["by_type"].items()) bytes += totals["bytes"].get<uint64_t>();
+  EXPECT_EQ(bytes, report["all"]["bytes"].get<uint64_t>());
+  EXPECT_EQ(report["block_linears"]["tensors"], 14);
+  EXPECT_DOUBLE_EQ(report["block_linears"]["bpw"].get<double>(), 8.5);  // q8_0: 34 bytes / 32
+  EXPECT_EQ(report["embedding"]["tensors"], 1);
+}
+
+TEST(QuantizeCliTest, GgufMetadataIsCopiedWithTheNewFileType) {
+  const std::string out = Dir() + "/meta.gguf";
+  const auto run = RunKite({"quantize", SynthF16(), "-o", out, "--type", "q8_0", "-q"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto source = GgufFile::Open(SynthF16());
+  auto quantized = GgufFile::Open(out);
+  ASSERT_TRUE(source.has_value() && quantized.has_value());
+  for (const auto& [key, value] : source->metadata()) {
+    if (key == "general.file_type") continue;
+    const GgufValue* copied = quantized->Find(key);
+    ASSERT_NE(copied, nullptr) << key;
+    EXPECT_TRUE(*copied == value) << key;
+  }
+  EXPECT_EQ(*quantized->GetInt("general.file_type"), 7);  // LLAMA_FTYPE_MOSTLY_Q8_0
+  EXPECT_EQ(*quantized->GetString("kite.quantize.type"), "q8_0");
+  // llama-quantize's Q8_0 without --pure: every quantizable weight q8_0, norms kept.
+  EXPECT_EQ(TypeOf(*quantized, "blk.0.attn_q.weight"), DType::kQ8_0);
+  EXPECT_EQ(TypeOf(*quantized, "token_embd.weight"), DType::kQ8_0);
+  EXPECT_EQ(TypeOf(*quantized, "blk.0.attn_norm.weight"), DType::kF32);
+  // Kite runs it.
+  const auto kite = RunKite({"run", "-m", out, "-p", "hi", "-n", "2", "--temp", "0"});
+  EXPECT_EQ(kite.exit_code, 0) << kite.err;
+}
+
+TEST(QuantizeCliTest, FolderInputCarriesConvertsMetadata) {
+  const std::string folder = SourcePath("testdata/reference/llama-gqa");
+  const std::string converted = Dir() + "/gqa-f32.gguf", out = Dir() + "/gqa-q8.gguf";
+  ASSERT_EQ(RunKite({"convert", folder, "--type", "f32", "-q", "-o", converted}).exit_code, 0);
+  const auto run = RunKite({"quantize", folder, "-o", out, "--type", "q8_0", "--pure", "-q"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto reference = GgufFile::Open(converted);
+  auto quantized = GgufFile::Open(out);
+  ASSERT_TRUE(reference.has_value() && quantized.has_value());
+  for (const auto& [key, value] : reference->metadata()) {
+    if (key == "general.file_type") continue;
+    const GgufValue* copied = quantized->Find(key);
+    ASSERT_NE(copied, nullptr) << key;
+    EXPECT_TRUE(*copied == value) << key;
+  }
+  ASSERT_EQ(reference->tensors().size(), quantized->tensors().size());
+  for (size_t i = 0; i < reference->tensors().size(); ++i) {
+    EXPECT_EQ(reference->tensors()[i].name, quantized->tensors()[i].name);
+    EXPECT_EQ(reference->tensors()[i].shape, quantized->tensors()[i].shape);
+  }
+}
+
+TEST(QuantizeCliTest, OverridesApplyFirstMatchWins) {
+  const std::string out = Dir() + "/override.gguf";
+  const auto run = RunKite({"quantize", SynthF16(), "-o", out, "--type", "q4_0", "--override",
+                            "blk\\.1\\.attn_v=f16", "--override", "attn_v=q8_0",
+                            "--output-tensor-type", "q4_1", "-q"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto file = GgufFile::Open(out);
+  ASSERT_TRUE(file.has_value());
+  EXPECT_EQ(TypeOf(*file, "blk.0.attn_v.weight"), DType::kQ8_0);
+  EXPECT_EQ(TypeOf(*file, "blk.1.attn_v.weight"), DType::kF16);
+  EXPECT_EQ(TypeOf(*file, "blk.0.attn_q.weight"), DType::kQ4_0);
+  EXPECT_EQ(TypeOf(*file, "token_embd.weight"), DType::kQ4_1);  // tied: the output projection
+}
+
+TEST(QuantizeCliTest, BadTypeChoicesNameTheFlagAndTensor) {
+  const std::string out = Dir() + "/bad.gguf";
+  struct Bad {
+    std::vector<std::string> flags;
+    std::string expected;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {{"--override", "attn_zz=q8_0"}, "'attn_zz=q8_0': the pattern matches no"},
+           {{"--override", "attn_q=q9_9"}, "type 'q9_9' is not one Kite writes"},
+           {{"--override", "attn_q="}, "expected REGEX=TYPE"},
+           {{"--override", "attn_(q=q8_0"}, "bad regex"},
+           {{"--override", "attn_q=q4_K"},
+            "tensor 'blk.0.attn_q.weight' has rows of 576 elements, not a whole number of q4_K"},
+           {{"--token-embedding-type", "q6_K"}, "--token-embedding-type: tensor 'token_embd"},
+           {{"--type", "q7_k"}, "--type: type 'q7_k' is not one of"}}) {
+    std::vector<std::string> args = {"quantize", SynthF16(), "-o", out, "-q"};
+    args.insert(args.end(), bad.flags.begin(), bad.flags.end());
+    const auto run = RunKite(args);
+    EXPECT_EQ(run.exit_code, 1) << bad.flags[1];
+    EXPECT_NE(run.err.find(bad.expected), std::string::npos) << run.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
+  }
+}
+
+TEST(QuantizeCliTest, RefusesToOverwriteItsInput) {
+  const std::string copy = Dir() + "/input.gguf";
+  std::filesystem::copy_file(SynthF16(), copy, std::filesystem::copy_options::overwrite_existing);
+  const std::string before = ReadAll(copy);
+  const auto run = RunKite({"quantize", copy, "-o", copy, "--type", "q8_0", "-q"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("input"), std::string::npos) << run.err;
+  EXPECT_TRUE(ReadAll(copy) == before);
+}
+
+TEST(QuantizeCliTest, HelpNamesEveryFlag) {
+  const auto help = RunKite({"quantize", "--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  for (const char* flag : {"--type", "--pure", "--output-tensor-type", "--token-embedding-type",
+                           "--override", "--threads", "--dry-run", "--json", "q4_k_m", "q3_k_s"}) {
+    EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace kite
