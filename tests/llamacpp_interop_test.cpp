@@ -154,3 +154,69 @@ TEST(LlamaCppInteropTest, LlamaQuantizedKiteSynthFileLoadsInKiteAndLlamaCpp) {
 
 }  // namespace
 }  // namespace kite
+
+namespace kite {
+namespace {
+
+// kite quantize gives each tensor the type llama-quantize gives it (llama_tensor_get_type, its
+// fallbacks for rows of 576 that are not whole 256-blocks included), and llama.cpp runs Kite's
+// Q4_K_M file to the same greedy tokens as Kite.
+TEST(LlamaCppInteropTest, KiteQuantizeChoosesLlamaCppTypesAndLlamaCppRunsIt) {
+  if (!std::filesystem::exists(kLibllama)) GTEST_SKIP() << kLibllama << " is absent";
+  std::string error;
+  const Llama llama = LoadLlama(&error);
+  ASSERT_TRUE(error.empty()) << error;
+  std::string log;
+  llama.log_set(AppendLog, &log);
+  LlamaQuantizeParams params = llama.default_params();
+  params.nthread = 1;
+
+  const std::string dir = ::testing::TempDir() + "kite_llamacpp_quantize";
+  std::filesystem::create_directories(dir);
+  const std::string source = dir + "/synth-f16.gguf";
+  // 8 blocks, so that use_more_bits and the first-eighth rules pick some layers and not others.
+  const auto synth = RunKite({"synth", "--preset", "smollm2-135m", "--type", "f16", "--layers",
+                              "8", "--vocab", "320", "-q", "-o", source});
+  ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  struct Ftype {
+    int32_t id;  // LLAMA_FTYPE_MOSTLY_*
+    const char* name;
+  };
+  for (const Ftype& ftype : {Ftype{15, "q4_k_m"}, Ftype{14, "q4_k_s"}, Ftype{17, "q5_k_m"},
+                             Ftype{16, "q5_k_s"}, Ftype{18, "q6_k"}, Ftype{2, "q4_0"},
+                             Ftype{3, "q4_1"}, Ftype{7, "q8_0"}}) {
+    SCOPED_TRACE(ftype.name);
+    const std::string theirs = dir + "/llama.gguf", ours = dir + "/kite-" + ftype.name + ".gguf";
+    params.ftype = ftype.id;
+    log.clear();
+    ASSERT_EQ(llama.quantize(source.c_str(), theirs.c_str(), &params), 0u) << log;
+    const auto kite = RunKite({"quantize", source, "-o", ours, "--type", ftype.name, "-q"});
+    ASSERT_EQ(kite.exit_code, 0) << kite.err;
+    auto a = GgufFile::Open(theirs);
+    auto b = GgufFile::Open(ours);
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    ASSERT_EQ(a->tensors().size(), b->tensors().size());
+    for (const GgufTensorInfo& info : a->tensors()) {
+      const GgufTensorInfo* mine = b->FindTensor(info.name);
+      ASSERT_NE(mine, nullptr) << info.name;
+      EXPECT_EQ(DTypeName(mine->dtype), DTypeName(info.dtype)) << info.name;
+    }
+    EXPECT_EQ(*b->GetInt("general.file_type"), *a->GetInt("general.file_type"));
+    if (std::string(ftype.name) == "q4_k_m") {
+      const auto kite_run = RunKite({"run", "-m", ours, "-p", "hi", "-n", "4", "--temp", "0"});
+      ASSERT_EQ(kite_run.exit_code, 0) << kite_run.err;
+      const auto llama_cpp =
+          RunProgram("node", {SourcePath("tools/llamacpp/check_gguf.mjs"), ours, "hi", "4"});
+      ASSERT_EQ(llama_cpp.exit_code, 0) << llama_cpp.err << "(exit 127: no node on PATH)";
+      const auto report = nlohmann::json::parse(llama_cpp.out, nullptr, false);
+      ASSERT_TRUE(report.is_object()) << llama_cpp.out;
+      EXPECT_EQ(kite_run.out, report["text"].get<std::string>() + "\n");
+    }
+    std::remove(theirs.c_str());
+    std::remove(ours.c_str());
+  }
+  std::remove(source.c_str());
+}
+
+}  // namespace
+}  // namespace kite

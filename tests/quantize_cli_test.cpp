@@ -72,7 +72,8 @@ TEST(QuantizeCliTest, DryRunSizeIsTheFileSize) {
   EXPECT_EQ(report["file_bytes"].get<uint64_t>(), std::filesystem::file_size(out));
   // The per-type table adds up to the tensors' bytes, and the blocks hold 2 x 7 linears.
   uint64_t bytes = 0;
-  for (const auto& [type, totals] : report["by_type"].items()) bytes += totals["bytes"].get<uint64_t>();
+  for (const auto& [type, totals] : report["by_type"].items())
+    bytes += totals["bytes"].get<uint64_t>();
   EXPECT_EQ(bytes, report["all"]["bytes"].get<uint64_t>());
   EXPECT_EQ(report["block_linears"]["tensors"], 14);
   EXPECT_DOUBLE_EQ(report["block_linears"]["bpw"].get<double>(), 8.5);  // q8_0: 34 bytes / 32

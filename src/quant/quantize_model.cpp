@@ -44,11 +44,11 @@ Result<Source> ReadFolder(const std::string& folder, uint32_t file_type) {
   for (StreamedTensor& tensor : hf.tensors) {
     source.tensors.push_back({tensor.name, tensor.shape, DType::kF32});
     const int64_t columns = tensor.shape.back();
-    source.rows.push_back([fill = std::move(tensor.fill), columns](int64_t first, int64_t rows,
-                                                                   float* out) {
-      return fill(first, rows,
-                  {reinterpret_cast<uint8_t*>(out), static_cast<size_t>(rows * columns) * 4});
-    });
+    source.rows.push_back(
+        [fill = std::move(tensor.fill), columns](int64_t first, int64_t rows, float* out) {
+          return fill(first, rows,
+                      {reinterpret_cast<uint8_t*>(out), static_cast<size_t>(rows * columns) * 4});
+        });
     source.stored.push_back(nullptr);
   }
   return source;
@@ -73,10 +73,10 @@ Result<Source> ReadGguf(const std::string& path) {
     const int64_t columns = info.shape.back();
     const uint64_t row_bytes = KITE_TRY(BytesFor(info.dtype, columns));
     const auto* data = static_cast<const uint8_t*>(view.data);
-    source.rows.push_back([data, dtype = info.dtype, columns, row_bytes](int64_t first, int64_t rows,
-                                                                         float* out) {
-      return Dequantize(dtype, data + first * row_bytes, out, rows * columns);
-    });
+    source.rows.push_back(
+        [data, dtype = info.dtype, columns, row_bytes](int64_t first, int64_t rows, float* out) {
+          return Dequantize(dtype, data + first * row_bytes, out, rows * columns);
+        });
     source.stored.push_back(data);
   }
   return source;
@@ -177,8 +177,9 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   const std::string location = ModelLocation(input);
   const bool folder = std::filesystem::is_directory(location, error);
   if (!folder && !std::filesystem::exists(input, error)) {
-    return NotFound(input + ": no such file or folder (expected a Hugging Face model folder or a "
-                            ".gguf file)");
+    return NotFound(input +
+                    ": no such file or folder (expected a Hugging Face model folder or a "
+                    ".gguf file)");
   }
   Source source = folder ? KITE_TRY(ReadFolder(location, type_options.type.file_type))
                          : KITE_TRY(ReadGguf(input));
@@ -201,7 +202,8 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   metadata.SetBool("kite.quantize.pure", options.pure);
   metadata.SetString("kite.quantize.source",
                      std::filesystem::path(input).lexically_normal().filename().string());
-  if (!options.overrides.empty()) metadata.SetStringArray("kite.quantize.overrides", options.overrides);
+  if (!options.overrides.empty())
+    metadata.SetStringArray("kite.quantize.overrides", options.overrides);
 
   ThreadPool pool(options.threads);
   std::vector<StreamedTensor> tensors;
@@ -235,8 +237,7 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
         WriteGgufStreaming(metadata, tensors, output, {location}, options.progress));
     report.file_bytes = std::filesystem::file_size(output, error);
   }
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
 

@@ -26,8 +26,8 @@ struct QuantizeModelOptions {
   // Weight types (quant/tensor_types.h).
   std::string type = "q4_k_m";
   bool pure = false;
-  std::string output_tensor_type;    // "" : the mixture's
-  std::string token_embedding_type;  // "" : the mixture's
+  std::string output_tensor_type;      // "" : the mixture's
+  std::string token_embedding_type;    // "" : the mixture's
   std::vector<std::string> overrides;  // "REGEX=TYPE", first match wins
   // Importance matrix (llama.cpp's imatrix GGUF or legacy .dat, quant/imatrix_file.h).
   std::string imatrix;
@@ -41,11 +41,11 @@ struct QuantizeModelOptions {
   std::string encodings_format = "aimet";  // "aimet" or "qnn"
 
   // Hooks the other parts of the quantization work fill in (wired by the driver as they land).
-  std::string npu_layout;       // NPU-style weights: "int8", "int4", "int4-asym", "g32", "lpbq32"...
-  std::string calib_file;       // calibration text ("" : the bundled one)
+  std::string npu_layout;  // NPU-style weights: "int8", "int4", "int4-asym", "g32", "lpbq32"...
+  std::string calib_file;  // calibration text ("" : the bundled one)
   int64_t calib_tokens = 16384;
-  int32_t activation_bits = 0;  // static activation encodings: 0 (none), 8 or 16
-  int32_t kv_bits = 0;          // KV cache encodings: 0 (none) or 8
+  int32_t activation_bits = 0;             // static activation encodings: 0 (none), 8 or 16
+  int32_t kv_bits = 0;                     // KV cache encodings: 0 (none) or 8
   std::string encoding_method = "minmax";  // minmax, percentile, mse, sqnr
   double percentile = 99.99;
   bool awq = false;
@@ -55,7 +55,7 @@ struct QuantizeModelOptions {
   bool hadamard = false;
   bool seqmse = false;
 
-  int32_t threads = 0;  // <= 0: every usable CPU
+  int32_t threads = 0;   // <= 0: every usable CPU
   bool dry_run = false;  // plan and size only: nothing is quantized or written
   WriteProgress progress;
 };

@@ -93,8 +93,8 @@ Result<TypeOverride> TypeOverride::Parse(std::string_view spec) {
 
 bool TypeOverride::Matches(const std::string& name) const {
   pcre2_match_data* data = pcre2_match_data_create_from_pattern(code_->code, nullptr);
-  const int found = pcre2_match(code_->code, reinterpret_cast<PCRE2_SPTR>(name.data()),
-                                name.size(), 0, 0, data, nullptr);
+  const int found = pcre2_match(code_->code, reinterpret_cast<PCRE2_SPTR>(name.data()), name.size(),
+                                0, 0, data, nullptr);
   pcre2_match_data_free(data);
   return found >= 0;
 }
@@ -113,16 +113,16 @@ Result<std::vector<TensorTypeChoice>> ChooseTensorTypes(std::span<const SourceTe
       choices.push_back({tensor.stored, "kept (not a quantizable weight)"});
       continue;
     }
-    const DType wanted = options.type.mix ? LlamaMixtureType(options.type.file_type,
-                                                             options.type.base, tensor.name,
-                                                             tensor.shape, context)
-                                          : options.type.base;
+    const DType wanted = options.type.mix
+                             ? LlamaMixtureType(options.type.file_type, options.type.base,
+                                                tensor.name, tensor.shape, context)
+                             : options.type.base;
     choice.dtype = ChooseTensorType(options.type, tensor.name, tensor.shape, context);
     choice.reason = choice.dtype != wanted
                         ? "fallback from " + std::string(DTypeName(wanted))
                         : (options.type.mix ? "mixture " + options.type.name : "type");
-    const bool head = tensor.name == "output.weight" ||
-                      (!has_output && tensor.name == "token_embd.weight");
+    const bool head =
+        tensor.name == "output.weight" || (!has_output && tensor.name == "token_embd.weight");
     if (head && options.output_type) {
       KITE_RETURN_IF_ERROR(CheckFits(*options.output_type, tensor, "--output-tensor-type"));
       choice = {*options.output_type, "--output-tensor-type"};

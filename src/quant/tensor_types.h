@@ -54,7 +54,7 @@ struct TensorTypeOptions {
 // One tensor as the source holds it.
 struct SourceTensorInfo {
   std::string name;
-  std::vector<int64_t> shape;   // outermost first
+  std::vector<int64_t> shape;  // outermost first
   DType stored = DType::kF32;  // kept for tensors llama.cpp does not quantize (norms, biases)
 };
 
