@@ -62,6 +62,7 @@ TEST(QuantizeCliTest, SameBytesOnOneAndTwoThreads) {
 
 TEST(QuantizeCliTest, DryRunSizeIsTheFileSize) {
   const std::string out = Dir() + "/dry.gguf";
+  std::filesystem::remove(out);
   const auto dry = RunKite({"quantize", SynthF16(), "--type", "q8_0", "--dry-run", "--json"});
   ASSERT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_FALSE(std::filesystem::exists(out));
