@@ -178,8 +178,9 @@ TEST(QuantizeCliTest, RefusesToOverwriteItsInput) {
 TEST(QuantizeCliTest, HelpNamesEveryFlag) {
   const auto help = RunKite({"quantize", "--help"});
   ASSERT_EQ(help.exit_code, 0);
-  for (const char* flag : {"--type", "--pure", "--output-tensor-type", "--token-embedding-type",
-                           "--override", "--threads", "--dry-run", "--json", "q4_k_m", "q3_k_s"}) {
+  for (const char* flag :
+       {"--type", "--pure", "--output-tensor-type", "--token-embedding-type", "--override",
+        "--imatrix", "--threads", "--dry-run", "--json", "q4_k_m", "q3_k_s"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
   }
 }

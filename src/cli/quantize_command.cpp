@@ -115,6 +115,12 @@ void AddQuantizeCommand(CLI::App& app, int* exit_code) {
                       "weight whose name the regex matches anywhere gets TYPE; the first "
                       "matching flag wins. A regex that matches no weight, or a type whose "
                       "blocks do not divide a weight's rows, is an error");
+  command->add_option(
+      "--imatrix", o.imatrix,
+      "Importance matrix: llama-imatrix's GGUF (or its legacy .dat), or kite "
+      "imatrix's; each weight's columns are weighted by mean(x^2) of its input, and "
+      "llama.cpp's imatrix-dependent rules apply. A weight it lacks is quantized "
+      "without (a warning names it)");
   command->add_option("-t,--threads", o.threads,
                       "Threads (default: every usable CPU); the file is the same for any count");
   command->add_flag("--dry-run", o.dry_run,

@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "base/thread_pool.h"
 #include "export/convert.h"
 #include "format/gguf.h"
 #include "models/load_model.h"
+#include "quant/imatrix_file.h"
 #include "quant/tensor_types.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
@@ -189,6 +191,11 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   context.tied = std::none_of(source.tensors.begin(), source.tensors.end(),
                               [](const SourceTensorInfo& t) { return t.name == "output.weight"; });
   context.n_gqa = config.n_kv_heads > 0 ? config.n_heads / config.n_kv_heads : 1;
+  std::optional<ImatrixFile> imatrix;
+  if (!options.imatrix.empty()) {
+    imatrix = KITE_TRY(ReadImatrix(options.imatrix));
+    context.has_imatrix = true;
+  }
   const std::vector<TensorTypeChoice> choices =
       KITE_TRY(ChooseTensorTypes(source.tensors, context, type_options));
 
@@ -204,15 +211,40 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
                      std::filesystem::path(input).lexically_normal().filename().string());
   if (!options.overrides.empty())
     metadata.SetStringArray("kite.quantize.overrides", options.overrides);
+  if (imatrix) {  // the keys llama-quantize writes
+    metadata.SetString("quantize.imatrix.file", options.imatrix);
+    if (!imatrix->datasets.empty()) {
+      metadata.SetString("quantize.imatrix.dataset", imatrix->datasets.front());
+    }
+    metadata.SetValue("quantize.imatrix.entries_count",
+                      GgufValue{static_cast<int32_t>(imatrix->stats.linears.size())});
+    metadata.SetValue("quantize.imatrix.chunks_count", GgufValue{imatrix->chunk_count});
+  }
 
   ThreadPool pool(options.threads);
   std::vector<StreamedTensor> tensors;
+  // One importance vector per quantized weight the matrix covers (kept until the file is written).
+  std::map<std::string, std::vector<float>> importance;
   bool requantized = false;
   for (size_t i = 0; i < source.tensors.size(); ++i) {
     const SourceTensorInfo& info = source.tensors[i];
     const DType dtype = choices[i].dtype;
     requantized |= IsQuantized(info.stored) && info.stored != dtype;
-    tensors.push_back(OutputTensor(source, i, dtype, nullptr, &pool));
+    const std::vector<float>* weights = nullptr;
+    if (imatrix && IsQuantized(dtype)) {
+      const auto entry = imatrix->stats.linears.find(info.name);
+      if (entry == imatrix->stats.linears.end()) {
+        report.warnings.push_back(options.imatrix + " has no entry for '" + info.name +
+                                  "': quantized without importance");
+      } else if (entry->second.columns != info.shape.back()) {
+        return InvalidInput(options.imatrix + ": entry '" + info.name + "' has " +
+                            std::to_string(entry->second.columns) + " columns, the weight " +
+                            std::to_string(info.shape.back()));
+      } else {
+        weights = &(importance[info.name] = ImportanceOf(entry->second));
+      }
+    }
+    tensors.push_back(OutputTensor(source, i, dtype, weights, &pool));
     QuantizedTensorReport tensor{info.name, info.shape, dtype, 0, 0, choices[i].reason};
     tensor.elements = KITE_TRY(ElementCount(info.shape));
     tensor.bytes = KITE_TRY(BytesFor(dtype, tensor.elements));

@@ -92,6 +92,22 @@ TEST(TensorTypesTest, MixturesFollowLlamaCppOnA1BShapedModel) {
   }
 }
 
+TEST(TensorTypesTest, AnImatrixGuardsTheFirstFfnDownsOfQ4_0) {
+  Plan plan = OneB();
+  plan.context.has_imatrix = true;
+  TensorTypeOptions options;
+  options.type = *ParseQuantizeType("q4_0", false);
+  auto choices = ChooseTensorTypes(plan.tensors, plan.context, options);
+  ASSERT_TRUE(choices.has_value());
+  for (size_t i = 0; i < plan.tensors.size(); ++i) {
+    const std::string& name = plan.tensors[i].name;
+    if (name.find("ffn_down") == std::string::npos) continue;
+    // llama.cpp: with an imatrix, ffn_down of the first n/8 blocks gets q4_1.
+    const bool first_eighth = name.starts_with("blk.0.") || name.starts_with("blk.1.");
+    EXPECT_EQ((*choices)[i].dtype, first_eighth ? DType::kQ4_1 : DType::kQ4_0) << name;
+  }
+}
+
 TEST(TensorTypesTest, PureAndOverrides) {
   const Plan plan = OneB();
   TensorTypeOptions options;
