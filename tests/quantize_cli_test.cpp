@@ -175,6 +175,45 @@ TEST(QuantizeCliTest, RefusesToOverwriteItsInput) {
   EXPECT_TRUE(ReadAll(copy) == before);
 }
 
+TEST(QuantizeCliTest, TargetsAreMetAndReported) {
+  const auto bpw = RunKite({"quantize", SynthF16(), "--dry-run", "--json", "--target-bpw", "5"});
+  ASSERT_EQ(bpw.exit_code, 0) << bpw.err;
+  const auto report = nlohmann::json::parse(bpw.out);
+  EXPECT_LE(report["block_linears"]["bpw"].get<double>(), 5.0);
+  EXPECT_GT(report["block_linears"]["bpw"].get<double>(), 4.5);  // more than the cheapest mix
+  int solved = 0;
+  for (const auto& tensor : report["tensors"]) {
+    if (tensor["reason"] == "--target-bpw") {
+      ++solved;
+      EXPECT_GE(tensor["error"].get<double>(), 0.0);
+    }
+  }
+  EXPECT_EQ(solved, 14);
+  const auto table = RunKite({"quantize", SynthF16(), "--dry-run", "--target-bpw", "5"});
+  EXPECT_NE(table.out.find("mix chosen for --target-bpw 5 (block linears)"), std::string::npos)
+      << table.out;
+
+  // A size target: the written file fits it, and a larger one buys more bits.
+  const std::string out = Dir() + "/sized.gguf";
+  uint64_t last = 0;
+  for (uint64_t target : {5'000'000u, 6'500'000u}) {
+    const auto run =
+        RunKite({"quantize", SynthF16(), "-o", out, "--target-size", std::to_string(target), "-q"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const uint64_t size = std::filesystem::file_size(out);
+    EXPECT_LE(size, target);
+    EXPECT_GT(size, last);
+    last = size;
+  }
+  // Rows of 576 take q4_0 at the least: 2 bits per weight cannot be met.
+  const auto infeasible = RunKite({"quantize", SynthF16(), "--dry-run", "--target-bpw", "2"});
+  EXPECT_EQ(infeasible.exit_code, 1);
+  EXPECT_NE(infeasible.err.find("--target-bpw: infeasible"), std::string::npos) << infeasible.err;
+  const auto both = RunKite(
+      {"quantize", SynthF16(), "--dry-run", "--target-bpw", "5", "--target-size", "5000000"});
+  EXPECT_EQ(both.exit_code, 1);
+}
+
 TEST(QuantizeCliTest, HelpNamesEveryFlag) {
   const auto help = RunKite({"quantize", "--help"});
   ASSERT_EQ(help.exit_code, 0);

@@ -53,9 +53,11 @@ nlohmann::ordered_json ReportJson(const QuantizeReport& report, const QuantizeFl
                        {"shape", tensor.shape},
                        {"type", std::string(DTypeName(tensor.dtype))},
                        {"bytes", tensor.bytes},
-                       {"reason", tensor.reason}});
+                       {"reason", tensor.reason},
+                       {"error", tensor.error}});
   }
   json["tensors"] = tensors;
+  json["target"] = report.target;
   json["warnings"] = report.warnings;
   return json;
 }
@@ -80,6 +82,19 @@ void PrintReport(const QuantizeReport& report, const QuantizeFlags& flags) {
   text += "file: " + std::to_string(report.file_bytes) + " bytes (" +
           HumanBytes(report.file_bytes) + ")" +
           (flags.options.dry_run ? ", nothing written" : ", " + flags.out) + "\n";
+  if (!report.target.empty()) {
+    text += "mix chosen for " + report.target + ":\n";
+    text += "tensor                          type       bpw   sq.error\n";
+    for (const QuantizedTensorReport& tensor : report.tensors) {
+      if (tensor.error < 0) continue;
+      char line[160];
+      std::snprintf(line, sizeof(line), "%-31s %-6s %8.3f %10.4g\n", tensor.name.c_str(),
+                    std::string(DTypeName(tensor.dtype)).c_str(),
+                    8.0 * static_cast<double>(tensor.bytes) / static_cast<double>(tensor.elements),
+                    tensor.error);
+      text += line;
+    }
+  }
   std::fputs(text.c_str(), stdout);
 }
 
@@ -121,6 +136,14 @@ void AddQuantizeCommand(CLI::App& app, int* exit_code) {
       "imatrix's; each weight's columns are weighted by mean(x^2) of its input, and "
       "llama.cpp's imatrix-dependent rules apply. A weight it lacks is quantized "
       "without (a warning names it)");
+  command->add_option("--target-bpw", o.target_bpw,
+                      "Mixed precision for a budget: bits per weight over the block linears "
+                      "(blk.*). Each one's squared error (importance-weighted with --imatrix) is "
+                      "measured in q2_K..q8_0 and the types with the least error that fit are "
+                      "chosen; --override pins weights, the head and embedding keep --type's "
+                      "choice. Prints the chosen mix; an unreachable target is an error");
+  command->add_option("--target-size", o.target_size,
+                      "The same for the whole file's size in bytes");
   command->add_option("-t,--threads", o.threads,
                       "Threads (default: every usable CPU); the file is the same for any count");
   command->add_flag("--dry-run", o.dry_run,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "format/gguf.h"
 #include "models/load_model.h"
 #include "quant/imatrix_file.h"
+#include "quant/mix_search.h"
 #include "quant/tensor_types.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
@@ -143,6 +145,82 @@ void Add(TypeTotals* totals, const QuantizedTensorReport& tensor) {
   totals->bytes += tensor.bytes;
 }
 
+// The block linears' types for --target-bpw / --target-size (mix_search.h): every quantizable
+// "blk." weight the user did not pin with --override is measured and solved for; the head, the
+// embedding and pinned weights keep their types and count against a size target.
+Status SolveTarget(const Source& source, const GgufWriter& metadata,
+                   const std::map<std::string, std::vector<float>>& importance,
+                   const QuantizeModelOptions& options, std::vector<TensorTypeChoice>* choices,
+                   QuantizeReport* report) {
+  if (options.target_bpw > 0 && options.target_size > 0) {
+    return InvalidInput("--target-bpw and --target-size: give one budget, not both");
+  }
+  const std::string flag = options.target_bpw > 0 ? "--target-bpw" : "--target-size";
+  std::vector<size_t> solved;
+  std::vector<MixTensor> mix;
+  uint64_t linear_elements = 0, pinned_bytes = 0;
+  for (size_t i = 0; i < source.tensors.size(); ++i) {
+    const SourceTensorInfo& info = source.tensors[i];
+    if (!info.name.starts_with("blk.") || !QuantizableWeight(info.name, info.shape)) continue;
+    const uint64_t elements = KITE_TRY(ElementCount(info.shape));
+    linear_elements += elements;
+    if ((*choices)[i].reason.starts_with("--override")) {
+      pinned_bytes += KITE_TRY(BytesFor((*choices)[i].dtype, elements));
+      continue;
+    }
+    const int64_t columns = info.shape.back(), rows = static_cast<int64_t>(elements) / columns;
+    const auto weights = importance.find(info.name);
+    const ReadRows& read = source.rows[i];
+    const std::vector<DType> types = MixCandidateTypes(columns);
+    MixTensor tensor{
+        info.name,
+        KITE_TRY(MeasureCandidates(
+            [&read](int64_t row, float* out) { return read(row, 1, out); }, rows, columns,
+            weights != importance.end() ? weights->second.data() : nullptr, types))};
+    mix.push_back(std::move(tensor));
+    solved.push_back(i);
+  }
+  uint64_t budget = 0;
+  if (options.target_bpw > 0) {
+    const double bits = options.target_bpw * static_cast<double>(linear_elements) / 8.0;
+    budget =
+        static_cast<uint64_t>(bits) > pinned_bytes ? static_cast<uint64_t>(bits) - pinned_bytes : 0;
+    char bpw[32];
+    std::snprintf(bpw, sizeof(bpw), "%g", options.target_bpw);
+    report->target = flag + " " + bpw + " (block linears)";
+  } else {
+    // The file less the solved tensors (the header's size does not depend on their types), and
+    // up to 31 bytes of alignment padding after each of them.
+    std::vector<StreamedTensor> planned;
+    uint64_t solved_padded = 0;
+    for (size_t i = 0; i < source.tensors.size(); ++i) {
+      const SourceTensorInfo& info = source.tensors[i];
+      planned.push_back({info.name, (*choices)[i].dtype, info.shape,
+                         [](int64_t, int64_t, std::span<uint8_t>) { return Ok(); }});
+    }
+    for (size_t i : solved) {
+      const uint64_t bytes =
+          KITE_TRY(BytesFor((*choices)[i].dtype, KITE_TRY(ElementCount(source.tensors[i].shape))));
+      solved_padded += (bytes + 31) / 32 * 32;
+    }
+    const uint64_t rest = KITE_TRY(StreamedGgufSize(metadata, planned)) - solved_padded;
+    const uint64_t reserved = rest + 32 * solved.size();
+    if (options.target_size <= reserved) {
+      return InvalidInput(flag + ": infeasible: the file without the block linears already takes " +
+                          std::to_string(rest) + " bytes of the " +
+                          std::to_string(options.target_size) + " asked for");
+    }
+    budget = options.target_size - reserved;
+    report->target = flag + " " + std::to_string(options.target_size) + " bytes";
+  }
+  const std::vector<size_t> picks = KITE_TRY(SolveMix(mix, budget, flag));
+  for (size_t k = 0; k < solved.size(); ++k) {
+    const MixCandidate& pick = mix[k].candidates[picks[k]];
+    (*choices)[solved[k]] = {pick.dtype, flag, pick.error};
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Status QuantizeRowsOf(DType dtype, const float* src, void* dst, int64_t rows, int64_t n_per_row,
@@ -196,7 +274,7 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
     imatrix = KITE_TRY(ReadImatrix(options.imatrix));
     context.has_imatrix = true;
   }
-  const std::vector<TensorTypeChoice> choices =
+  std::vector<TensorTypeChoice> choices =
       KITE_TRY(ChooseTensorTypes(source.tensors, context, type_options));
 
   QuantizeReport report;
@@ -221,31 +299,40 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
     metadata.SetValue("quantize.imatrix.chunks_count", GgufValue{imatrix->chunk_count});
   }
 
+  // One importance vector per quantizable weight the matrix covers (kept until the file is
+  // written).
+  std::map<std::string, std::vector<float>> importance;
+  for (const SourceTensorInfo& info : source.tensors) {
+    if (!imatrix || !QuantizableWeight(info.name, info.shape)) continue;
+    const auto entry = imatrix->stats.linears.find(info.name);
+    if (entry == imatrix->stats.linears.end()) {
+      report.warnings.push_back(options.imatrix + " has no entry for '" + info.name +
+                                "': quantized without importance");
+    } else if (entry->second.columns != info.shape.back()) {
+      return InvalidInput(options.imatrix + ": entry '" + info.name + "' has " +
+                          std::to_string(entry->second.columns) + " columns, the weight " +
+                          std::to_string(info.shape.back()));
+    } else {
+      importance[info.name] = ImportanceOf(entry->second);
+    }
+  }
+  if (options.target_bpw > 0 || options.target_size > 0) {
+    KITE_RETURN_IF_ERROR(SolveTarget(source, metadata, importance, options, &choices, &report));
+  }
+
   ThreadPool pool(options.threads);
   std::vector<StreamedTensor> tensors;
-  // One importance vector per quantized weight the matrix covers (kept until the file is written).
-  std::map<std::string, std::vector<float>> importance;
   bool requantized = false;
   for (size_t i = 0; i < source.tensors.size(); ++i) {
     const SourceTensorInfo& info = source.tensors[i];
     const DType dtype = choices[i].dtype;
     requantized |= IsQuantized(info.stored) && info.stored != dtype;
-    const std::vector<float>* weights = nullptr;
-    if (imatrix && IsQuantized(dtype)) {
-      const auto entry = imatrix->stats.linears.find(info.name);
-      if (entry == imatrix->stats.linears.end()) {
-        report.warnings.push_back(options.imatrix + " has no entry for '" + info.name +
-                                  "': quantized without importance");
-      } else if (entry->second.columns != info.shape.back()) {
-        return InvalidInput(options.imatrix + ": entry '" + info.name + "' has " +
-                            std::to_string(entry->second.columns) + " columns, the weight " +
-                            std::to_string(info.shape.back()));
-      } else {
-        weights = &(importance[info.name] = ImportanceOf(entry->second));
-      }
-    }
-    tensors.push_back(OutputTensor(source, i, dtype, weights, &pool));
-    QuantizedTensorReport tensor{info.name, info.shape, dtype, 0, 0, choices[i].reason};
+    const auto weights = importance.find(info.name);
+    tensors.push_back(OutputTensor(
+        source, i, dtype,
+        IsQuantized(dtype) && weights != importance.end() ? &weights->second : nullptr, &pool));
+    QuantizedTensorReport tensor{info.name, info.shape,        dtype,           0,
+                                 0,         choices[i].reason, choices[i].error};
     tensor.elements = KITE_TRY(ElementCount(info.shape));
     tensor.bytes = KITE_TRY(BytesFor(dtype, tensor.elements));
     Add(&report.by_type[std::string(DTypeName(dtype))], tensor);

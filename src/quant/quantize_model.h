@@ -68,6 +68,7 @@ struct QuantizedTensorReport {
   uint64_t elements = 0;
   uint64_t bytes = 0;
   std::string reason;  // why this type (tensor_types.h)
+  double error = -1;   // estimated Σ importance (w - ŵ)² when a budget chose the type
 };
 
 struct TypeTotals {
@@ -87,6 +88,7 @@ struct QuantizeReport {
   TypeTotals embedding;                        // token_embd.weight
   TypeTotals all;
   uint64_t file_bytes = 0;
+  std::string target;                 // the budget solved for, "" for none
   std::vector<std::string> warnings;  // importance missing for a weight, requantized input, ...
   double seconds = 0;
 };

@@ -61,6 +61,7 @@ struct SourceTensorInfo {
 struct TensorTypeChoice {
   DType dtype = DType::kF32;
   std::string reason;  // "mixture", "fallback from q4_K", "--override 'attn_v=q8_0'", ...
+  double error = -1;   // the measured squared error when a budget chose it (quant/mix_search.h)
 };
 
 Result<std::vector<TensorTypeChoice>> ChooseTensorTypes(std::span<const SourceTensorInfo> tensors,
