@@ -12,6 +12,7 @@
 
 #include "cli_runner.h"
 #include "format/gguf.h"
+#include "quant/vendor_json.h"
 
 namespace kite {
 namespace {
@@ -212,6 +213,71 @@ TEST(QuantizeCliTest, TargetsAreMetAndReported) {
   const auto both = RunKite(
       {"quantize", SynthF16(), "--dry-run", "--target-bpw", "5", "--target-size", "5000000"});
   EXPECT_EQ(both.exit_code, 1);
+}
+
+// An AIMET file naming one activation and one weight of the synthetic model.
+nlohmann::json AimetFile(const std::string& weight, size_t channels, const std::string& value) {
+  return {{"version", "1.0.0"},
+          {"activation_encodings",
+           {{{"name", value},
+             {"dtype", "INT"},
+             {"bw", 16},
+             {"is_sym", false},
+             {"enc_type", "PER_TENSOR"},
+             {"scale", {0.001f}},
+             {"offset", {-32768}}}}},
+          {"param_encodings",
+           {{{"name", weight},
+             {"dtype", "INT"},
+             {"bw", 8},
+             {"is_sym", true},
+             {"enc_type", "PER_CHANNEL"},
+             {"scale", std::vector<float>(channels, 0.015625f)},
+             {"offset", std::vector<int>(channels, -128)}}}}};
+}
+
+TEST(QuantizeCliTest, EncodingsGoFromAimetToQnnAndNamesAreChecked) {
+  const std::string aimet = Dir() + "/aimet.json", qnn = Dir() + "/qnn.json";
+  const std::string out = Dir() + "/encoded.gguf";
+  std::ofstream(aimet) << AimetFile("blk.0.attn_q.weight", 576, "blk.0.attn_norm").dump();
+  const auto run =
+      RunKite({"quantize", SynthF16(), "-o", out, "--type", "q8_0", "-q", "--import-encodings",
+               aimet, "--export-encodings", qnn, "--encodings-format", "qnn"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return ReadVendorJson(std::string(std::istreambuf_iterator<char>(in), {}), path);
+  };
+  auto before = read(aimet);
+  auto after = read(qnn);
+  ASSERT_TRUE(before.has_value() && after.has_value());
+  ASSERT_EQ(after->params.size(), 1u);
+  ASSERT_EQ(after->activations.size(), 1u);
+  EXPECT_EQ(after->params.at("blk.0.attn_q.weight").scales,
+            before->params.at("blk.0.attn_q.weight").scales);
+  EXPECT_TRUE(after->params.at("blk.0.attn_q.weight").is_signed);
+  EXPECT_EQ(after->activations.at("blk.0.attn_norm").offsets,
+            before->activations.at("blk.0.attn_norm").offsets);
+  auto file = GgufFile::Open(out);
+  ASSERT_TRUE(file.has_value());
+  EXPECT_TRUE(file->GetString("kite.quantize.imported_encodings").has_value());
+
+  struct Bad {
+    nlohmann::json json;
+    std::string expected;
+  };
+  for (const Bad& bad :
+       {Bad{AimetFile("blk.9.attn_q.weight", 576, "blk.0.attn_norm"),
+            "param encoding 'blk.9.attn_q.weight' names no weight"},
+        Bad{AimetFile("blk.0.attn_q.weight", 100, "blk.0.attn_norm"), "'blk.0.attn_q.weight'"},
+        Bad{AimetFile("blk.0.attn_q.weight", 576, "blk.0.nowhere"),
+            "activation encoding 'blk.0.nowhere' names no value"}}) {
+    std::ofstream(aimet) << bad.json.dump();
+    const auto refused =
+        RunKite({"quantize", SynthF16(), "--dry-run", "--import-encodings", aimet});
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_NE(refused.err.find(bad.expected), std::string::npos) << refused.err;
+  }
 }
 
 TEST(QuantizeCliTest, HelpNamesEveryFlag) {

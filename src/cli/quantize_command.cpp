@@ -144,6 +144,19 @@ void AddQuantizeCommand(CLI::App& app, int* exit_code) {
                       "choice. Prints the chosen mix; an unreachable target is an error");
   command->add_option("--target-size", o.target_size,
                       "The same for the whole file's size in bytes");
+  command->add_option("--import-encodings", o.import_encodings,
+                      "Weight and activation encodings from a vendor JSON (AIMET encodings "
+                      "1.0.0 or QNN --quantization_overrides, told apart by shape). Every name "
+                      "must be a weight of the model (whose shape the encoding must fit) or a "
+                      "node of its graph (\"blk.0.attn_norm\"); they are kept in the file as "
+                      "kite.quantize.imported_encodings");
+  command->add_option("--export-encodings", o.export_encodings,
+                      "Write the output's encodings (imported ones included) to this JSON");
+  command
+      ->add_option("--encodings-format", o.encodings_format,
+                   "Format of --export-encodings: aimet (encodings 1.0.0, every granularity) or "
+                   "qnn (--quantization_overrides: per tensor and per channel). Default aimet")
+      ->check(CLI::IsMember({"aimet", "qnn"}));
   command->add_option("-t,--threads", o.threads,
                       "Threads (default: every usable CPU); the file is the same for any count");
   command->add_flag("--dry-run", o.dry_run,

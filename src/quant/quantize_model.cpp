@@ -11,6 +11,8 @@
 #include <mutex>
 #include <optional>
 
+#include "base/atomic_output.h"
+#include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "export/convert.h"
 #include "format/gguf.h"
@@ -18,6 +20,7 @@
 #include "quant/imatrix_file.h"
 #include "quant/mix_search.h"
 #include "quant/tensor_types.h"
+#include "quant/vendor_json.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
 
@@ -221,6 +224,47 @@ Status SolveTarget(const Source& source, const GgufWriter& metadata,
   return Ok();
 }
 
+// The encodings of --import-encodings, each checked against what it names: a weight of the
+// model (and its shape), or a value of the model's graph (a node's output, e.g.
+// "blk.0.attn_norm"). Names the model lacks are errors.
+Result<VendorEncodings> ImportEncodings(const std::string& path, const Source& source) {
+  const MappedFile file = KITE_TRY(MappedFile::Open(path));
+  const std::string text(reinterpret_cast<const char*>(file.bytes().data()), file.size());
+  VendorEncodings encodings = KITE_TRY(ReadVendorJson(text, path));
+  for (const auto& [name, encoding] : encodings.params) {
+    const auto tensor = std::find_if(source.tensors.begin(), source.tensors.end(),
+                                     [&](const SourceTensorInfo& t) { return t.name == name; });
+    if (tensor == source.tensors.end()) {
+      return InvalidInput(path + ": param encoding '" + name + "' names no weight of the model");
+    }
+    auto valid = ValidateEncoding(encoding, tensor->shape, StorageDType(encoding));
+    if (!valid)
+      return std::unexpected(std::move(valid.error()).WithContext(path + ": '" + name + "'"));
+  }
+  if (!encodings.activations.empty()) {
+    const Graph graph = KITE_TRY(source.model->BuildGraph(PhaseOptions{}));
+    for (const auto& [name, encoding] : encodings.activations) {
+      const bool found = std::any_of(graph.nodes().begin(), graph.nodes().end(),
+                                     [&](const Node& node) { return node.name == name; });
+      if (!found) {
+        return InvalidInput(path + ": activation encoding '" + name +
+                            "' names no value of the model's graph (node names such as "
+                            "\"blk.0.attn_norm\")");
+      }
+    }
+  }
+  return encodings;
+}
+
+Status ExportEncodings(const VendorEncodings& encodings, const QuantizeModelOptions& options,
+                       const std::string& input) {
+  const VendorFormat format = KITE_TRY(ParseVendorFormat(options.encodings_format));
+  const std::string text = KITE_TRY(WriteVendorJson(encodings, format));
+  AtomicOutput out = KITE_TRY(AtomicOutput::Create(options.export_encodings, {input}));
+  KITE_RETURN_IF_ERROR(out.Write(std::string_view(text)));
+  return out.Commit();
+}
+
 }  // namespace
 
 Status QuantizeRowsOf(DType dtype, const float* src, void* dst, int64_t rows, int64_t n_per_row,
@@ -278,6 +322,12 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
       KITE_TRY(ChooseTensorTypes(source.tensors, context, type_options));
 
   QuantizeReport report;
+  if (!options.export_encodings.empty()) {  // a bad format name fails before any work
+    KITE_TRY(ParseVendorFormat(options.encodings_format));
+  }
+  if (!options.import_encodings.empty()) {
+    report.encodings = KITE_TRY(ImportEncodings(options.import_encodings, source));
+  }
   report.type = type_options.type.name;
   report.file_type = type_options.type.file_type;
   GgufWriter& metadata = source.metadata;
@@ -289,6 +339,12 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
                      std::filesystem::path(input).lexically_normal().filename().string());
   if (!options.overrides.empty())
     metadata.SetStringArray("kite.quantize.overrides", options.overrides);
+  if (!options.import_encodings.empty()) {
+    // Kept whole (AIMET's form) until the NPU layouts and static activation encodings apply
+    // them to the weights and values they name.
+    metadata.SetString("kite.quantize.imported_encodings",
+                       KITE_TRY(WriteVendorJson(report.encodings, VendorFormat::kAimet)));
+  }
   if (imatrix) {  // the keys llama-quantize writes
     metadata.SetString("quantize.imatrix.file", options.imatrix);
     if (!imatrix->datasets.empty()) {
@@ -355,6 +411,9 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
     KITE_RETURN_IF_ERROR(
         WriteGgufStreaming(metadata, tensors, output, {location}, options.progress));
     report.file_bytes = std::filesystem::file_size(output, error);
+  }
+  if (!options.export_encodings.empty()) {
+    KITE_RETURN_IF_ERROR(ExportEncodings(report.encodings, options, location));
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

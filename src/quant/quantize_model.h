@@ -18,6 +18,7 @@
 
 #include "base/status.h"
 #include "export/gguf_stream.h"
+#include "quant/vendor_json.h"
 #include "tensor/dtype.h"
 
 namespace kite {
@@ -89,6 +90,9 @@ struct QuantizeReport {
   TypeTotals all;
   uint64_t file_bytes = 0;
   std::string target;                 // the budget solved for, "" for none
+  // The weight and activation encodings of the output (--import-encodings' so far; the NPU
+  // layouts and static activation encodings add theirs), which --export-encodings writes.
+  VendorEncodings encodings;
   std::vector<std::string> warnings;  // importance missing for a weight, requantized input, ...
   double seconds = 0;
 };
