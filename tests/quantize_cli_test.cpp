@@ -281,6 +281,9 @@ TEST(QuantizeCliTest, EncodingsGoFromAimetToQnnAndNamesAreChecked) {
 }
 
 TEST(QuantizeCliTest, HelpNamesEveryFlag) {
+  const auto no_output = RunKite({"quantize", SynthF16(), "--type", "q8_0"});
+  EXPECT_EQ(no_output.exit_code, 2);  // a bad command line
+  EXPECT_NE(no_output.err.find("--output is required unless --dry-run"), std::string::npos);
   const auto help = RunKite({"quantize", "--help"});
   ASSERT_EQ(help.exit_code, 0);
   for (const char* flag :

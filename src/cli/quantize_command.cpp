@@ -167,8 +167,9 @@ void AddQuantizeCommand(CLI::App& app, int* exit_code) {
   command->callback([flags, exit_code] {
     QuantizeModelOptions options = flags->options;
     if (!options.dry_run && flags->out.empty()) {
-      *exit_code = ReportError(
-          Error{ErrorCode::kInvalidInput, "quantize: -o/--output is required (or --dry-run)"});
+      // A bad command line, as main.cpp reports the parser's: exit 2.
+      std::fprintf(stderr, "kite: --output is required unless --dry-run (kite quantize --help)\n");
+      *exit_code = 2;
       return;
     }
     if (!flags->quiet && !options.dry_run) {
