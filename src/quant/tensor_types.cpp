@@ -18,7 +18,11 @@ std::string Lower(std::string_view text) {
   return lower;
 }
 
-bool Writable(const DTypeRow& row) { return row.quantize != nullptr; }
+// Types Kite can encode that llama.cpp stores weights in: q8_K is only the partner its k-quant
+// dot products quantize activations to.
+bool Writable(const DTypeRow& row) {
+  return row.quantize != nullptr && row.dtype != DType::kQ8_K;
+}
 
 // Whether rows of `columns` elements are whole blocks of `dtype`; InvalidInput naming the
 // tensor and the flag that asked for it otherwise.
