@@ -3,9 +3,11 @@
 // an error naming the flag and tensor, and the input is never the output.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -278,6 +280,34 @@ TEST(QuantizeCliTest, EncodingsGoFromAimetToQnnAndNamesAreChecked) {
     EXPECT_EQ(refused.exit_code, 1);
     EXPECT_NE(refused.err.find(bad.expected), std::string::npos) << refused.err;
   }
+}
+
+// A NaN in a weight is refused with the tensor's name and row, and nothing is written.
+TEST(QuantizeCliTest, NanWeightIsRefusedNamingTheTensorAndRow) {
+  const std::string folder = Dir() + "/nan-model";
+  std::filesystem::remove_all(folder);
+  std::filesystem::copy(SourcePath("testdata/reference/llama-gqa"), folder);
+  const std::string weights = folder + "/model.safetensors";
+  std::string bytes = ReadAll(weights);
+  uint64_t header = 0;
+  std::memcpy(&header, bytes.data(), 8);
+  const auto json = nlohmann::json::parse(bytes.substr(8, header));
+  // Row 3 of the down projection (F32 [hidden, ffn]): its first element.
+  const auto& down = json["model.layers.0.mlp.down_proj.weight"];
+  ASSERT_EQ(down["dtype"], "F32");
+  const uint64_t columns = down["shape"][1].get<uint64_t>();
+  const uint64_t at = 8 + header + down["data_offsets"][0].get<uint64_t>() + 3 * columns * 4;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(bytes.data() + at, &nan, 4);
+  std::ofstream(weights, std::ios::binary) << bytes;
+  const std::string out = Dir() + "/nan.gguf";
+  std::filesystem::remove(out);
+  const auto run = RunKite({"quantize", folder, "-o", out, "--type", "q8_0", "-q"});
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_NE(run.err.find("tensor 'blk.0.ffn_down.weight': row 3: quantize q8_0: element 0 is nan"),
+            std::string::npos)
+      << run.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 TEST(QuantizeCliTest, HelpNamesEveryFlag) {
