@@ -46,11 +46,11 @@ std::string Write(const std::string& command, const std::string& out) {
   return out;
 }
 
-void ExpectEntries(const ImatrixFile& file) {
+void ExpectEntries(const CalibrationStats& file) {
   const nlohmann::json entries = Entries();
-  ASSERT_EQ(file.stats.linears.size(), 2u);
+  ASSERT_EQ(file.linears.size(), 2u);
   for (const auto& [name, entry] : entries.items()) {
-    const LinearInputStats& stats = file.stats.linears.at(name);
+    const LinearInputStats& stats = file.linears.at(name);
     const std::vector<float> sums = entry["sums"];
     const float count = entry["count"];
     ASSERT_EQ(stats.columns, static_cast<int64_t>(sums.size())) << name;
@@ -61,35 +61,36 @@ void ExpectEntries(const ImatrixFile& file) {
   }
 }
 
-TEST(ImatrixFileTest, ReadsTheGgufFormatAsWrittenByAnIndependentWriter) {
-  auto file = ReadImatrix(Write("write-gguf", Dir() + "/python.gguf"));
+TEST(ImatrixInteropTest, ReadsTheGgufFormatAsWrittenByAnIndependentWriter) {
+  ImatrixInfo info;
+  auto file = ReadImatrix(Write("write-gguf", Dir() + "/python.gguf"), &info);
   ASSERT_TRUE(file.has_value()) << file.error().message;
   ExpectEntries(*file);
-  EXPECT_EQ(file->stats.linears.at("blk.0.attn_q.weight").rows_seen, 64);
-  EXPECT_EQ(file->chunk_count, 7);
-  EXPECT_EQ(file->chunk_size, 512);
-  EXPECT_EQ(file->datasets, std::vector<std::string>{"calib.txt"});
+  EXPECT_EQ(file->linears.at("blk.0.attn_q.weight").rows_seen, 64);
+  EXPECT_EQ(info.chunk_count, 7u);
+  EXPECT_EQ(info.chunk_size, 512u);
+  EXPECT_EQ(info.datasets, std::vector<std::string>{"calib.txt"});
 }
 
-TEST(ImatrixFileTest, ReadsTheLegacyDatFormat) {
-  auto file = ReadImatrix(Write("write-dat", Dir() + "/python.dat"));
+TEST(ImatrixInteropTest, ReadsTheLegacyDatFormat) {
+  ImatrixInfo info;
+  auto file = ReadImatrix(Write("write-dat", Dir() + "/python.dat"), &info);
   ASSERT_TRUE(file.has_value()) << file.error().message;
   ExpectEntries(*file);
-  EXPECT_EQ(file->chunk_count, 7);
-  EXPECT_EQ(file->datasets, std::vector<std::string>{"calib.txt"});
+  EXPECT_EQ(info.chunk_count, 7u);
+  EXPECT_EQ(info.datasets, std::vector<std::string>{"calib.txt"});
 }
 
-TEST(ImatrixFileTest, WritesWhatTheIndependentReaderReads) {
-  ImatrixFile imatrix;
-  imatrix.datasets = {"kjv.txt"};
-  imatrix.chunk_count = 32;
-  imatrix.chunk_size = 512;
-  LinearInputStats& stats = imatrix.stats.linears["blk.3.ffn_up.weight"];
+TEST(ImatrixInteropTest, WritesWhatTheIndependentReaderReads) {
+  CalibrationStats imatrix;
+  LinearInputStats& stats = imatrix.linears["blk.3.ffn_up.weight"];
   stats.columns = 3;
   stats.rows_seen = 16384;
   stats.sum_sq = {1.5, 0.0, 1e6};
   const std::string path = Dir() + "/kite.gguf";
-  ASSERT_TRUE(WriteImatrix(imatrix, path).has_value());
+  ASSERT_TRUE(WriteImatrixGguf(
+                  imatrix, {.datasets = {"kjv.txt"}, .chunk_count = 32, .chunk_size = 512}, path)
+                  .has_value());
   const auto dump = RunProgram("python3", {SourcePath("tools/imatrix_files.py"), "dump", path});
   ASSERT_EQ(dump.exit_code, 0) << dump.err;
   const auto json = nlohmann::json::parse(dump.out);
@@ -105,11 +106,11 @@ TEST(ImatrixFileTest, WritesWhatTheIndependentReaderReads) {
   // And Kite reads its own file back to the same statistics.
   auto back = ReadImatrix(path);
   ASSERT_TRUE(back.has_value()) << back.error().message;
-  EXPECT_EQ(back->stats.linears.at("blk.3.ffn_up.weight").sum_sq, stats.sum_sq);
-  EXPECT_EQ(back->stats.linears.at("blk.3.ffn_up.weight").rows_seen, 16384);
+  EXPECT_EQ(back->linears.at("blk.3.ffn_up.weight").sum_sq, stats.sum_sq);
+  EXPECT_EQ(back->linears.at("blk.3.ffn_up.weight").rows_seen, 16384);
 }
 
-TEST(ImatrixFileTest, QuantizeTakesTheFileAndNamesWhatItLacks) {
+TEST(ImatrixInteropTest, QuantizeTakesTheFileAndNamesWhatItLacks) {
   const std::string model = Dir() + "/smollm2-f16.gguf", out = Dir() + "/q.gguf";
   ASSERT_EQ(RunKite({"synth", "--preset", "smollm2-135m", "--type", "f16", "--layers", "2",
                      "--vocab", "320", "-q", "-o", model})
@@ -129,7 +130,9 @@ TEST(ImatrixFileTest, QuantizeTakesTheFileAndNamesWhatItLacks) {
   // A file that is no imatrix is refused, naming it.
   const auto bad = RunKite({"quantize", model, "-o", out, "--imatrix", model, "-q"});
   EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.err.find(model + ": not an imatrix file"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find(model + ": general.type is not \"imatrix\": not an importance matrix"),
+            std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

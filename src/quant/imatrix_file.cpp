@@ -1,5 +1,7 @@
 #include "quant/imatrix_file.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/mapped_file.h"
@@ -54,9 +56,11 @@ class LegacyReader {
 
 // The legacy .dat: int32 entries; per entry int32 name length, name, int32 ncall, int32 nval,
 // nval floats (Σx²/tokens x ncall); then optionally int32 chunk count, int32 length, dataset.
-Result<ImatrixFile> ReadLegacy(std::span<const uint8_t> bytes, const std::string& path) {
+Result<CalibrationStats> ReadLegacy(std::span<const uint8_t> bytes, const std::string& path,
+                                    ImatrixInfo* info) {
   LegacyReader in(bytes, path);
-  ImatrixFile file;
+  CalibrationStats stats;
+  ImatrixInfo read_info;
   const int32_t entries = KITE_TRY(in.Get<int32_t>("the entry count"));
   if (entries <= 0) return InvalidInput(path + ": not an imatrix file (no entries)");
   for (int32_t i = 0; i < entries; ++i) {
@@ -70,110 +74,121 @@ Result<ImatrixFile> ReadLegacy(std::span<const uint8_t> bytes, const std::string
       return InvalidInput(path + ": entry '" + name + "' has " + std::to_string(ncall) +
                           " calls and " + std::to_string(nval) + " values (expected > 0)");
     }
-    LinearInputStats& stats = file.stats.linears[name];
-    stats.columns = nval;
-    stats.rows_seen = ncall;  // the values are the means times ncall
-    stats.sum_sq.assign(values.begin(), values.end());
+    LinearInputStats& linear = stats.linears[name];
+    linear.columns = nval;
+    linear.rows_seen = ncall;  // the values are the means times ncall
+    linear.sum_sq.assign(values.begin(), values.end());
   }
   if (!in.done()) {
-    file.chunk_count = KITE_TRY(in.Get<int32_t>("the chunk count"));
+    read_info.chunk_count = static_cast<uint32_t>(KITE_TRY(in.Get<int32_t>("the chunk count")));
     if (!in.done()) {
       const int32_t length = KITE_TRY(in.Get<int32_t>("the dataset name length"));
-      file.datasets.push_back(KITE_TRY(in.String(length, "the dataset name")));
+      read_info.datasets.push_back(KITE_TRY(in.String(length, "the dataset name")));
     }
   }
-  return file;
+  if (info != nullptr) *info = std::move(read_info);
+  return stats;
 }
 
-Result<std::vector<float>> FloatsOf(const GgufFile& gguf, const GgufTensorInfo& info) {
-  if (info.dtype != DType::kF32) {
-    return InvalidInput(gguf.name() + ": tensor '" + info.name + "' is " +
-                        std::string(DTypeName(info.dtype)) + ", expected f32");
+Result<std::vector<float>> FloatsOf(const GgufFile& gguf, const GgufTensorInfo& tensor) {
+  if (tensor.dtype != DType::kF32) {
+    return InvalidInput(gguf.name() + ": tensor " + tensor.name + " is " +
+                        std::string(DTypeName(tensor.dtype)) + ", expected f32");
   }
-  const TensorView view = gguf.View(info);
-  std::vector<float> values(info.bytes / sizeof(float));
-  std::memcpy(values.data(), view.data, info.bytes);
+  const TensorView view = gguf.View(tensor);
+  std::vector<float> values(tensor.bytes / sizeof(float));
+  std::memcpy(values.data(), view.data, values.size() * sizeof(float));
+  for (float v : values) {
+    if (!std::isfinite(v) || v < 0) {
+      return InvalidInput(gguf.name() + ": tensor " + tensor.name + " holds " + std::to_string(v) +
+                          ", expected finite values >= 0");
+    }
+  }
   return values;
 }
 
-Result<ImatrixFile> ReadGgufImatrix(const std::string& path) {
-  const GgufFile gguf = KITE_TRY(GgufFile::Open(path));
-  auto type = gguf.GetString("general.type");
-  if (!type || *type != "imatrix") {
-    return InvalidInput(path + ": not an imatrix file (general.type is not \"imatrix\")");
-  }
-  ImatrixFile file;
-  if (auto datasets = gguf.GetArray("imatrix.datasets"); datasets) {
-    for (const GgufValue& item : (*datasets)->items) {
-      if (const std::string* text = item.AsString()) file.datasets.push_back(*text);
-    }
-  }
-  if (auto count = gguf.GetInt("imatrix.chunk_count"); count)
-    file.chunk_count = static_cast<int32_t>(*count);
-  if (auto size = gguf.GetInt("imatrix.chunk_size"); size)
-    file.chunk_size = static_cast<int32_t>(*size);
-  for (const GgufTensorInfo& info : gguf.tensors()) {
-    if (!info.name.ends_with(kSum2)) continue;
-    const std::string weight = info.name.substr(0, info.name.size() - kSum2.size());
-    const GgufTensorInfo* counts = gguf.FindTensor(weight + std::string(kCounts));
-    if (counts == nullptr) {
-      return InvalidInput(path + ": '" + info.name + "' has no '" + weight + std::string(kCounts) +
-                          "' beside it");
-    }
-    const int64_t matrices = info.shape.size() == 2 ? info.shape[0] : 1;
-    if (matrices != 1) {
-      return InvalidInput(path + ": '" + info.name + "' holds " + std::to_string(matrices) +
-                          " matrices (a mixture of experts); Kite's models have one");
-    }
-    const std::vector<float> sums = KITE_TRY(FloatsOf(gguf, info));
-    const std::vector<float> count = KITE_TRY(FloatsOf(gguf, *counts));
-    if (count.size() != 1 || !(count[0] >= 0)) {
-      return InvalidInput(path + ": '" + counts->name + "' should hold one count >= 0");
-    }
-    LinearInputStats& stats = file.stats.linears[weight];
-    stats.columns = static_cast<int64_t>(sums.size());
-    stats.rows_seen = static_cast<int64_t>(count[0]);
-    stats.sum_sq.assign(sums.begin(), sums.end());
-  }
-  if (file.stats.linears.empty()) return InvalidInput(path + ": the imatrix holds no entries");
-  return file;
+std::span<const uint8_t> Bytes(const std::vector<float>& values) {
+  return {reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float)};
 }
 
 }  // namespace
 
-Result<ImatrixFile> ReadImatrix(const std::string& path) {
-  const MappedFile mapped = KITE_TRY(MappedFile::Open(path));
-  const std::span<const uint8_t> bytes = mapped.bytes();
-  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) return ReadGgufImatrix(path);
-  return ReadLegacy(bytes, path);
-}
-
-Status WriteImatrix(const ImatrixFile& imatrix, const std::string& path,
-                    const std::vector<std::string>& inputs) {
+Status WriteImatrixGguf(const CalibrationStats& stats, const ImatrixInfo& info,
+                        const std::string& path, const std::vector<std::string>& inputs) {
   GgufWriter writer;
   writer.SetString("general.type", "imatrix");
-  writer.SetStringArray("imatrix.datasets", imatrix.datasets);
-  writer.SetUint32("imatrix.chunk_count", static_cast<uint32_t>(imatrix.chunk_count));
-  writer.SetUint32("imatrix.chunk_size", static_cast<uint32_t>(imatrix.chunk_size));
-  // The float data must live until Write returns: one buffer per tensor.
+  writer.SetStringArray("imatrix.datasets", info.datasets);
+  writer.SetUint32("imatrix.chunk_count", info.chunk_count);
+  writer.SetUint32("imatrix.chunk_size", info.chunk_size);
+  // The writer keeps spans into these until Write returns. stats.linears is a std::map: the
+  // weights come sorted by name, as llama.cpp stores them.
   std::vector<std::vector<float>> data;
-  data.reserve(imatrix.stats.linears.size() * 2);
-  for (const auto& [name, stats] : imatrix.stats.linears) {  // std::map: sorted by name
-    if (static_cast<int64_t>(stats.sum_sq.size()) != stats.columns || stats.columns <= 0) {
+  data.reserve(2 * stats.linears.size());
+  for (const auto& [name, linear] : stats.linears) {
+    if (linear.rows_seen == 0 || linear.columns == 0) continue;
+    if (static_cast<int64_t>(linear.sum_sq.size()) != linear.columns) {
       return InvalidInput(path + ": entry '" + name + "' has " +
-                          std::to_string(stats.sum_sq.size()) + " sums for " +
-                          std::to_string(stats.columns) + " columns");
+                          std::to_string(linear.sum_sq.size()) + " sums for " +
+                          std::to_string(linear.columns) + " columns");
     }
-    const std::vector<float>& sums = data.emplace_back(stats.sum_sq.begin(), stats.sum_sq.end());
-    KITE_RETURN_IF_ERROR(writer.AddTensor(
-        name + std::string(kSum2), DType::kF32, {1, stats.columns},
-        {reinterpret_cast<const uint8_t*>(sums.data()), sums.size() * sizeof(float)}));
-    const std::vector<float>& count = data.emplace_back(1, static_cast<float>(stats.rows_seen));
+    const std::vector<float>& sum2 = data.emplace_back(linear.sum_sq.begin(), linear.sum_sq.end());
+    const std::vector<float>& counts = data.emplace_back(1, static_cast<float>(linear.rows_seen));
     KITE_RETURN_IF_ERROR(
-        writer.AddTensor(name + std::string(kCounts), DType::kF32, {1, 1},
-                         {reinterpret_cast<const uint8_t*>(count.data()), sizeof(float)}));
+        writer.AddTensor(name + std::string(kSum2), DType::kF32, {1, linear.columns}, Bytes(sum2)));
+    KITE_RETURN_IF_ERROR(
+        writer.AddTensor(name + std::string(kCounts), DType::kF32, {1, 1}, Bytes(counts)));
   }
   return writer.Write(path, inputs);
+}
+
+Result<CalibrationStats> ReadImatrixGguf(const std::string& path, ImatrixInfo* info) {
+  const GgufFile gguf = KITE_TRY(GgufFile::Open(path));
+  if (auto type = gguf.GetString("general.type"); !type || *type != "imatrix") {
+    return InvalidInput(path + ": general.type is not \"imatrix\": not an importance matrix");
+  }
+  if (info != nullptr) {
+    *info = {};
+    if (auto datasets = gguf.GetArray("imatrix.datasets")) {
+      for (const GgufValue& item : (*datasets)->items) {
+        if (const std::string* text = item.AsString()) info->datasets.push_back(*text);
+      }
+    }
+    if (auto count = gguf.GetInt("imatrix.chunk_count")) info->chunk_count = *count;
+    if (auto size = gguf.GetInt("imatrix.chunk_size")) info->chunk_size = *size;
+  }
+  CalibrationStats stats;
+  for (const GgufTensorInfo& tensor : gguf.tensors()) {
+    if (!tensor.name.ends_with(kSum2)) continue;
+    const std::string weight = tensor.name.substr(0, tensor.name.size() - kSum2.size());
+    const GgufTensorInfo* counts = gguf.FindTensor(weight + std::string(kCounts));
+    if (counts == nullptr) {
+      return InvalidInput(path + ": tensor " + tensor.name + " has no " + weight +
+                          std::string(kCounts) + " beside it");
+    }
+    const std::vector<float> sum2 = KITE_TRY(FloatsOf(gguf, tensor));
+    const std::vector<float> count = KITE_TRY(FloatsOf(gguf, *counts));
+    // One matrix per weight (experts of a 3-D weight, several rows, are not read here).
+    if (count.size() != 1 || tensor.shape.back() != static_cast<int64_t>(sum2.size())) {
+      return InvalidInput(path + ": " + weight + " holds " + std::to_string(count.size()) +
+                          " matrices (" + ShapeString(tensor.shape) +
+                          "), expected one (a mixture of experts; Kite's models have none)");
+    }
+    LinearInputStats& linear = stats.linears[weight];
+    linear.columns = static_cast<int64_t>(sum2.size());
+    linear.sum_sq.assign(sum2.begin(), sum2.end());
+    linear.rows_seen = static_cast<int64_t>(count[0]);
+    stats.tokens = std::max(stats.tokens, linear.rows_seen);
+  }
+  return stats;
+}
+
+Result<CalibrationStats> ReadImatrix(const std::string& path, ImatrixInfo* info) {
+  const MappedFile mapped = KITE_TRY(MappedFile::Open(path));
+  const std::span<const uint8_t> bytes = mapped.bytes();
+  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) {
+    return ReadImatrixGguf(path, info);
+  }
+  return ReadLegacy(bytes, path, info);
 }
 
 std::vector<float> ImportanceOf(const LinearInputStats& stats) {

@@ -15,21 +15,27 @@
 
 namespace kite {
 
-struct ImatrixFile {
-  CalibrationStats stats;             // linears: columns, rows_seen, sum_sq
+// What the file says about the calibration besides the statistics.
+struct ImatrixInfo {
   std::vector<std::string> datasets;  // calibration files it was computed on
-  int32_t chunk_count = 0;
-  int32_t chunk_size = 0;
+  uint32_t chunk_count = 0;
+  uint32_t chunk_size = 0;
 };
 
-// Either format, told apart by the GGUF magic. Errors name the file and the entry. Mixture-of-
-// experts entries (more than one matrix per weight) are refused: Kite has no such models.
-Result<ImatrixFile> ReadImatrix(const std::string& path);
+// The GGUF form: the linears of `stats` (sum_sq, rows_seen) that saw at least one token, sorted by
+// name as llama-imatrix writes them; atomic; `inputs` (e.g. the model) are never overwritten.
+Status WriteImatrixGguf(const CalibrationStats& stats, const ImatrixInfo& info,
+                        const std::string& path, const std::vector<std::string>& inputs = {});
 
-// The GGUF format, entries sorted by name as llama-imatrix writes them; atomic; `inputs` (e.g.
-// the model) are never overwritten. Every linear needs sum_sq of `columns` values.
-Status WriteImatrix(const ImatrixFile& imatrix, const std::string& path,
-                    const std::vector<std::string>& inputs = {});
+// The GGUF form into stats.linears (columns, sum_sq, rows_seen) and `info` (if given).
+// InvalidInput naming the file and the tensor for an incomplete pair, a tensor of another type,
+// a value that is not finite and >= 0, or more than one matrix per weight (a mixture of experts:
+// Kite has no such models).
+Result<CalibrationStats> ReadImatrixGguf(const std::string& path, ImatrixInfo* info = nullptr);
+
+// Either form, told apart by the GGUF magic (the legacy .dat: rows_seen is its call count and
+// sum_sq its values, whose ratio is the importance, as llama-quantize reads it).
+Result<CalibrationStats> ReadImatrix(const std::string& path, ImatrixInfo* info = nullptr);
 
 // Σx² / tokens per column (llama-quantize's importance); all ones when no token was seen.
 std::vector<float> ImportanceOf(const LinearInputStats& stats);

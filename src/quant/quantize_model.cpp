@@ -313,9 +313,10 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   context.tied = std::none_of(source.tensors.begin(), source.tensors.end(),
                               [](const SourceTensorInfo& t) { return t.name == "output.weight"; });
   context.n_gqa = config.n_kv_heads > 0 ? config.n_heads / config.n_kv_heads : 1;
-  std::optional<ImatrixFile> imatrix;
+  std::optional<CalibrationStats> imatrix;
+  ImatrixInfo imatrix_info;
   if (!options.imatrix.empty()) {
-    imatrix = KITE_TRY(ReadImatrix(options.imatrix));
+    imatrix = KITE_TRY(ReadImatrix(options.imatrix, &imatrix_info));
     context.has_imatrix = true;
   }
   std::vector<TensorTypeChoice> choices =
@@ -347,12 +348,13 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   }
   if (imatrix) {  // the keys llama-quantize writes
     metadata.SetString("quantize.imatrix.file", options.imatrix);
-    if (!imatrix->datasets.empty()) {
-      metadata.SetString("quantize.imatrix.dataset", imatrix->datasets.front());
+    if (!imatrix_info.datasets.empty()) {
+      metadata.SetString("quantize.imatrix.dataset", imatrix_info.datasets.front());
     }
     metadata.SetValue("quantize.imatrix.entries_count",
-                      GgufValue{static_cast<int32_t>(imatrix->stats.linears.size())});
-    metadata.SetValue("quantize.imatrix.chunks_count", GgufValue{imatrix->chunk_count});
+                      GgufValue{static_cast<int32_t>(imatrix->linears.size())});
+    metadata.SetValue("quantize.imatrix.chunks_count",
+                      GgufValue{static_cast<int32_t>(imatrix_info.chunk_count)});
   }
 
   // One importance vector per quantizable weight the matrix covers (kept until the file is
@@ -360,8 +362,8 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   std::map<std::string, std::vector<float>> importance;
   for (const SourceTensorInfo& info : source.tensors) {
     if (!imatrix || !QuantizableWeight(info.name, info.shape)) continue;
-    const auto entry = imatrix->stats.linears.find(info.name);
-    if (entry == imatrix->stats.linears.end()) {
+    const auto entry = imatrix->linears.find(info.name);
+    if (entry == imatrix->linears.end()) {
       report.warnings.push_back(options.imatrix + " has no entry for '" + info.name +
                                 "': quantized without importance");
     } else if (entry->second.columns != info.shape.back()) {
