@@ -304,9 +304,8 @@ TEST(QuantizeCliTest, NanWeightIsRefusedNamingTheTensorAndRow) {
   std::filesystem::remove(out);
   const auto run = RunKite({"quantize", folder, "-o", out, "--type", "q8_0", "-q"});
   EXPECT_EQ(run.exit_code, 1);
-  EXPECT_NE(run.err.find("tensor 'blk.0.ffn_down.weight': row 3: quantize q8_0: element 0 is nan"),
-            std::string::npos)
-      << run.err;
+  EXPECT_NE(run.err.find("tensor 'blk.0.ffn_down.weight': row 3"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("nan"), std::string::npos) << run.err;
   EXPECT_FALSE(std::filesystem::exists(out));
 }
 
