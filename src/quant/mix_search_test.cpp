@@ -73,12 +73,15 @@ TEST(MixSearchTest, MeasuredErrorFallsWithMoreBitsAndFollowsTheImportance) {
   EXPECT_EQ(plain->back().dtype, DType::kQ8_0);
   EXPECT_GT(plain->front().error, 10 * plain->back().error);
   EXPECT_EQ(plain->front().bytes, 8u * 84);  // q2_K: 84 bytes per 256
-  // Importance 2 on every column doubles every error.
-  std::vector<float> twos(columns, 2.0f);
+  // The error is weighted by the importance: 2 on every column doubles the error of 1 (the
+  // quantizer's searches, importance-weighted, pick the same codes for any uniform weight).
+  std::vector<float> ones(columns, 1.0f), twos(columns, 2.0f);
+  auto unit = MeasureCandidates(read, rows, columns, ones.data(), types);
   auto weighted = MeasureCandidates(read, rows, columns, twos.data(), types);
-  ASSERT_TRUE(weighted.has_value());
-  for (size_t c = 0; c < plain->size(); ++c) {
-    EXPECT_NEAR((*weighted)[c].error, 2 * (*plain)[c].error, 1e-9 * (*plain)[c].error + 1e-12);
+  ASSERT_TRUE(unit.has_value() && weighted.has_value());
+  for (size_t c = 0; c < unit->size(); ++c) {
+    EXPECT_NEAR((*weighted)[c].error, 2 * (*unit)[c].error, 1e-9 * (*unit)[c].error + 1e-12)
+        << DTypeName((*unit)[c].dtype);
   }
   EXPECT_TRUE(
       MixCandidateTypes(576) ==
