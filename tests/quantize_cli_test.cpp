@@ -112,7 +112,7 @@ TEST(QuantizeCliTest, FolderInputCarriesConvertsMetadata) {
   const std::string folder = SourcePath("testdata/reference/llama-gqa");
   const std::string converted = Dir() + "/gqa-f32.gguf", out = Dir() + "/gqa-q8.gguf";
   ASSERT_EQ(RunKite({"convert", folder, "--type", "f32", "-q", "-o", converted}).exit_code, 0);
-  const auto run = RunKite({"quantize", folder, "-o", out, "--type", "q8_0", "--pure", "-q"});
+  const auto run = RunKite({"quantize", folder + "/", "-o", out, "--type", "q8_0", "--pure", "-q"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   auto reference = GgufFile::Open(converted);
   auto quantized = GgufFile::Open(out);
@@ -123,6 +123,7 @@ TEST(QuantizeCliTest, FolderInputCarriesConvertsMetadata) {
     ASSERT_NE(copied, nullptr) << key;
     EXPECT_TRUE(*copied == value) << key;
   }
+  EXPECT_EQ(*quantized->GetString("kite.quantize.source"), "llama-gqa");
   ASSERT_EQ(reference->tensors().size(), quantized->tensors().size());
   for (size_t i = 0; i < reference->tensors().size(); ++i) {
     EXPECT_EQ(reference->tensors()[i].name, quantized->tensors()[i].name);

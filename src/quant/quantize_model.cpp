@@ -338,8 +338,11 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   metadata.SetUint32("general.quantization_version", 2);  // ggml's k-quant layout generation
   metadata.SetString("kite.quantize.type", report.type);
   metadata.SetBool("kite.quantize.pure", options.pure);
-  metadata.SetString("kite.quantize.source",
-                     std::filesystem::path(input).lexically_normal().filename().string());
+  // The source's name ("model/" names the folder, not "").
+  const std::filesystem::path source_path = std::filesystem::path(input).lexically_normal();
+  metadata.SetString("kite.quantize.source", source_path.has_filename()
+                                                 ? source_path.filename().string()
+                                                 : source_path.parent_path().filename().string());
   if (!options.overrides.empty())
     metadata.SetStringArray("kite.quantize.overrides", options.overrides);
   if (!options.import_encodings.empty()) {
