@@ -56,6 +56,10 @@ enum class QuantizeInput : uint8_t {
 // n elements (a whole number of blocks, checked by the caller); src/dst need no alignment.
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
+// One row of n elements (a whole number of blocks, checked finite and within the f16 range by
+// the caller) quantized as llama.cpp's ggml_quantize_chunk does, with its scale searches
+// weighted by importance (n floats, one per column) when not null.
+using QuantizeSearchFn = void (*)(const float* src, void* dst, int64_t n, const float* importance);
 // One block (no alignment needed) to codes and scales.
 using UnpackBlockFn = void (*)(const void* block, UnpackedBlock* out);
 
@@ -71,6 +75,7 @@ struct DTypeRow {
   DequantizeRowFn dequantize = nullptr;  // exactly as llama.cpp's dequantize_row_*
   QuantizeRowFn quantize = nullptr;      // see quantize.h for how close to ggml's each is
   QuantizeInput quantize_input = QuantizeInput::kAny;
+  QuantizeSearchFn quantize_search = nullptr;  // QuantizeRows (tensor/quantize.h)
   CodeFacts codes = {};
   UnpackBlockFn unpack = nullptr;
   uint32_t file_type = kNoFileType;

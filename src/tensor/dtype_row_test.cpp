@@ -43,7 +43,7 @@ TEST(DTypeRowTest, OneRowPerTypeIdAndName) {
   std::set<std::string> names;
   size_t rows = 0;
   for (auto family : {internal::FloatTypeRows, internal::LegacyQuantRows, internal::KQuantRows,
-                      internal::OtherTypeRows}) {
+                      internal::NonLinearQuantRows, internal::OtherTypeRows}) {
     for (const DTypeRow& row : family()) {
       ++rows;
       EXPECT_TRUE(ids.insert(static_cast<uint32_t>(row.dtype)).second)
