@@ -32,11 +32,14 @@ struct CodeFacts {
   int32_t zero = 0;       // subtracted from the unsigned code (q4_0 8, q6_K 32, q8_0 128)
   bool has_min = false;   // q4_1 (m), q4_K and q5_K (dmin·mn)
   int32_t sub_block = 0;  // elements sharing one integer scale (k-quants: 16 or 32)
+  // Non-linear codes (iq4_nl, iq4_xs): code q stands for levels[q] (2^code_bits levels, zero 0)
+  // instead of q - zero; null for linear codes.
+  const int8_t* levels = nullptr;
 };
 
 // One block as unsigned codes (in element order) and its scales, for a type with `unpack`.
 struct UnpackedBlock {
-  uint8_t codes[256];
+  uint8_t codes[256];   // non-linear types: level indices
   uint16_t d16 = 0;     // legacy: the f16 scale's bits
   uint16_t m16 = 0;     // legacy with a min: the f16 min's bits
   float d = 0;          // k-quants: the super-block scale

@@ -102,9 +102,10 @@ TEST(DTypeRowTest, RowsAreConsistent) {
 }
 
 // y = d·(q - zero) (+ m) for legacy blocks, d·sc·(q - zero) (- dmin·mn) per sub-block for
-// k-quants (q6_K's scales are signed bytes).
+// k-quants (q6_K's scales are signed bytes); levels[q] in place of q - zero for non-linear codes.
 float FromCodes(const CodeFacts& c, const UnpackedBlock& u, int e) {
-  const float q = static_cast<float>(u.codes[e] - c.zero);
+  const float q = static_cast<float>(c.levels != nullptr ? c.levels[u.codes[e]]
+                                                         : u.codes[e] - c.zero);
   if (c.family == BlockFamily::kLegacy) {
     return F16ToF32(u.d16) * q + (c.has_min ? F16ToF32(u.m16) : 0.0f);
   }
@@ -140,7 +141,7 @@ TEST(DTypeRowTest, UnpackedCodesFollowTheFactsToTheDecodedValues) {
       }
     }
   }
-  EXPECT_GE(checked, 6);  // q4_0, q4_1, q8_0, q4_K, q5_K, q6_K
+  EXPECT_GE(checked, 8);  // q4_0, q4_1, q8_0, q4_K, q5_K, q6_K, iq4_nl, iq4_xs
 }
 
 }  // namespace

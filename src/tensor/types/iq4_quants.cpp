@@ -4,9 +4,9 @@
 //
 // The quantizer is llama.cpp's quantize_row_iq4_nl_impl as ggml_quantize_chunk runs it (15 trial
 // scales, importance-weighted when given); Quantize writes the same bytes without importance.
-// For the cpu backend a block unpacks to 8-bit codes level + 128 under the same scales, which
-// its q8_0 (iq4_nl) and q6_K-style (iq4_xs, sub-block scales repeated per 16) kernels run
-// exactly.
+// For the cpu backend a block unpacks to its 4-bit level indices and scales (iq4_xs: one int8
+// scale per 16 elements, q6_K's shape); the row's `levels` tell the kernels what an index
+// stands for, and they look the levels up as they read the codes.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -167,12 +167,12 @@ void DecodeIQ4_XS(const BlockIQ4_XS& b, float* y) {
   }
 }
 
-// Codes as levels biased to unsigned (zero 128), element order.
-void UnpackLevels(const uint8_t* qs, int n, uint8_t* codes) {
+// Level indices in element order.
+void UnpackIndices(const uint8_t* qs, int n, uint8_t* codes) {
   for (int i = 0; i < n / 32; ++i) {
     for (int j = 0; j < 16; ++j) {
-      codes[32 * i + j] = static_cast<uint8_t>(kIQ4Levels[qs[16 * i + j] & 0xf] + 128);
-      codes[32 * i + j + 16] = static_cast<uint8_t>(kIQ4Levels[qs[16 * i + j] >> 4] + 128);
+      codes[32 * i + j] = qs[16 * i + j] & 0xf;
+      codes[32 * i + j + 16] = qs[16 * i + j] >> 4;
     }
   }
 }
@@ -180,7 +180,7 @@ void UnpackLevels(const uint8_t* qs, int n, uint8_t* codes) {
 void UnpackIQ4_NL(const void* block, UnpackedBlock* out) {
   const auto b = ReadBlock<BlockIQ4_NL>(block);
   out->d16 = b.d;
-  UnpackLevels(b.qs, 32, out->codes);
+  UnpackIndices(b.qs, 32, out->codes);
 }
 
 // One int8 scale per 16 elements (each sub-block's twice), as q6_K's layout has them.
@@ -191,7 +191,7 @@ void UnpackIQ4_XS(const void* block, UnpackedBlock* out) {
     const auto sc = static_cast<uint8_t>(static_cast<int8_t>(SubBlockScaleXS(b, ib)));
     out->sc[2 * ib] = out->sc[2 * ib + 1] = sc;
   }
-  UnpackLevels(b.qs, kQKK, out->codes);
+  UnpackIndices(b.qs, kQKK, out->codes);
 }
 
 constexpr DTypeRow kRows[] = {
@@ -204,10 +204,11 @@ constexpr DTypeRow kRows[] = {
      .quantize_input = QuantizeInput::kF16Range,
      .quantize_search = SearchRow<BlockIQ4_NL, kQK, SearchIQ4_NL>,
      .codes = {.family = BlockFamily::kLegacy,
-               .code_bits = 8,
-               .zero = 128,
+               .code_bits = 4,
+               .zero = 0,
                .has_min = false,
-               .sub_block = kQK},
+               .sub_block = kQK,
+               .levels = kIQ4Levels},
      .unpack = UnpackIQ4_NL,
      .file_type = 25},  // LLAMA_FTYPE_MOSTLY_IQ4_NL
     {.dtype = DType::kIQ4_XS,
@@ -219,10 +220,11 @@ constexpr DTypeRow kRows[] = {
      .quantize_input = QuantizeInput::kF16Range,
      .quantize_search = SearchRow<BlockIQ4_XS, kQKK, SearchIQ4_XS>,
      .codes = {.family = BlockFamily::kKQuant,
-               .code_bits = 8,
-               .zero = 128,
+               .code_bits = 4,
+               .zero = 0,
                .has_min = false,
-               .sub_block = 16},
+               .sub_block = 16,
+               .levels = kIQ4Levels},
      .unpack = UnpackIQ4_XS,
      .file_type = 30,  // LLAMA_FTYPE_MOSTLY_IQ4_XS
      .fallback = DType::kIQ4_NL},
