@@ -97,41 +97,52 @@ HWY_INLINE const uint8_t* VecAt(const uint8_t* const (&at)[G], int v, int64_t ve
 // 16 rows with tokens' int8 activations at act[c] (32 each): elements 0..15 into dot, 16..31 into
 // dot2 (two dependency chains instead of one; q6_K needs the halves apart anyway, for its
 // sub-blocks of 16). 4-bit codes: chunk p holds element groups p (low nibbles) and p + 4 (high
-// nibbles). kLevels: the 4-bit codes index `levels` (16 int8), read as level + 128 (one byte
-// shuffle per vector of codes).
+// nibbles). kLevels: the 4-bit codes index `biased` (16 levels + 128, LevelTable), one byte
+// lookup per vector of codes.
 template <int C, int G, int kBits, bool kLevels = false>
 HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const int8_t* const* act,
                                       int64_t at, VI (&dot)[C][G * kVecs],
-                                      VI (&dot2)[C][G * kVecs], const int8_t* levels = nullptr) {
+                                      VI (&dot2)[C][G * kVecs], const uint8_t* biased = nullptr) {
   const DI di;
   if constexpr (kBits == 4) {
     const VI low = hn::Set(di, 0x0f0f0f0f);
-    HWY_ALIGN uint8_t biased[16] = {};  // level + 128
-    if constexpr (kLevels) {
-      for (int q = 0; q < 16; ++q) biased[q] = static_cast<uint8_t>(levels[q] ^ 0x80);
-    }
-#if HWY_TARGET == HWY_SCALAR
-    // One int32 lane of four codes: looked up one by one.
-    auto lookup = [&](VI indices) HWY_ATTR {
-      if constexpr (!kLevels) return indices;
-      const auto u = static_cast<uint32_t>(hn::GetLane(indices));
-      uint32_t out = 0;
-      for (int b = 0; b < 4; ++b) out |= static_cast<uint32_t>(biased[(u >> (8 * b)) & 0xf]) << (8 * b);
-      return hn::Set(di, static_cast<int32_t>(out));
-    };
+    // The low and high nibbles of w as codes (as levels + 128 for kLevels).
+    auto split = [&](VI w, VI& lo, VI& hi) HWY_ATTR {
+      if constexpr (!kLevels) {
+        lo = hn::And(w, low);
+        hi = hn::And(hn::ShiftRight<4>(w), low);
+      } else {
+#if HWY_TARGET == HWY_AVX3_DL
+        // vpermb reads only the low six bits of an index: from a table of the 16 levels four
+        // times over, a nibble needs no mask (as many vector ops as q4_0's, the mask's port
+        // free for the lookup).
+        const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(
+            reinterpret_cast<const __m128i*>(biased)));
+        lo = VI{_mm512_permutexvar_epi8(w.raw, table)};
+        hi = VI{_mm512_permutexvar_epi8(_mm512_srli_epi32(w.raw, 4), table)};
+#elif HWY_TARGET == HWY_SCALAR
+        // One int32 lane of four codes: looked up one by one.
+        const auto u = static_cast<uint32_t>(hn::GetLane(w));
+        uint32_t l = 0, h = 0;
+        for (int b = 0; b < 4; ++b) {
+          l |= static_cast<uint32_t>(biased[(u >> (8 * b)) & 0xf]) << (8 * b);
+          h |= static_cast<uint32_t>(biased[(u >> (8 * b + 4)) & 0xf]) << (8 * b);
+        }
+        lo = hn::Set(di, static_cast<int32_t>(l));
+        hi = hn::Set(di, static_cast<int32_t>(h));
 #else
-    const hn::Repartition<uint8_t, DI> d8;
-    const auto table = hn::LoadDup128(d8, biased);
-    auto lookup = [&](VI indices) HWY_ATTR {
-      if constexpr (!kLevels) return indices;
-      return hn::BitCast(di, hn::TableLookupBytes(table, hn::BitCast(d8, indices)));
-    };
+        const hn::Repartition<uint8_t, DI> d8;
+        const auto table = hn::LoadDup128(d8, biased);
+        lo = hn::BitCast(di, hn::TableLookupBytes(table, hn::BitCast(d8, hn::And(w, low))));
+        hi = hn::BitCast(
+            di, hn::TableLookupBytes(table, hn::BitCast(d8, hn::And(hn::ShiftRight<4>(w), low))));
 #endif
+      }
+    };
     for (int p = 0; p < 4; ++p) {
       for (int v = 0; v < G * kVecs; ++v) {
-        const VI w = LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * p);
-        const VI lo = lookup(hn::And(w, low));
-        const VI hi = lookup(hn::And(hn::ShiftRight<4>(w), low));
+        VI lo, hi;
+        split(LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * p), lo, hi);
         for (int c = 0; c < C; ++c) {
           dot[c][v] = Dot(dot[c][v], lo, Broadcast4(act[c] + at + 4 * p));
           dot2[c][v] = Dot(dot2[c][v], hi, Broadcast4(act[c] + at + 16 + 4 * p));
@@ -154,6 +165,16 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const in
   }
 }
 
+// The 16 levels of a non-linear layout as the codes the dot products read (level + 128), once
+// per tile.
+struct LevelTable {
+  HWY_ALIGN uint8_t biased[16] = {};
+  explicit LevelTable(const int8_t* levels) {
+    if (levels == nullptr) return;
+    for (int q = 0; q < 16; ++q) biased[q] = static_cast<uint8_t>(levels[q] ^ 0x80);
+  }
+};
+
 // Legacy types (block 32): acc += d·(da·dot - offset) (+ m·offset for q4_1, whose offset is
 // da·Σq).
 template <int C, int G, int kBits, bool kMin, bool kLevels>
@@ -163,6 +184,7 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   const DF df;
   const DI di;
   const PackLayout& l = job.w->layout();
+  const LevelTable table(kLevels ? l.levels : nullptr);
   const int64_t k = job.w->cols();
   const int64_t blocks = k / kQK;
   const int64_t code_bytes = kPackRows * kQK * kBits / 8;
@@ -184,7 +206,7 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     VI dot2[C][R];
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
-    DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot2, l.levels);
+    DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot2, table.biased);
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
     for (int v = 0; v < R; ++v) {
@@ -216,6 +238,7 @@ KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   const DF df;
   const DI di;
   const PackLayout& l = job.w->layout();
+  const LevelTable table(kLevels ? l.levels : nullptr);
   const int64_t k = job.w->cols();
   const int64_t supers = k / kQKK;
   const int64_t sub_bytes = kPackRows * 32 * kBits / 8;
@@ -247,7 +270,7 @@ KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* const (&groups)[G
         for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
       const uint8_t* sub[G];
       for (int g = 0; g < G; ++g) sub[g] = block[g] + s * sub_bytes;
-      DotSubBlock<C, G, kBits, kLevels>(sub, act, sb * kQKK + 32 * s, dot, dot2, l.levels);
+      DotSubBlock<C, G, kBits, kLevels>(sub, act, sb * kQKK + 32 * s, dot, dot2, table.biased);
       for (int v = 0; v < R; ++v) {
         const uint8_t* scales = VecAt<G>(block, v, kLanes) + scales_at;
         if constexpr (kMin) {
