@@ -30,6 +30,17 @@ constexpr DType kAllTypes[] = {
     DType::kTQ2_0,  DType::kU8,    DType::kU16,
 };
 
+// llama.cpp's tensor_type_fallback (llama-quant.cpp) for the super-block types: what a tensor
+// whose rows are not whole super-blocks gets instead.
+TEST(DTypeRowTest, SuperBlockTypesFallBackAsLlamaCpp) {
+  EXPECT_EQ(FindRow(DType::kQ2_K)->fallback, DType::kIQ4_NL);
+  EXPECT_EQ(FindRow(DType::kQ3_K)->fallback, DType::kIQ4_NL);
+  EXPECT_EQ(FindRow(DType::kIQ4_XS)->fallback, DType::kIQ4_NL);
+  EXPECT_EQ(FindRow(DType::kQ4_K)->fallback, DType::kQ5_0);
+  EXPECT_EQ(FindRow(DType::kQ5_K)->fallback, DType::kQ5_1);
+  EXPECT_EQ(FindRow(DType::kQ6_K)->fallback, DType::kQ8_0);
+}
+
 // u8 and u16 are the integer activations of quantized graphs: a file's type id 1024 is not one.
 TEST(DTypeRowTest, KiteOnlyTypesAreNeverReadFromAFile) {
   EXPECT_FALSE(LookupDType(static_cast<uint32_t>(DType::kU8)).has_value());
