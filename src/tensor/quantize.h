@@ -15,7 +15,9 @@ namespace kite {
 //  - F16, BF16: round to nearest even (NaN stays NaN, F16 overflow gives inf).
 //  - Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_K: the same bytes as ggml's quantize_row_*_ref.
 //  - Q2_K … Q6_K: a round-to-nearest quantizer with min/max scales (simpler than ggml's
-//    search, so its bytes differ, but the blocks are valid and decode within half a step).
+//    search, so its bytes differ, but the blocks are valid and decode within half a step;
+//    QuantizeRows below writes ggml's bytes).
+//  - IQ4_NL, IQ4_XS: llama.cpp's quantizer, the bytes of QuantizeRows without importance.
 // Errors: Unsupported for other types; InvalidInput when n is negative or not a multiple of the
 // block size, or (quantized types) when an element is NaN or infinite, or too large for the
 // type's F16 scales (|x| > 65504).
