@@ -162,9 +162,13 @@ std::string Describe(const MatMulCase& c) {
 std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x,
                                 const std::vector<float>& w_dequant) {
   const int64_t block =
-      c.dtype == DType::kQ4_0 || c.dtype == DType::kQ4_1 || c.dtype == DType::kQ8_0   ? 32
-      : c.dtype == DType::kQ4_K || c.dtype == DType::kQ5_K || c.dtype == DType::kQ6_K ? 256
-                                                                                      : 0;
+      c.dtype == DType::kQ4_0 || c.dtype == DType::kQ4_1 || c.dtype == DType::kQ8_0 ||
+              c.dtype == DType::kIQ4_NL
+          ? 32
+      : c.dtype == DType::kQ4_K || c.dtype == DType::kQ5_K || c.dtype == DType::kQ6_K ||
+              c.dtype == DType::kIQ4_XS
+          ? 256
+          : 0;
   std::vector<double> bound(c.tokens * c.n);
   for (int64_t t = 0; t < c.tokens; ++t) {
     for (int64_t n = 0; n < c.n; ++n) {
@@ -212,6 +216,11 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
       {DType::kQ5_K, 6, 33, 512},
       {DType::kQ6_K, 1, 16, 256},
       {DType::kQ6_K, 9, 29, 768, true},
+      // non-linear 4-bit levels (iq4_nl in blocks of 32, iq4_xs in super-blocks of 256)
+      {DType::kIQ4_NL, 1, 1, 32},
+      {DType::kIQ4_NL, 5, 37, 96, true},
+      {DType::kIQ4_XS, 1, 13, 256},
+      {DType::kIQ4_XS, 7, 35, 768, true},
       // enough row groups for decode tiles of 8 (legacy types) or 4 groups and then single
       // groups (N = 300: 19 groups, taken in chunks of 8, the last of 3; N = 150: 10 groups),
       // with whole and leftover token tiles
@@ -221,6 +230,8 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
       {DType::kQ4_K, 2, 170, 256},
       {DType::kQ5_K, 5, 140, 256},
       {DType::kQ6_K, 1, 250, 512},
+      {DType::kIQ4_NL, 3, 300, 64},
+      {DType::kIQ4_XS, 1, 170, 512},
       {DType::kF16, 3, 150, 48},
       // float prefill: tiles of 3 groups and single groups, K over two blocks of 256 (partial
       // sums kept between them), a leftover token

@@ -38,6 +38,11 @@ TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
        {PackFamily::kKQuant, PackKernel::kKQuant8Min, 256, 8, 0, true, 4096 + 64 + 64 + 256}},
       {DType::kQ6_K,
        {PackFamily::kKQuant, PackKernel::kKQuant8, 256, 8, 32, false, 4096 + 64 + 256}},
+      // 4-bit level indices, looked up as level + 128: zero 128
+      {DType::kIQ4_NL,
+       {PackFamily::kLegacy, PackKernel::kLegacy4Levels, 32, 4, 128, false, 256 + 32}},
+      {DType::kIQ4_XS,
+       {PackFamily::kKQuant, PackKernel::kKQuant4Levels, 256, 4, 128, false, 2048 + 64 + 256}},
   };
   for (const DTypeRow* row : AllRows()) {
     SCOPED_TRACE(std::string(row->name));

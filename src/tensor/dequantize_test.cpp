@@ -354,7 +354,7 @@ TEST(DequantizeTest, RejectsPartialBlocks) {
 TEST(DequantizeTest, RejectsUnsupportedTypes) {
   std::vector<uint8_t> bytes(4096);
   std::vector<float> out(256);
-  for (DType dtype : {DType::kQ8_1, DType::kIQ2_XXS, DType::kIQ4_NL, DType::kIQ4_XS, DType::kTQ1_0,
+  for (DType dtype : {DType::kQ8_1, DType::kIQ2_XXS, DType::kIQ3_S, DType::kIQ2_S, DType::kTQ1_0,
                       DType::kI8, DType::kI32, DType::kF64}) {
     const Status status = Dequantize(dtype, bytes.data(), out.data(), 256);
     ASSERT_FALSE(status.has_value()) << DTypeName(dtype);

@@ -32,11 +32,14 @@ struct CodeFacts {
   int32_t zero = 0;       // subtracted from the unsigned code (q4_0 8, q6_K 32, q8_0 128)
   bool has_min = false;   // q4_1 (m), q4_K and q5_K (dmin·mn)
   int32_t sub_block = 0;  // elements sharing one integer scale (k-quants: 16 or 32)
+  // Non-linear codes (iq4_nl, iq4_xs): code q stands for levels[q] (2^code_bits levels, zero 0)
+  // instead of q - zero; null for linear codes.
+  const int8_t* levels = nullptr;
 };
 
 // One block as unsigned codes (in element order) and its scales, for a type with `unpack`.
 struct UnpackedBlock {
-  uint8_t codes[256];
+  uint8_t codes[256];   // non-linear types: level indices
   uint16_t d16 = 0;     // legacy: the f16 scale's bits
   uint16_t m16 = 0;     // legacy with a min: the f16 min's bits
   float d = 0;          // k-quants: the super-block scale
@@ -56,6 +59,10 @@ enum class QuantizeInput : uint8_t {
 // n elements (a whole number of blocks, checked by the caller); src/dst need no alignment.
 using DequantizeRowFn = void (*)(const void* src, float* dst, int64_t n);
 using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
+// One row of n elements (a whole number of blocks, checked finite and within the f16 range by
+// the caller) quantized as llama.cpp's ggml_quantize_chunk does, with its scale searches
+// weighted by importance (n floats, one per column) when not null.
+using QuantizeSearchFn = void (*)(const float* src, void* dst, int64_t n, const float* importance);
 // One block (no alignment needed) to codes and scales.
 using UnpackBlockFn = void (*)(const void* block, UnpackedBlock* out);
 
@@ -71,6 +78,7 @@ struct DTypeRow {
   DequantizeRowFn dequantize = nullptr;  // exactly as llama.cpp's dequantize_row_*
   QuantizeRowFn quantize = nullptr;      // see quantize.h for how close to ggml's each is
   QuantizeInput quantize_input = QuantizeInput::kAny;
+  QuantizeSearchFn quantize_search = nullptr;  // QuantizeRows (tensor/quantize.h)
   CodeFacts codes = {};
   UnpackBlockFn unpack = nullptr;
   uint32_t file_type = kNoFileType;

@@ -30,6 +30,17 @@ constexpr DType kAllTypes[] = {
     DType::kTQ2_0,  DType::kU8,    DType::kU16,
 };
 
+// llama.cpp's tensor_type_fallback (llama-quant.cpp) for the super-block types: what a tensor
+// whose rows are not whole super-blocks gets instead.
+TEST(DTypeRowTest, SuperBlockTypesFallBackAsLlamaCpp) {
+  EXPECT_EQ(FindRow(DType::kQ2_K)->fallback, DType::kIQ4_NL);
+  EXPECT_EQ(FindRow(DType::kQ3_K)->fallback, DType::kIQ4_NL);
+  EXPECT_EQ(FindRow(DType::kIQ4_XS)->fallback, DType::kIQ4_NL);
+  EXPECT_EQ(FindRow(DType::kQ4_K)->fallback, DType::kQ5_0);
+  EXPECT_EQ(FindRow(DType::kQ5_K)->fallback, DType::kQ5_1);
+  EXPECT_EQ(FindRow(DType::kQ6_K)->fallback, DType::kQ8_0);
+}
+
 // u8 and u16 are the integer activations of quantized graphs: a file's type id 1024 is not one.
 TEST(DTypeRowTest, KiteOnlyTypesAreNeverReadFromAFile) {
   EXPECT_FALSE(LookupDType(static_cast<uint32_t>(DType::kU8)).has_value());
@@ -43,7 +54,7 @@ TEST(DTypeRowTest, OneRowPerTypeIdAndName) {
   std::set<std::string> names;
   size_t rows = 0;
   for (auto family : {internal::FloatTypeRows, internal::LegacyQuantRows, internal::KQuantRows,
-                      internal::OtherTypeRows}) {
+                      internal::NonLinearQuantRows, internal::OtherTypeRows}) {
     for (const DTypeRow& row : family()) {
       ++rows;
       EXPECT_TRUE(ids.insert(static_cast<uint32_t>(row.dtype)).second)
@@ -102,9 +113,10 @@ TEST(DTypeRowTest, RowsAreConsistent) {
 }
 
 // y = d·(q - zero) (+ m) for legacy blocks, d·sc·(q - zero) (- dmin·mn) per sub-block for
-// k-quants (q6_K's scales are signed bytes).
+// k-quants (q6_K's scales are signed bytes); levels[q] in place of q - zero for non-linear codes.
 float FromCodes(const CodeFacts& c, const UnpackedBlock& u, int e) {
-  const float q = static_cast<float>(u.codes[e] - c.zero);
+  const float q = static_cast<float>(c.levels != nullptr ? c.levels[u.codes[e]]
+                                                         : u.codes[e] - c.zero);
   if (c.family == BlockFamily::kLegacy) {
     return F16ToF32(u.d16) * q + (c.has_min ? F16ToF32(u.m16) : 0.0f);
   }
@@ -140,7 +152,7 @@ TEST(DTypeRowTest, UnpackedCodesFollowTheFactsToTheDecodedValues) {
       }
     }
   }
-  EXPECT_GE(checked, 6);  // q4_0, q4_1, q8_0, q4_K, q5_K, q6_K
+  EXPECT_GE(checked, 8);  // q4_0, q4_1, q8_0, q4_K, q5_K, q6_K, iq4_nl, iq4_xs
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 //   q4_K, q5_K  y = d*sc*q - dmin*m   (8 sub-blocks of 32, 6-bit sc and m packed in 12 bytes)
 //   q3_K  y = d*sc*(q - 4)      (16 sub-blocks of 16, signed 6-bit sc, stored as sc + 32)
 //   q6_K  y = d*sc*(q - 32)     (16 sub-blocks of 16, int8 sc)
+//   iq4_nl  y = d*kIQ4Levels[q]   iq4_xs  y = d*(ls - 32)*kIQ4Levels[q] (8 sub-blocks of 32)
 #pragma once
 
 #include <bit>
@@ -94,6 +95,26 @@ struct BlockQ8_K {
   int16_t bsums[kQKK / 16];  // sum of the codes of each group of 16 (used by ggml's dot products)
 };
 
+// The 16 levels of ggml's non-linear 4-bit types (kvalues_iq4nl): a code q stands for
+// d·kIQ4Levels[q].
+inline constexpr int8_t kIQ4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+// iq4_nl: y = d·kIQ4Levels[q], nibbles placed as in q4_0.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+
+// iq4_xs: 8 sub-blocks of 32 as iq4_nl under d·(ls - 32), ls a 6-bit scale: low nibble of
+// scales_l[j/2] (high nibble for odd j), top two bits at bit 2j of scales_h.
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQKK / 64];
+  uint8_t qs[kQKK / 2];  // sub-block j: bytes 16j..16j+15, element 32j+i low, 32j+16+i high
+};
+
 // Multi-byte fields are read in place, and GGUF stores them little-endian.
 static_assert(std::endian::native == std::endian::little);
 
@@ -109,6 +130,8 @@ static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockQ8_K) == 292);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 
 struct ScaleMin {
   uint8_t scale;

@@ -127,6 +127,8 @@ Symmetric QuantizeSymmetric(const float* x, int max_code, int lowest, int highes
   return out;
 }
 
+}  // namespace
+
 // Low two bits of code e go to byte 32*(e/128) + e%32 at bit 2*((e%128)/32) (q2_K and q3_K).
 void PackTwoBit(const uint8_t* codes, uint8_t* qs) {
   for (int e = 0; e < kQKK; ++e) {
@@ -148,7 +150,16 @@ void PackBitPlane(const uint8_t* codes, int bit, uint8_t* plane) {
   }
 }
 
-}  // namespace
+// Element e = 128*h + 32*k + l: see BlockQ6_K.
+void PackSixBit(const uint8_t* codes, BlockQ6_K& b) {
+  for (int e = 0; e < kQKK; ++e) {
+    const int h = e / 128;
+    const int k = (e % 128) / 32;
+    const int l = e % 32;
+    b.ql[64 * h + 32 * (k % 2) + l] |= static_cast<uint8_t>((codes[e] & 0xf) << (4 * (k / 2)));
+    b.qh[32 * h + l] |= static_cast<uint8_t>((codes[e] >> 4) << (2 * k));
+  }
+}
 
 BlockQ2_K QuantizeQ2_KBlock(const float* x) {
   const Asymmetric a = QuantizeAsymmetric(x, 16, 15, 3);
@@ -198,15 +209,9 @@ BlockQ6_K QuantizeQ6_KBlock(const float* x) {
   BlockQ6_K b{};
   b.d = s.d;
   for (int j = 0; j < 16; ++j) b.scales[j] = s.scale[j];
-  // Element e = 128*h + 32*k + l: see BlockQ6_K.
-  for (int e = 0; e < kQKK; ++e) {
-    const int code = s.q[e] + 32;
-    const int h = e / 128;
-    const int k = (e % 128) / 32;
-    const int l = e % 32;
-    b.ql[64 * h + 32 * (k % 2) + l] |= static_cast<uint8_t>((code & 0xf) << (4 * (k / 2)));
-    b.qh[32 * h + l] |= static_cast<uint8_t>((code >> 4) << (2 * k));
-  }
+  uint8_t codes[kQKK];
+  for (int e = 0; e < kQKK; ++e) codes[e] = static_cast<uint8_t>(s.q[e] + 32);
+  PackSixBit(codes, b);
   return b;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/dequantize.h"
 #include "tensor/quant_blocks.h"
 
 namespace kite {
@@ -277,6 +278,69 @@ TEST(QuantizeTest, RejectsValuesBlockTypesCannotHold) {
   EXPECT_EQ(nan_bits & 0x7c00, 0x7c00);  // NaN: exponent all ones and a nonzero mantissa
   EXPECT_NE(nan_bits & 0x03ff, 0);
   EXPECT_EQ(out[2] | out[3] << 8, 0x7c00);  // +inf
+}
+
+// --- QuantizeRows: importance and bad calls (the bytes against ggml: quantize_ggml_test.cpp) ---
+
+// The importance-weighted error Σ imp·(x - decoded)² of rows quantized with and without it.
+double WeightedError(DType dtype, const std::vector<float>& x, int64_t cols,
+                     const std::vector<float>& imp, const float* used) {
+  const int64_t rows = static_cast<int64_t>(x.size()) / cols;
+  std::vector<uint8_t> q(*BytesFor(dtype, x.size()));
+  EXPECT_TRUE(QuantizeRows(dtype, x.data(), q.data(), rows, cols, used).has_value());
+  std::vector<float> y(x.size());
+  EXPECT_TRUE(Dequantize(dtype, q.data(), y.data(), static_cast<int64_t>(x.size())).has_value());
+  double error = 0;
+  for (size_t i = 0; i < x.size(); ++i) error += imp[i % cols] * std::pow(x[i] - y[i], 2);
+  return error;
+}
+
+// A few columns carry nearly all the importance (an imatrix's outlier channels): with the
+// importance the searches spend their levels on them, so the error that matters drops.
+TEST(QuantizeTest, ImportanceLowersTheWeightedError) {
+  constexpr int64_t kCols = 512;
+  std::vector<float> x(16 * kCols);
+  uint32_t state = 7;
+  for (float& v : x) {  // uniform-ish in [-1, 1), deterministic
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<float>(state >> 8) / static_cast<float>(1 << 23) - 1.0f;
+  }
+  std::vector<float> imp(kCols, 0.01f);
+  for (int64_t c = 0; c < kCols; c += 5) imp[c] = 100.0f;
+  for (DType dtype : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,
+                      DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL,
+                      DType::kIQ4_XS}) {
+    const double plain = WeightedError(dtype, x, kCols, imp, nullptr);
+    const double weighted = WeightedError(dtype, x, kCols, imp, imp.data());
+    EXPECT_LT(weighted, plain * 0.95) << DTypeName(dtype);
+  }
+}
+
+TEST(QuantizeTest, RowsRefuseBadInputNamingRowAndColumn) {
+  std::vector<float> x(3 * 64, 0.5f);
+  std::vector<uint8_t> q(3 * 72);
+  x[64 + 17] = std::numeric_limits<float>::quiet_NaN();
+  Status s = QuantizeRows(DType::kQ8_0, x.data(), q.data(), 3, 64, nullptr);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().code, ErrorCode::kInvalidInput);
+  EXPECT_NE(s.error().message.find("row 1, column 17"), std::string::npos) << s.error().message;
+
+  x[64 + 17] = 0.5f;
+  std::vector<float> imp(64, 1.0f);
+  imp[9] = -1.0f;
+  s = QuantizeRows(DType::kQ4_0, x.data(), q.data(), 3, 64, imp.data());
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message.find("importance of column 9"), std::string::npos)
+      << s.error().message;
+
+  s = QuantizeRows(DType::kQ4_K, x.data(), q.data(), 1, 192, nullptr);  // not whole super-blocks
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message.find("256"), std::string::npos) << s.error().message;
+
+  s = QuantizeRows(DType::kIQ2_XXS, x.data(), q.data(), 1, 256, nullptr);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(s.error().message.find("iq2_xxs"), std::string::npos) << s.error().message;
 }
 
 }  // namespace

@@ -97,19 +97,52 @@ HWY_INLINE const uint8_t* VecAt(const uint8_t* const (&at)[G], int v, int64_t ve
 // 16 rows with tokens' int8 activations at act[c] (32 each): elements 0..15 into dot, 16..31 into
 // dot2 (two dependency chains instead of one; q6_K needs the halves apart anyway, for its
 // sub-blocks of 16). 4-bit codes: chunk p holds element groups p (low nibbles) and p + 4 (high
-// nibbles).
-template <int C, int G, int kBits>
+// nibbles). kLevels: the 4-bit codes index `biased` (16 levels + 128, LevelTable), one byte
+// lookup per vector of codes.
+template <int C, int G, int kBits, bool kLevels = false>
 HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const int8_t* const* act,
                                       int64_t at, VI (&dot)[C][G * kVecs],
-                                      VI (&dot2)[C][G * kVecs]) {
+                                      VI (&dot2)[C][G * kVecs], const uint8_t* biased = nullptr) {
   const DI di;
   if constexpr (kBits == 4) {
     const VI low = hn::Set(di, 0x0f0f0f0f);
+    // The low and high nibbles of w as codes (as levels + 128 for kLevels).
+    auto split = [&](VI w, VI& lo, VI& hi) HWY_ATTR {
+      if constexpr (!kLevels) {
+        lo = hn::And(w, low);
+        hi = hn::And(hn::ShiftRight<4>(w), low);
+      } else {
+#if HWY_TARGET == HWY_AVX3_DL
+        // vpermb reads only the low six bits of an index: from a table of the 16 levels four
+        // times over, a nibble needs no mask (as many vector ops as q4_0's, the mask's port
+        // free for the lookup).
+        const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(
+            reinterpret_cast<const __m128i*>(biased)));
+        lo = VI{_mm512_permutexvar_epi8(w.raw, table)};
+        hi = VI{_mm512_permutexvar_epi8(_mm512_srli_epi32(w.raw, 4), table)};
+#elif HWY_TARGET == HWY_SCALAR
+        // One int32 lane of four codes: looked up one by one.
+        const auto u = static_cast<uint32_t>(hn::GetLane(w));
+        uint32_t l = 0, h = 0;
+        for (int b = 0; b < 4; ++b) {
+          l |= static_cast<uint32_t>(biased[(u >> (8 * b)) & 0xf]) << (8 * b);
+          h |= static_cast<uint32_t>(biased[(u >> (8 * b + 4)) & 0xf]) << (8 * b);
+        }
+        lo = hn::Set(di, static_cast<int32_t>(l));
+        hi = hn::Set(di, static_cast<int32_t>(h));
+#else
+        const hn::Repartition<uint8_t, DI> d8;
+        const auto table = hn::LoadDup128(d8, biased);
+        lo = hn::BitCast(di, hn::TableLookupBytes(table, hn::BitCast(d8, hn::And(w, low))));
+        hi = hn::BitCast(
+            di, hn::TableLookupBytes(table, hn::BitCast(d8, hn::And(hn::ShiftRight<4>(w), low))));
+#endif
+      }
+    };
     for (int p = 0; p < 4; ++p) {
       for (int v = 0; v < G * kVecs; ++v) {
-        const VI w = LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * p);
-        const VI lo = hn::And(w, low);
-        const VI hi = hn::And(hn::ShiftRight<4>(w), low);
+        VI lo, hi;
+        split(LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * p), lo, hi);
         for (int c = 0; c < C; ++c) {
           dot[c][v] = Dot(dot[c][v], lo, Broadcast4(act[c] + at + 4 * p));
           dot2[c][v] = Dot(dot2[c][v], hi, Broadcast4(act[c] + at + 16 + 4 * p));
@@ -132,15 +165,26 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const in
   }
 }
 
+// The 16 levels of a non-linear layout as the codes the dot products read (level + 128), once
+// per tile.
+struct LevelTable {
+  HWY_ALIGN uint8_t biased[16] = {};
+  explicit LevelTable(const int8_t* levels) {
+    if (levels == nullptr) return;
+    for (int q = 0; q < 16; ++q) biased[q] = static_cast<uint8_t>(levels[q] ^ 0x80);
+  }
+};
+
 // Legacy types (block 32): acc += d·(da·dot - offset) (+ m·offset for q4_1, whose offset is
 // da·Σq).
-template <int C, int G, int kBits, bool kMin>
+template <int C, int G, int kBits, bool kMin, bool kLevels>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
                           float (&out)[C][G * kPackRows]) {
   constexpr int R = G * kVecs;
   const DF df;
   const DI di;
   const PackLayout& l = job.w->layout();
+  const LevelTable table(kLevels ? l.levels : nullptr);
   const int64_t k = job.w->cols();
   const int64_t blocks = k / kQK;
   const int64_t code_bytes = kPackRows * kQK * kBits / 8;
@@ -162,7 +206,7 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     VI dot2[C][R];
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
-    DotSubBlock<C, G, kBits>(block, act, b * kQK, dot, dot2);
+    DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot2, table.biased);
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
     for (int v = 0; v < R; ++v) {
@@ -187,13 +231,14 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
 
 // K-quants (super-block 256): per sub-block the int32 dot times its integer scale is summed
 // over the super-block, then acc += d·da·Σ - dmin·da·Σ(min·Σq).
-template <int C, int G, int kBits, bool kMin>
+template <int C, int G, int kBits, bool kMin, bool kLevels>
 KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
                           float (&out)[C][G * kPackRows]) {
   constexpr int R = G * kVecs;
   const DF df;
   const DI di;
   const PackLayout& l = job.w->layout();
+  const LevelTable table(kLevels ? l.levels : nullptr);
   const int64_t k = job.w->cols();
   const int64_t supers = k / kQKK;
   const int64_t sub_bytes = kPackRows * 32 * kBits / 8;
@@ -225,7 +270,7 @@ KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* const (&groups)[G
         for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
       const uint8_t* sub[G];
       for (int g = 0; g < G; ++g) sub[g] = block[g] + s * sub_bytes;
-      DotSubBlock<C, G, kBits>(sub, act, sb * kQKK + 32 * s, dot, dot2);
+      DotSubBlock<C, G, kBits, kLevels>(sub, act, sb * kQKK + 32 * s, dot, dot2, table.biased);
       for (int v = 0; v < R; ++v) {
         const uint8_t* scales = VecAt<G>(block, v, kLanes) + scales_at;
         if constexpr (kMin) {
@@ -235,13 +280,13 @@ KITE_VNNI void KQuantTile(const MatMulJob& job, const uint8_t* const (&groups)[G
             isum[c][v] = hn::Add(isum[c][v], hn::Mul(hn::Add(dot[c][v], dot2[c][v]), sc));
             msum[c][v] = hn::Add(msum[c][v], hn::Mul(mn, hn::Set(di, sums[c][sb * 8 + s])));
           }
-        } else {  // q6_K: codes biased by 32, two sub-blocks of 16 per 32
+        } else {  // q6_K, iq4_xs: codes less the zero, two sub-blocks of 16 per 32
           const VI sc1 = LoadI8AsI32(scales + (2 * s) * kPackRows);
           const VI sc2 = LoadI8AsI32(scales + (2 * s + 1) * kPackRows);
           for (int c = 0; c < C; ++c) {
             const int32_t* s16 = sums[c] + sb * 16 + 2 * s;
-            const VI d1 = hn::Sub(dot[c][v], hn::Set(di, 32 * s16[0]));
-            const VI d2 = hn::Sub(dot2[c][v], hn::Set(di, 32 * s16[1]));
+            const VI d1 = hn::Sub(dot[c][v], hn::Set(di, l.zero * s16[0]));
+            const VI d2 = hn::Sub(dot2[c][v], hn::Set(di, l.zero * s16[1]));
             isum[c][v] = hn::Add(isum[c][v], hn::Add(hn::Mul(d1, sc1), hn::Mul(d2, sc2)));
           }
         }
@@ -432,23 +477,23 @@ void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
           HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
 }
 
-template <int kBits, bool kMin>
+template <int kBits, bool kMin, bool kLevels = false>
 struct Legacy {
   template <int C, int G>
   struct Tile {
     static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
                     float (&o)[C][G * kPackRows]) {
-      LegacyTile<C, G, kBits, kMin>(job, g, t0, o);
+      LegacyTile<C, G, kBits, kMin, kLevels>(job, g, t0, o);
     }
   };
 };
-template <int kBits, bool kMin>
+template <int kBits, bool kMin, bool kLevels = false>
 struct KQuant {
   template <int C, int G>
   struct Tile {
     static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
                     float (&o)[C][G * kPackRows]) {
-      KQuantTile<C, G, kBits, kMin>(job, g, t0, o);
+      KQuantTile<C, G, kBits, kMin, kLevels>(job, g, t0, o);
     }
   };
 };
@@ -482,6 +527,10 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, kStreams, KQuant<8, true>::Tile>(job, begin, end);
     case PackKernel::kKQuant8:
       return Groups<4, kStreams, KQuant<8, false>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4Levels:
+      return Groups<4, kLegacyStreams, Legacy<4, false, true>::Tile>(job, begin, end);
+    case PackKernel::kKQuant4Levels:
+      return Groups<4, kStreams, KQuant<4, false, true>::Tile>(job, begin, end);
   }
 }
 

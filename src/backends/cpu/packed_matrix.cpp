@@ -73,20 +73,28 @@ Result<PackLayout> LayoutOf(DType dtype) {
   l.code_bits = c.code_bits <= 4 ? 4 : 8;
   l.zero = c.zero;
   l.has_min = c.has_min;
+  if (c.levels != nullptr) {  // 16 levels, looked up as the kernel reads the 4-bit codes
+    if (c.code_bits != 4 || l.has_min) return no_kernel();
+    l.levels = c.levels;
+    l.zero = 128;
+  }
   if (c.family == PackFamily::kLegacy && l.block == kQK && c.sub_block == kQK) {
     if (l.code_bits == 8 && l.has_min) return no_kernel();
-    l.kernel = l.code_bits == 8 ? PackKernel::kLegacy8
-               : l.has_min      ? PackKernel::kLegacy4Min
-                                : PackKernel::kLegacy4;
+    l.kernel = l.levels != nullptr ? PackKernel::kLegacy4Levels
+               : l.code_bits == 8   ? PackKernel::kLegacy8
+               : l.has_min          ? PackKernel::kLegacy4Min
+                                    : PackKernel::kLegacy4;
     l.block_bytes = CodeBytes(l) + kPackRows * 2 * (l.has_min ? 2 : 1);
     return l;
   }
   if (c.family == PackFamily::kKQuant && l.block == kQKK) {
     // With mins: 8 sub-blocks of 32, u8 scales and mins, no zero. Without: 16 sub-blocks of
-    // 16, i8 scales, codes biased by 32 (q6_K's layout, which the kernel assumes).
+    // 16, i8 scales, codes less a zero (q6_K's 8-bit codes 32, iq4_xs's looked-up levels 128).
     if (l.has_min && c.sub_block == 32 && l.zero == 0) {
       l.kernel = l.code_bits == 4 ? PackKernel::kKQuant4Min : PackKernel::kKQuant8Min;
-    } else if (!l.has_min && c.sub_block == 16 && l.zero == 32 && l.code_bits == 8) {
+    } else if (!l.has_min && c.sub_block == 16 && l.levels != nullptr) {
+      l.kernel = PackKernel::kKQuant4Levels;
+    } else if (!l.has_min && c.sub_block == 16 && l.code_bits == 8) {
       l.kernel = PackKernel::kKQuant8;
     } else {
       return no_kernel();

@@ -5,13 +5,16 @@
 //
 // Float types (f32, f16, bf16) keep their element type: group = [K][16] elements.
 // Integer types keep their codes and scales, exactly (no requantization):
-//   legacy (q4_0, q4_1, q8_0), per block of 32: codes, f16 scale d[16] (q4_1: then f16 m[16]);
-//   k-quants (q4_K, q5_K, q6_K), per super-block of 256: 8 sub-blocks of codes, f32 d[16],
+//   legacy (q4_0, q4_1, q8_0, iq4_nl), per block of 32: codes, f16 scale d[16] (q4_1: then f16
+//   m[16]);
+//   k-quants (q4_K, q5_K, q6_K, iq4_xs), per super-block of 256: 8 sub-blocks of codes, f32 d[16],
 //   (q4_K, q5_K: f32 dmin[16], u8 scale[8][16], u8 min[8][16]; q6_K: i8 scale[16][16]).
 // Codes of one sub-block of 32 for 16 rows: 4-bit codes (q4_0, q4_1, q4_K) fill 4 chunks of 64
 // bytes, chunk p holding for each row r (4 bytes at 4r) elements 4p..4p+3 in the low nibbles
 // and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned, q5_K, q6_K) fill 8
 // chunks, chunk g holding elements 4g..4g+3. Codes are unsigned; w = d·(code - zero) (+ min).
+// The iq4 types keep their 4-bit level indices as 4-bit codes, which the kernels map through a
+// 16-byte table (one byte shuffle) to level + 128, with zero 128.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,7 @@ enum class PackKernel : uint8_t {
   kF32, kF16, kBF16,                   // float element types
   kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1, q8_0
   kKQuant4Min, kKQuant8Min, kKQuant8,  // q4_K, q5_K, q6_K
+  kLegacy4Levels, kKQuant4Levels,      // iq4_nl, iq4_xs: 4-bit indices into 16 levels
 };
 
 struct PackLayout {
@@ -44,6 +48,8 @@ struct PackLayout {
   int32_t code_bits = 8;    // 4 or 8 (integer families)
   int32_t zero = 0;         // subtracted from codes (8 q4_0, 128 q8_0, 32 q6_K)
   bool has_min = false;     // q4_1 (f16 m), q4_K and q5_K (dmin · min)
+  // Non-linear codes (iq4_nl, iq4_xs): the kernel reads code q as levels[q] + 128 (zero 128).
+  const int8_t* levels = nullptr;
   int64_t block_bytes = 0;  // bytes of one block of a 16-row group
 };
 

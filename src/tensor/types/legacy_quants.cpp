@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 
 #include "base/half.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quantize_search.h"
 #include "tensor/types/block_rows.h"
 #include "tensor/types/families.h"
 
@@ -183,6 +185,79 @@ BlockQ8_0 EncodeQ8_0(const float* x) {
   return b;
 }
 
+// --- With importance: llama.cpp's quantize_row_*_impl (quantize_search.h). The weights scale
+// each column's importance by the element's magnitude against the whole row's spread sigma2.
+// Without importance ggml_quantize_chunk writes the reference blocks above.
+
+void PackNibbles(const int8_t* codes, uint8_t* qs) {
+  for (int j = 0; j < kQK / 2; ++j) {
+    qs[j] = static_cast<uint8_t>(codes[j] | (codes[j + kQK / 2] << 4));
+  }
+}
+
+BlockQ4_0 SearchQ4_0(const float* x, const float* weight) {
+  int8_t L[kQK];
+  BlockQ4_0 b;
+  b.d = F32ToF16(MakeQxQuants(kQK, 8, x, L, 1, weight));
+  PackNibbles(L, b.qs);
+  return b;
+}
+
+BlockQ5_0 SearchQ5_0(const float* x, const float* weight) {
+  int8_t L[kQK];
+  BlockQ5_0 b;
+  b.d = F32ToF16(MakeQxQuants(kQK, 16, x, L, 1, weight));
+  int codes[kQK];
+  for (int j = 0; j < kQK; ++j) codes[j] = L[j];
+  PackFiveBit(codes, b.qs, b.qh);
+  return b;
+}
+
+// q4_1/q5_1 store m = -min as ggml does: the search returns the min as a positive offset.
+BlockQ4_1 SearchQ4_1(const float* x, const float* weight) {
+  uint8_t L[kQK], Laux[kQK];
+  float min;
+  BlockQ4_1 b;
+  b.d = F32ToF16(MakeQkx3Quants(kQK, 15, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false));
+  b.m = F32ToF16(-min);
+  for (int j = 0; j < kQK / 2; ++j) b.qs[j] = static_cast<uint8_t>(L[j] | (L[j + kQK / 2] << 4));
+  return b;
+}
+
+BlockQ5_1 SearchQ5_1(const float* x, const float* weight) {
+  uint8_t L[kQK], Laux[kQK];
+  float min;
+  BlockQ5_1 b;
+  b.d = F32ToF16(MakeQkx3Quants(kQK, 31, x, weight, L, &min, Laux, -0.9f, 0.05f, 36, false));
+  b.m = F32ToF16(-min);
+  int codes[kQK];
+  for (int j = 0; j < kQK; ++j) codes[j] = L[j];
+  PackFiveBit(codes, b.qs, b.qh);
+  return b;
+}
+
+template <typename Block, Block (*Encode)(const float*), Block (*Search)(const float*, const float*)>
+void SearchRow(const float* x, void* dst, int64_t n, const float* importance) {
+  if (importance == nullptr) return QuantizeBlocks<Block, kQK, Encode>(x, dst, n);
+  float sum_x2 = 0;
+  for (int64_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
+  const float sigma2 = sum_x2 / static_cast<float>(n);
+  auto* out = static_cast<uint8_t*>(dst);
+  float weight[kQK];
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    const float* xb = x + b * kQK;
+    const float* qw = importance + b * kQK;
+    for (int j = 0; j < kQK; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+    const Block block = Search(xb, weight);
+    std::memcpy(out + b * static_cast<int64_t>(sizeof(Block)), &block, sizeof(Block));
+  }
+}
+
+// ggml has no search for q8_0: its importance is ignored.
+void SearchQ8_0Row(const float* x, void* dst, int64_t n, const float* /*importance*/) {
+  QuantizeBlocks<BlockQ8_0, kQK, EncodeQ8_0>(x, dst, n);
+}
+
 // The 4-bit types' nibbles: element j low, element j + 16 high.
 void UnpackNibbles(const uint8_t* qs, UnpackedBlock* out) {
   for (int j = 0; j < kQK / 2; ++j) {
@@ -227,6 +302,7 @@ constexpr DTypeRow kRows[] = {
      .dequantize = DequantizeBlocks<BlockQ4_0, kQK, DecodeQ4_0>,
      .quantize = QuantizeBlocks<BlockQ4_0, kQK, EncodeQ4_0>,
      .quantize_input = QuantizeInput::kF16Range,
+     .quantize_search = SearchRow<BlockQ4_0, EncodeQ4_0, SearchQ4_0>,
      .codes = Legacy(4, 8, false),
      .unpack = UnpackQ4_0,
      .file_type = 2},  // LLAMA_FTYPE_MOSTLY_Q4_0
@@ -237,6 +313,7 @@ constexpr DTypeRow kRows[] = {
      .dequantize = DequantizeBlocks<BlockQ4_1, kQK, DecodeQ4_1>,
      .quantize = QuantizeBlocks<BlockQ4_1, kQK, EncodeQ4_1>,
      .quantize_input = QuantizeInput::kF16Range,
+     .quantize_search = SearchRow<BlockQ4_1, EncodeQ4_1, SearchQ4_1>,
      .codes = Legacy(4, 0, true),
      .unpack = UnpackQ4_1,
      .file_type = 3},  // LLAMA_FTYPE_MOSTLY_Q4_1
@@ -247,6 +324,7 @@ constexpr DTypeRow kRows[] = {
      .dequantize = DequantizeBlocks<BlockQ5_0, kQK, DecodeQ5_0>,
      .quantize = QuantizeBlocks<BlockQ5_0, kQK, EncodeQ5_0>,
      .quantize_input = QuantizeInput::kF16Range,
+     .quantize_search = SearchRow<BlockQ5_0, EncodeQ5_0, SearchQ5_0>,
      .codes = Legacy(5, 16, false)},
     {.dtype = DType::kQ5_1,
      .name = "q5_1",
@@ -255,6 +333,7 @@ constexpr DTypeRow kRows[] = {
      .dequantize = DequantizeBlocks<BlockQ5_1, kQK, DecodeQ5_1>,
      .quantize = QuantizeBlocks<BlockQ5_1, kQK, EncodeQ5_1>,
      .quantize_input = QuantizeInput::kF16Range,
+     .quantize_search = SearchRow<BlockQ5_1, EncodeQ5_1, SearchQ5_1>,
      .codes = Legacy(5, 0, true)},
     {.dtype = DType::kQ8_0,
      .name = "q8_0",
@@ -263,6 +342,7 @@ constexpr DTypeRow kRows[] = {
      .dequantize = DequantizeBlocks<BlockQ8_0, kQK, DecodeQ8_0>,
      .quantize = QuantizeBlocks<BlockQ8_0, kQK, EncodeQ8_0>,
      .quantize_input = QuantizeInput::kF16Range,
+     .quantize_search = SearchQ8_0Row,
      .codes = Legacy(8, 128, false),
      .unpack = UnpackQ8_0,
      .file_type = 7},  // LLAMA_FTYPE_MOSTLY_Q8_0

@@ -1,5 +1,5 @@
 // Types Kite knows only the size of, so that a GGUF file holding them can still be read and its
-// other tensors used: ggml's codebook quants (iq*), ternary quants (tq*), integers and f64; and
+// other tensors used: ggml's codebook quants (iq* but iq4_nl and iq4_xs), ternary quants (tq*), integers and f64; and
 // Kite's own unsigned integer activations (u8, u16), which never appear in a file.
 // Block layouts from ggml's ggml-common.h (QK_K = 256).
 #include "tensor/types/families.h"
@@ -13,10 +13,8 @@ constexpr DTypeRow kRows[] = {
     {.dtype = DType::kIQ2_XS, .name = "iq2_xs", .block_size = 256, .block_bytes = 74},
     {.dtype = DType::kIQ3_XXS, .name = "iq3_xxs", .block_size = 256, .block_bytes = 98},
     {.dtype = DType::kIQ1_S, .name = "iq1_s", .block_size = 256, .block_bytes = 50},
-    {.dtype = DType::kIQ4_NL, .name = "iq4_nl", .block_size = 32, .block_bytes = 18},
     {.dtype = DType::kIQ3_S, .name = "iq3_s", .block_size = 256, .block_bytes = 110},
     {.dtype = DType::kIQ2_S, .name = "iq2_s", .block_size = 256, .block_bytes = 82},
-    {.dtype = DType::kIQ4_XS, .name = "iq4_xs", .block_size = 256, .block_bytes = 136},
     {.dtype = DType::kI8, .name = "i8", .block_size = 1, .block_bytes = 1},
     {.dtype = DType::kI16, .name = "i16", .block_size = 1, .block_bytes = 2},
     {.dtype = DType::kI32, .name = "i32", .block_size = 1, .block_bytes = 4},
