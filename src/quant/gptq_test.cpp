@@ -214,3 +214,45 @@ TEST(GptqTest, RefusesWhatItCannotQuantize) {
 
 }  // namespace
 }  // namespace kite
+
+namespace kite {
+namespace {
+
+// The speed of the 1B model's largest shapes (ffn_down [2048, 8192], ffn_up [8192, 2048]) on a
+// synthetic Hessian; run by hand: kite_quant_tests --gtest_also_run_disabled_tests
+// --gtest_filter='*Speed*' (figures in the notes).
+TEST(GptqTest, DISABLED_SpeedOfLlama1BShapes) {
+  ThreadPool pool(0);
+  for (auto [out, in] : {std::pair<int64_t, int64_t>{2048, 8192}, {8192, 2048}}) {
+    // H = XᵀX of 256 random rows plus a diagonal: full rank, LLM-like spectrum.
+    constexpr int64_t kRows = 256;
+    testing::Gaussian g(1);
+    std::vector<float> xt(in * kRows), x(kRows * in), gram(in * in, 0.0f);
+    for (float& v : x) v = g();
+    for (int64_t t = 0; t < kRows; ++t) {
+      for (int64_t j = 0; j < in; ++j) xt[j * kRows + t] = x[t * in + j];
+    }
+    SubtractProduct(&pool, gram.data(), in, xt.data(), kRows, x.data(), in, in, in, kRows);
+    LinearInputStats stats;
+    stats.columns = in;
+    stats.gram.resize(in * in);
+    for (int64_t i = 0; i < in * in; ++i) stats.gram[i] = -gram[i] + (i % (in + 1) == 0 ? 1.0 : 0.0);
+    std::vector<float> w(out * in);
+    for (float& v : w) v = 0.02f * g();
+    auto grid = MakeWeightGrid("int4_g32");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto hessian = PrepareGptqHessian("w", stats, {.act_order = true}, &pool);
+    ASSERT_TRUE(hessian) << hessian.error().message;
+    const auto t1 = std::chrono::steady_clock::now();
+    auto q = GptqQuantize("w", w, out, *hessian, **grid, {.act_order = true}, &pool);
+    ASSERT_TRUE(q);
+    const auto t2 = std::chrono::steady_clock::now();
+    std::printf("[%lld, %lld] on %d threads: Hessian inverse %.2f s, quantize %.2f s\n",
+                static_cast<long long>(out), static_cast<long long>(in), pool.size(),
+                std::chrono::duration<double>(t1 - t0).count(),
+                std::chrono::duration<double>(t2 - t1).count());
+  }
+}
+
+}  // namespace
+}  // namespace kite

@@ -32,6 +32,11 @@ Status CheckWeight(std::string_view name, std::span<const float> weight, int64_t
   return Ok();
 }
 
+float WeightGrid::Clamp(const GroupScale& g, float x) const {
+  const float a = Value(g, min_code()), b = Value(g, max_code());
+  return std::clamp(x, std::min(a, b), std::max(a, b));
+}
+
 void WeightGrid::QuantizeRow(std::span<float> row, float clip) const {
   const int64_t n = GroupColumns(static_cast<int64_t>(row.size()));
   for (size_t begin = 0; begin < row.size(); begin += n) {
@@ -49,7 +54,7 @@ class IntGrid final : public WeightGrid {
     const int32_t half = 1 << (spec.bits - 1);
     switch (spec.kind) {
       case IntGridKind::kSymmetric:
-        lo_ = -half;
+        lo_ = 1 - half;
         hi_ = half - 1;
         break;
       case IntGridKind::kSignedMax:  // codes 0 .. 2^b-1 around a zero point of 2^(b-1)
@@ -110,6 +115,8 @@ class IntGrid final : public WeightGrid {
   float Value(const GroupScale& g, int32_t code) const override {
     return g.offset + g.scale * static_cast<float>(code);
   }
+  int32_t min_code() const override { return lo_; }
+  int32_t max_code() const override { return hi_; }
 
  private:
   // The scale as the format stores it.

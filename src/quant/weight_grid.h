@@ -44,6 +44,13 @@ class WeightGrid {
   // The code of the grid value nearest to x under `g`, and the value of a code.
   virtual int32_t Code(const GroupScale& g, float x) const = 0;
   virtual float Value(const GroupScale& g, int32_t code) const = 0;
+  // The codes the grid has, [min_code(), max_code()].
+  virtual int32_t min_code() const = 0;
+  virtual int32_t max_code() const = 0;
+
+  // x clamped to the range `g` covers (a clipped weight that a format's own round-to-nearest,
+  // refitting its scales, quantizes to the values this grid gives with `g`).
+  float Clamp(const GroupScale& g, float x) const;
 
   // Columns per group for a row of `columns` (group_size(), or the whole row).
   int64_t GroupColumns(int64_t columns) const {
@@ -55,8 +62,9 @@ class WeightGrid {
   void QuantizeRow(std::span<float> row, float clip = 1.0f) const;
 };
 
-// Uniform integer grids: `bits` bits, symmetric (codes -2^(b-1) .. 2^(b-1)-1, scale =
-// max|x| / (2^(b-1)-1), offset 0: the NPU symmetric layouts), asymmetric (codes 0 .. 2^b-1,
+// Uniform integer grids: `bits` bits, symmetric (codes -(2^(b-1)-1) .. 2^(b-1)-1, scale =
+// max|x| / (2^(b-1)-1), offset 0: the NPU symmetric layouts; the restricted range, so that
+// values on the grid fake-quantize to themselves again), asymmetric (codes 0 .. 2^b-1,
 // the range [min, max] with 0 inside it on an integer zero point: the NPU asymmetric layouts)
 // or ggml-style (q4_0 / q8_0: scale = -max/2^(b-1) with max the value of largest magnitude,
 // f16 scale; q4_1 / q4_K-like: codes 0 .. 2^b-1 over [min, max], no zero point).

@@ -32,9 +32,37 @@ TEST(WeightGridTest, LegacyGridsMatchTheGgmlFormats) {
     (*grid)->QuantizeRow(ours);
     int differ = 0;
     for (int i = 0; i < 256; ++i) differ += std::fabs(ours[i] - ggml[i]) > 1e-6f * (1 + std::fabs(ggml[i]));
-    // ggml rounds x/d + zero by truncating x/d + zero + 0.5 (ties away from the zero point)
-    // and q8_0's codes stop at ±127; a tie or -128 may differ, nothing else.
+    // ggml rounds x/d + zero by truncating x/d + zero + 0.5 (ties away from the zero point):
+    // only a tie may differ.
     EXPECT_LE(differ, 2) << name;
+  }
+}
+
+// Values a grid gave fake-quantize to themselves (the algorithms hand their output to the
+// formats' own round to nearest, which refits the scales), and so do values clamped to a clip.
+TEST(WeightGridTest, ValuesOnTheGridStayThere) {
+  testing::Gaussian g(3);
+  std::vector<float> row(128);
+  for (float& x : row) x = g();
+  row[9] = -6.0f;
+  for (const char* name : {"int8", "int4", "int4_asym", "int4_g32", "int4_g64_asym", "q4_0",
+                           "q8_0", "q4_k"}) {
+    auto grid = MakeWeightGrid(name);
+    ASSERT_TRUE(grid);
+    std::vector<float> once = row;
+    (*grid)->QuantizeRow(once);
+    std::vector<float> twice = once;
+    (*grid)->QuantizeRow(twice);
+    EXPECT_EQ(once, twice) << name;
+    const int64_t n = (*grid)->GroupColumns(128);
+    std::vector<float> clipped = row, direct = row;
+    (*grid)->QuantizeRow(direct, 0.7f);
+    for (int64_t b = 0; b < 128; b += n) {
+      const GroupScale s = (*grid)->Fit(std::span(row).subspan(b, n), 0.7f);
+      for (int64_t j = b; j < b + n; ++j) clipped[j] = (*grid)->Clamp(s, row[j]);
+    }
+    (*grid)->QuantizeRow(clipped);
+    for (int j = 0; j < 128; ++j) EXPECT_NEAR(clipped[j], direct[j], 1e-6f) << name << " " << j;
   }
 }
 
