@@ -77,6 +77,24 @@ std::vector<ChannelScale> ScalesFor(const Graph& graph) {
   return scales;
 }
 
+// scales plus a seeded scale on the output channels of every attn_v (folded through attention
+// into attn_output, the KV heads' scales repeated over their query heads) and ffn_up (through
+// swiglu into ffn_down). attn_v's weight is then rescaled twice: by its norm's, then by its own.
+std::vector<ChannelScale> WithMatMulScales(const Graph& graph, std::vector<ChannelScale> scales) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(0.5f, 2.0f);
+  for (const Node& node : graph.nodes()) {
+    if (node.op() != OpKind::kMatMul ||
+        !(node.name.ends_with("attn_v") || node.name.ends_with("ffn_up"))) {
+      continue;
+    }
+    ChannelScale& scale = scales.emplace_back(ChannelScale{.norm = node.name, .scale = {}});
+    scale.scale.resize(graph.value(node.output).shape.back());
+    for (float& s : scale.scale) s = dist(rng);
+  }
+  return scales;
+}
+
 // Half of the fold, on purpose: the norms' weights times s (`norms`), or the matmuls' weights
 // divided by it (else). Not an identity: the logits must change.
 Result<Graph> HalfFold(const Graph& graph, WeightStore& store,
@@ -157,6 +175,21 @@ TEST_P(FoldChannelScaleModels, LogitsUnchangedOnCpu) {
   // from the new weights.
   const std::vector<float> before = Run(graph_.Copy(), {&cpu_});
   const std::vector<float> after = Run(Folded(), {&cpu_});
+  ASSERT_EQ(before.size(), kTokens.size() * model_->config().vocab);
+  EXPECT_LT(MaxAbsDiff(before, after), kTolerance);
+}
+
+TEST_P(FoldChannelScaleModels, MatMulOutputScalesLeaveLogitsUnchanged) {
+  PassManager passes;
+  passes.Add(std::make_unique<FoldChannelScale>(&store_, WithMatMulScales(graph_, scales_)));
+  std::vector<PassReport> report;
+  auto folded = passes.Run(graph_.Copy(), &report);
+  ASSERT_TRUE(folded.has_value()) << folded.error().message;
+  // The norms' folds, and per layer attn_v and ffn_up with one matmul each.
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_EQ(report[0].changes, model_->config().n_layers * (7 + 4) + 2);
+  const std::vector<float> before = Run(graph_.Copy(), {&ref_});
+  const std::vector<float> after = Run(std::move(*folded), {&ref_});
   ASSERT_EQ(before.size(), kTokens.size() * model_->config().vocab);
   EXPECT_LT(MaxAbsDiff(before, after), kTolerance);
 }
