@@ -35,22 +35,7 @@ constexpr double kTolerance = 1e-4;
 // A prefill of kTokens with every position's logits [T, vocab], on `backends` in order.
 Result<std::vector<float>> RunPrefill(Graph graph, const ModelConfig& spec,
                                       std::vector<Backend*> backends) {
-  testing::KvCache cache = KITE_TRY(testing::KvCache::Create({.n_layers = spec.n_layers,
-                                                               .n_kv_heads = spec.n_kv_heads,
-                                                               .head_dim = spec.head_dim,
-                                                               .page_size = 16,
-                                                               .n_pages = spec.n_layers,
-                                                               .dtype = DType::kF32}));
-  KITE_RETURN_IF_ERROR(cache.Resize(static_cast<int64_t>(kTokens.size())));
-  testing::GraphRunner compiled = KITE_TRY(testing::GraphRunner::Compile(std::move(graph), backends));
-  std::vector<int32_t> positions(kTokens.size());
-  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int32_t>(i);
-  KITE_RETURN_IF_ERROR(compiled.SetInput("tokens", kTokens));
-  KITE_RETURN_IF_ERROR(compiled.SetInput("positions", positions));
-  const KvCacheView view = cache.view();
-  KITE_RETURN_IF_ERROR(compiled.Run(&view));
-  const std::span<const float> logits = KITE_TRY(compiled.OutputF32(0));
-  return std::vector<float>(logits.begin(), logits.end());
+  return testing::PrefillLogits(std::move(graph), spec, std::move(backends), kTokens);
 }
 
 double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
