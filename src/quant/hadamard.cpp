@@ -4,7 +4,9 @@
 #include <random>
 #include <string>
 
+#include "models/architectures.h"
 #include "tensor/dequantize.h"
+#include "tensor/quantize.h"
 
 namespace kite {
 
@@ -234,6 +236,35 @@ Result<std::vector<float>> RotateWeight(const Model& model, const ModelRotation&
     rotation.head.RotateRows(values);
   }
   return values;
+}
+
+Result<std::unique_ptr<Model>> RotateModel(const Model& model, const HadamardOptions& options,
+                                           DType storage) {
+  const ModelRotation rotation = KITE_TRY(MakeModelRotation(model.config(), options));
+  ModelConfig config = model.config();
+  WeightStore store;
+  auto add = [&](const std::string& name, const TensorView& source) -> Status {
+    int64_t n = 1;
+    for (int64_t d : source.shape) n *= d;
+    std::vector<float> values(n);
+    Status read = Dequantize(source.dtype, source.data, values.data(), n);
+    if (!read) return std::unexpected(std::move(read.error()).WithContext("weight '" + name + "'"));
+    values = KITE_TRY(RotateWeight(model, rotation, name, std::move(values)));
+    const uint64_t bytes = KITE_TRY(BytesFor(storage, n));
+    AlignedBuffer buffer = KITE_TRY(AlignedBuffer::Allocate(bytes));
+    Status stored = Quantize(storage, values.data(), buffer.data(), n);
+    if (!stored) return std::unexpected(std::move(stored.error()).WithContext("weight '" + name + "'"));
+    KITE_TRY(store.AddBuffer(name, storage, source.shape, std::move(buffer)));
+    return Ok();
+  };
+  for (const auto& [name, view] : model.weights().weights()) KITE_RETURN_IF_ERROR(add(name, view));
+  if (config.tied_embeddings) {
+    KITE_RETURN_IF_ERROR(add("output.weight", *KITE_TRY(model.Weight("token_embd.weight"))));
+    config.tied_embeddings = false;
+  }
+  const Architecture* architecture = KITE_TRY(FindArchitecture(config));
+  return architecture->create(std::move(config), std::move(store),
+                              [](const std::string& name) { return name; });
 }
 
 }  // namespace kite

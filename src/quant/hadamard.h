@@ -24,12 +24,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "models/model.h"
+#include "tensor/dtype.h"
 
 namespace kite {
 
@@ -72,5 +74,12 @@ Result<ModelRotation> MakeModelRotation(const ModelConfig& config, const Hadamar
 // one at a time, so a driver can stream a model through it. Errors name the weight.
 Result<std::vector<float>> RotateWeight(const Model& model, const ModelRotation& rotation,
                                         std::string_view name, std::vector<float> values);
+
+// The whole model rotated, as a new Model whose weights it owns, stored as `storage` (f32 for
+// an exact function, f16 or bf16 to halve the memory of a large model before calibrating and
+// quantizing it); a tied lm_head becomes "output.weight". What `kite quantize --hadamard`
+// calibrates and quantizes instead of the input.
+Result<std::unique_ptr<Model>> RotateModel(const Model& model, const HadamardOptions& options,
+                                           DType storage = DType::kF32);
 
 }  // namespace kite
