@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,5 +20,10 @@ using FoldedWeights = std::map<std::string, std::vector<float>>;
 
 // Errors are the pass's (naming the node and what it found instead).
 Result<FoldedWeights> FoldScales(const Model& model, std::vector<ChannelScale> scales);
+
+// `model` with `weights` in place of its own (f32; the rest are the model's, used in place: the
+// model must outlive the result); "output.weight" given for a tied model unties it. An error
+// names a weight the model does not have or whose size differs.
+Result<std::unique_ptr<Model>> WithWeights(const Model& model, const FoldedWeights& weights);
 
 }  // namespace kite

@@ -36,6 +36,13 @@ int64_t ChannelOf(const SmoothingSite& site, int64_t c) {
 
 }  // namespace
 
+std::vector<float> ExpandToColumns(const SmoothingSite& site, std::span<const float> channels,
+                                   int64_t columns) {
+  std::vector<float> out(columns);
+  for (int64_t c = 0; c < columns; ++c) out[c] = channels[ChannelOf(site, c)];
+  return out;
+}
+
 std::vector<float> SmoothingScale(std::span<const float> act_max, std::span<const float> weight_max,
                                   const SmoothingSite& site, float alpha) {
   const int64_t in = static_cast<int64_t>(act_max.size());

@@ -46,6 +46,10 @@ struct SmoothingSite {
 // The sites of block `layer` (layer == n_layers: the head's).
 std::vector<SmoothingSite> LlamaSmoothingSites(const ModelConfig& config, int32_t layer);
 
+// A per-producer-channel vector as the site's consumers see it, one value per input column.
+std::vector<float> ExpandToColumns(const SmoothingSite& site, std::span<const float> channels,
+                                   int64_t columns);
+
 // s per producer channel from the consumers' input maxima act_max [in] and their weights'
 // column maxima weight_max [in] (each channel over the columns that map to it). A channel never
 // seen (or with zero weights) keeps s = 1.

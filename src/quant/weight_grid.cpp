@@ -164,6 +164,9 @@ Result<std::unique_ptr<WeightGrid>> MakeWeightGrid(std::string_view name) {
       {"q4_0", {K::kSignedMax, 4, 32, true}},      {"q5_0", {K::kSignedMax, 5, 32, true}},
       {"q8_0", {K::kSymmetric, 8, 32, true}},      {"q4_1", {K::kMinMax, 4, 32, true}},
       {"q5_1", {K::kMinMax, 5, 32, true}},         {"q4_k", {K::kMinMax, 4, 32, true}},
+      {"q5_k", {K::kMinMax, 5, 32, true}},         {"q2_k", {K::kMinMax, 2, 16, true}},
+      {"q3_k", {K::kSignedMax, 3, 16, true}},      {"q6_k", {K::kSignedMax, 6, 16, true}},
+      {"iq4_nl", {K::kSignedMax, 4, 32, true}},    {"iq4_xs", {K::kSignedMax, 4, 32, true}},
   };
   std::string known;
   for (const Named& grid : kGrids) {

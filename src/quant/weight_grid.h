@@ -81,8 +81,12 @@ Result<std::unique_ptr<WeightGrid>> MakeIntGrid(const IntGridSpec& spec);
 
 // A grid by name, for the command line and tests: "int8", "int4" (per channel, symmetric),
 // "int8_asym", "int4_asym", "int4_g32" / "_g64" / "_g128" (group-wise symmetric, "_asym"
-// suffix for asymmetric), "q4_0", "q8_0", "q4_1", "q4_k" (block-32 min/max with f16 scales,
-// q4_K's sub-block model), "q5_0", "q5_1". An unknown name is an error listing the known ones.
+// suffix for asymmetric), "q4_0", "q8_0", "q4_1", "q5_0", "q5_1" (the formats' values exactly),
+// and models of the k-quants' sub-blocks with float scales (their super-block scale
+// quantization is left to the format's own quantizer): "q2_k", "q4_k", "q5_k" (min/max per 16
+// or 32), "q3_k", "q6_k" (signed max per 16); "iq4_nl" / "iq4_xs" as q4_0's uniform grid (the
+// real one is non-uniform). An unknown name is an error listing the known ones (lower case:
+// ggml's DTypeName lower-cased).
 Result<std::unique_ptr<WeightGrid>> MakeWeightGrid(std::string_view name);
 
 // What every algorithm checks of its input weight [out, in]: the size and that every value is

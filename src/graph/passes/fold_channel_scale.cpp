@@ -271,8 +271,7 @@ Result<PassOutcome> FoldChannelScale::Run(const Graph& graph) {
     }
     changes += 1 + static_cast<int32_t>(plan.consumers.size());
     summary += (summary.empty() ? "" : ", ") + producer.name + " -> " +
-               std::to_string(plan.consumers.size()) + " matmul" +
-               (plan.consumers.size() == 1 ? "" : "s");
+               std::to_string(plan.consumers.size()) + " matmuls";
   }
   std::map<int32_t, std::map<size_t, ValueId>> new_inputs;
   for (const auto& [at, view] : made) {
