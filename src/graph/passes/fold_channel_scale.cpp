@@ -128,7 +128,7 @@ Result<FoldPlan> PlanMatMulFold(const Graph& graph, const std::vector<std::vecto
   if (producer.inputs.size() > 2) KITE_RETURN_IF_ERROR(CheckRescalable(graph.value(producer.inputs[2])));
   const int64_t n = graph.value(producer.output).shape.back();
   KITE_RETURN_IF_ERROR(CheckScale(scale, n, "a matmul"));
-  FoldPlan plan{.producer = p};
+  FoldPlan plan{.producer = p, .consumers = {}};
   const std::vector<int32_t>& first = readers[producer.output.index];
   const bool swiglu = first.size() == 1 && graph.nodes()[first[0]].op() == OpKind::kSwiGlu;
   int32_t consumer = -1;
@@ -169,7 +169,7 @@ Result<FoldPlan> PlanNormFold(const Graph& graph, const std::vector<std::vector<
   }
   if (readers[norm.output.index].empty()) return InvalidInput("nothing reads it");
   KITE_RETURN_IF_ERROR(CheckRescalable(graph.value(norm.inputs[1])));
-  FoldPlan plan{.producer = n};
+  FoldPlan plan{.producer = n, .consumers = {}};
   for (int32_t r : readers[norm.output.index]) {
     const Node& reader = graph.nodes()[r];
     if (reader.op() != OpKind::kMatMul || reader.inputs[0] != norm.output ||
