@@ -31,7 +31,7 @@ struct AwqOptions {
   bool clip = true;           // the clipping search after the scales
   int32_t clip_points = 10;   // clip ratios from 1 down to lowest_clip (AWQ: 1 .. 0.55)
   float lowest_clip = 0.55f;
-  int64_t max_samples = 512;  // sampled input rows scored (0: all the statistics hold)
+  int64_t max_samples = 128;  // sampled input rows scored (0: all the statistics hold)
 };
 
 // One linear layer reading the shared input: weight [out, in] row-major.

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "quant/algo_fixture.h"
+#include "quant/seqmse.h"
 
 namespace kite {
 namespace {
@@ -23,7 +26,7 @@ TEST(AwqTest, LowersTheOutputErrorOfRoundToNearest) {
   for (const char* name : {"int4", "int4_g32", "q4_0"}) {
     auto grid = MakeWeightGrid(name);
     const AwqLinear linears[] = {{"a", a.w, a.out}, {"b", b.w, b.out}};
-    auto awq = Awq(linears, a.stats, **grid, {}, &pool);
+    auto awq = Awq(linears, a.stats, **grid, {.max_samples = 0}, &pool);  // every row
     ASSERT_TRUE(awq) << awq.error().message;
     double rtn = 0, ours = 0;
     for (int i = 0; i < 2; ++i) {
@@ -68,6 +71,48 @@ TEST(AwqTest, RefusesStatisticsWithoutSamples) {
   ASSERT_FALSE(awq);
   EXPECT_NE(awq.error().message.find("blk.0.ffn_up.weight"), std::string::npos);
   EXPECT_NE(awq.error().message.find("samples"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kite
+
+namespace kite {
+namespace {
+
+// The 1B model's largest AWQ site (ffn_gate + ffn_up [8192, 2048] reading one input) and SeqMSE
+// on ffn_down [2048, 8192], 512 sampled rows; run by hand: kite_quant_tests
+// --gtest_also_run_disabled_tests --gtest_filter='*Speed*' (figures in the notes).
+TEST(AwqTest, DISABLED_SpeedOfLlama1BShapes) {
+  ThreadPool pool(0);
+  testing::Gaussian g(1);
+  auto stats_of = [&](int64_t in) {
+    LinearInputStats s;
+    s.columns = in;
+    s.rows_seen = 512;
+    s.samples_rows = 512;
+    s.samples.resize(512 * in);
+    for (float& v : s.samples) v = g();
+    s.abs_sum.assign(in, 0.0);
+    for (int64_t i = 0; i < 512 * in; ++i) s.abs_sum[i % in] += std::fabs(s.samples[i]);
+    return s;
+  };
+  const LinearInputStats up_in = stats_of(2048), down_in = stats_of(8192);
+  std::vector<float> gate(8192 * 2048), up(8192 * 2048), down(2048 * 8192);
+  for (auto* w : {&gate, &up, &down}) {
+    for (float& v : *w) v = 0.02f * g();
+  }
+  auto grid = MakeWeightGrid("int4_g32");
+  const AwqLinear linears[] = {{"gate", gate, 8192}, {"up", up, 8192}};
+  auto t0 = std::chrono::steady_clock::now();
+  auto awq = Awq(linears, up_in, **grid, {}, &pool);
+  ASSERT_TRUE(awq);
+  auto t1 = std::chrono::steady_clock::now();
+  auto seq = SeqMse("down", down, 2048, down_in, **grid, {}, &pool);
+  ASSERT_TRUE(seq);
+  auto t2 = std::chrono::steady_clock::now();
+  std::printf("AWQ gate+up [8192, 2048] x2: %.2f s; SeqMSE down [2048, 8192]: %.2f s (%d threads)\n",
+              std::chrono::duration<double>(t1 - t0).count(),
+              std::chrono::duration<double>(t2 - t1).count(), pool.size());
 }
 
 }  // namespace

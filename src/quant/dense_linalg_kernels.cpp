@@ -64,10 +64,20 @@ void SubtractProductRows(float* c, int64_t ldc, const float* a, int64_t lda, con
       }
     }
   }
-  for (; i < m; ++i) {  // the rows left over
+  for (; i < m; ++i) {  // the rows left over, a vector at a time
+    const float* ai = a + i * lda;
+    float* ci = c + i * ldc;
+    int64_t j = 0;
+    for (; j + lanes <= n; j += lanes) {
+      auto acc = hn::LoadU(d, ci + j);
+      const float* bp = b + j;
+      for (int64_t p = 0; p < k; ++p, bp += ldb) {
+        acc = hn::NegMulAdd(hn::Set(d, ai[p]), hn::LoadU(d, bp), acc);
+      }
+      hn::StoreU(acc, d, ci + j);
+    }
     for (int64_t p = 0; p < k; ++p) {
-      const float x = a[i * lda + p];
-      for (int64_t jj = 0; jj < n; ++jj) c[i * ldc + jj] -= x * b[p * ldb + jj];
+      for (int64_t jj = j; jj < n; ++jj) ci[jj] -= ai[p] * b[p * ldb + jj];
     }
   }
 }

@@ -80,31 +80,41 @@ Result<ClipSearchResult> SearchClipRatios(std::string_view name, std::span<const
   result.ratio.assign(out * slots, 1.0f);
   result.clipped.resize(out * in);
   result.quantized.resize(out * in);
+  // Rows in tiles of kTile: one product per group (or row) scores the tile's candidates.
+  constexpr int64_t kTile = 16;
   auto rows = [&](int64_t begin, int64_t end) {
-    std::vector<float> q(in), y(x.rows);
-    std::vector<double> best(slots);
-    for (int64_t r = begin; r < end; ++r) {
-      const std::span<const float> w = weight.subspan(r * in, in);
+    std::vector<float> q(kTile * in), y(kTile * x.rows);
+    std::vector<double> best(kTile * slots);
+    for (int64_t r0 = begin; r0 < end; r0 += kTile) {
+      const int64_t tile = std::min(kTile, end - r0);
       std::fill(best.begin(), best.end(), std::numeric_limits<double>::infinity());
       for (float ratio : ratios) {
-        std::copy(w.begin(), w.end(), q.begin());
-        grid.QuantizeRow(q, ratio);
-        for (int64_t j = 0; j < in; ++j) q[j] -= w[j];  // the change
-        if (!per_group) std::fill(y.begin(), y.end(), 0.0f);
+        for (int64_t t = 0; t < tile; ++t) {
+          const std::span<float> row = std::span(q).subspan(t * in, in);
+          const std::span<const float> w = weight.subspan((r0 + t) * in, in);
+          std::copy(w.begin(), w.end(), row.begin());
+          grid.QuantizeRow(row, ratio);
+          for (int64_t j = 0; j < in; ++j) row[j] -= w[j];  // the change
+        }
         for (int64_t s = 0; s < slots; ++s) {
           const int64_t j0 = per_group ? s * group : 0, k = per_group ? group : in;
-          if (per_group) std::fill(y.begin(), y.end(), 0.0f);
+          std::fill(y.begin(), y.end(), 0.0f);
           SubtractProduct(nullptr, y.data(), x.rows, q.data() + j0, in, x.xt.data() + j0 * x.rows,
-                          x.rows, 1, x.rows, k);
-          double e = 0.0;
-          for (float v : y) e += double{v} * v;
-          if (e < best[s]) {
-            best[s] = e;
-            result.ratio[r * slots + s] = ratio;
+                          x.rows, tile, x.rows, k);
+          for (int64_t t = 0; t < tile; ++t) {
+            double e = 0.0;
+            for (int64_t i = 0; i < x.rows; ++i) e += double{y[t * x.rows + i]} * y[t * x.rows + i];
+            if (e < best[t * slots + s]) {
+              best[t * slots + s] = e;
+              result.ratio[(r0 + t) * slots + s] = ratio;
+            }
           }
         }
       }
-      // The chosen clips: W clamped to the range each covers, and fake-quantized with it.
+    }
+    // The chosen clips: W clamped to the range each covers, and fake-quantized with it.
+    for (int64_t r = begin; r < end; ++r) {
+      const std::span<const float> w = weight.subspan(r * in, in);
       for (int64_t g = 0; g < groups; ++g) {
         const float ratio = result.ratio[r * slots + (per_group ? g : 0)];
         const std::span<const float> values = w.subspan(g * group, group);
@@ -119,7 +129,7 @@ Result<ClipSearchResult> SearchClipRatios(std::string_view name, std::span<const
     }
   };
   if (pool != nullptr) {
-    pool->ParallelForChunks(out, 8, rows);
+    pool->ParallelForChunks(out, kTile, rows);
   } else {
     rows(0, out);
   }
