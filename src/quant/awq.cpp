@@ -11,29 +11,32 @@ namespace kite {
 
 namespace {
 
-// Σ over linears of the output error of Q(W·diag(s))·diag(1/s) (s empty: round to nearest).
+// Σ over linears of the output error of Q(W·diag(s))·diag(1/s) (s empty: round to nearest),
+// on up to max_rows output rows of each, evenly spaced.
 double ScaledError(std::span<const AwqLinear> linears, std::span<const float> s,
-                   const SampleColumns& x, const WeightGrid& grid, ThreadPool* pool) {
+                   const SampleColumns& x, const WeightGrid& grid, int64_t max_rows,
+                   ThreadPool* pool) {
   const int64_t in = x.in;
   double total = 0.0;
   for (const AwqLinear& l : linears) {
-    std::vector<float> delta(l.out * in);
+    const int64_t rows_scored = max_rows > 0 ? std::min(max_rows, l.out) : l.out;
+    std::vector<float> delta(rows_scored * in);
     auto rows = [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
+        const int64_t source = r * l.out / rows_scored;
         const std::span<float> row = std::span(delta).subspan(r * in, in);
-        for (int64_t j = 0; j < in; ++j) row[j] = l.weight[r * in + j] * (s.empty() ? 1.0f : s[j]);
+        const float* w = l.weight.data() + source * in;
+        for (int64_t j = 0; j < in; ++j) row[j] = w[j] * (s.empty() ? 1.0f : s[j]);
         grid.QuantizeRow(row);
-        for (int64_t j = 0; j < in; ++j) {
-          row[j] = row[j] / (s.empty() ? 1.0f : s[j]) - l.weight[r * in + j];
-        }
+        for (int64_t j = 0; j < in; ++j) row[j] = row[j] / (s.empty() ? 1.0f : s[j]) - w[j];
       }
     };
     if (pool != nullptr) {
-      pool->ParallelForChunks(l.out, 16, rows);
+      pool->ParallelForChunks(rows_scored, 16, rows);
     } else {
-      rows(0, l.out);
+      rows(0, rows_scored);
     }
-    total += OutputSquaredError(delta, l.out, x, pool);
+    total += OutputSquaredError(delta, rows_scored, x, pool);
   }
   return total;
 }
@@ -68,7 +71,9 @@ Result<AwqResult> Awq(std::span<const AwqLinear> linears, const LinearInputStats
   const SampleColumns x = KITE_TRY(TransposeSamples(linears[0].name, stats, in, options.max_samples));
 
   AwqResult result;
-  result.rtn_error = ScaledError(linears, {}, x, grid, pool);
+  // The search scores up to max_rows rows of each linear; the reported errors take all.
+  const double rtn_scored = ScaledError(linears, {}, x, grid, options.max_rows, pool);
+  result.rtn_error = options.max_rows > 0 ? ScaledError(linears, {}, x, grid, 0, pool) : rtn_scored;
   double best = std::numeric_limits<double>::infinity();
   std::vector<float> s(in);
   for (int32_t i = 0; i < options.scale_points; ++i) {
@@ -82,7 +87,8 @@ Result<AwqResult> Awq(std::span<const AwqLinear> linears, const LinearInputStats
     }
     const float norm = std::sqrt(lo * hi);
     for (float& v : s) v /= norm;
-    const double e = i == 0 ? result.rtn_error : ScaledError(linears, s, x, grid, pool);
+    const double e =
+        i == 0 ? rtn_scored : ScaledError(linears, s, x, grid, options.max_rows, pool);
     if (e < best) {
       best = e;
       result.alpha = alpha;

@@ -32,6 +32,9 @@ struct AwqOptions {
   int32_t clip_points = 10;   // clip ratios from 1 down to lowest_clip (AWQ: 1 .. 0.55)
   float lowest_clip = 0.55f;
   int64_t max_samples = 128;  // sampled input rows scored (0: all the statistics hold)
+  // Output rows of each linear the scale search scores, evenly spaced (0: all); the clipping
+  // search always takes every row.
+  int64_t max_rows = 1024;
 };
 
 // One linear layer reading the shared input: weight [out, in] row-major.

@@ -58,8 +58,9 @@ class WeightGrid {
   }
   // Whether a row of `columns` splits into whole groups (an error naming the grid if not).
   Status CheckColumns(int64_t columns) const;
-  // Fake-quantizes `row` in place, every group fitted with `clip` (RTN when clip = 1).
-  void QuantizeRow(std::span<float> row, float clip = 1.0f) const;
+  // Fake-quantizes `row` in place, every group fitted with `clip` (RTN when clip = 1): the
+  // same values as Fit, Code and Value (a grid may override it with a faster loop).
+  virtual void QuantizeRow(std::span<float> row, float clip = 1.0f) const;
 };
 
 // Uniform integer grids: `bits` bits, symmetric (codes -(2^(b-1)-1) .. 2^(b-1)-1, scale =
