@@ -68,7 +68,8 @@ Result<AwqResult> Awq(std::span<const AwqLinear> linears, const LinearInputStats
           std::move(columns.error()).WithContext("AWQ of weight '" + std::string(l.name) + "'"));
     }
   }
-  const SampleColumns x = KITE_TRY(TransposeSamples(linears[0].name, stats, in, options.max_samples));
+  const SampleColumns x =
+      KITE_TRY(TransposeSamples(linears[0].name, stats, in, options.max_samples));
 
   AwqResult result;
   // The search scores up to max_rows rows of each linear; the reported errors take all.
@@ -87,8 +88,7 @@ Result<AwqResult> Awq(std::span<const AwqLinear> linears, const LinearInputStats
     }
     const float norm = std::sqrt(lo * hi);
     for (float& v : s) v /= norm;
-    const double e =
-        i == 0 ? rtn_scored : ScaledError(linears, s, x, grid, options.max_rows, pool);
+    const double e = i == 0 ? rtn_scored : ScaledError(linears, s, x, grid, options.max_rows, pool);
     if (e < best) {
       best = e;
       result.alpha = alpha;
@@ -102,16 +102,17 @@ Result<AwqResult> Awq(std::span<const AwqLinear> linears, const LinearInputStats
   for (int64_t j = 0; j < in; ++j) {
     for (int64_t t = 0; t < x.rows; ++t) scaled.xt[j * x.rows + t] /= result.scale[j];
   }
-  const std::vector<float> ratios =
-      options.clip ? ClipRatios(options.clip_points, options.lowest_clip) : std::vector<float>{1.0f};
+  const std::vector<float> ratios = options.clip
+                                        ? ClipRatios(options.clip_points, options.lowest_clip)
+                                        : std::vector<float>{1.0f};
   result.error = 0.0;
   for (const AwqLinear& l : linears) {
     std::vector<float> w(l.out * in);
     for (int64_t r = 0; r < l.out; ++r) {
       for (int64_t j = 0; j < in; ++j) w[r * in + j] = l.weight[r * in + j] * result.scale[j];
     }
-    ClipSearchResult clip = KITE_TRY(SearchClipRatios(l.name, w, l.out, scaled, grid, ratios,
-                                                      true, pool));
+    ClipSearchResult clip =
+        KITE_TRY(SearchClipRatios(l.name, w, l.out, scaled, grid, ratios, true, pool));
     // (Q - W·diag(s)) against x / s is (Q·diag(1/s) - W) against x: comparable to rtn_error.
     for (size_t i = 0; i < w.size(); ++i) clip.quantized[i] -= w[i];
     result.error += OutputSquaredError(clip.quantized, l.out, scaled, pool);

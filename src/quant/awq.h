@@ -46,9 +46,9 @@ struct AwqLinear {
 
 struct AwqResult {
   float alpha = 0.0f;
-  std::vector<float> scale;                     // [in]: s
-  std::vector<std::vector<float>> weights;      // per linear [out, in]: W·diag(s), clipped
-  std::vector<std::vector<float>> clip_ratio;   // per linear [out, groups]
+  std::vector<float> scale;                    // [in]: s
+  std::vector<std::vector<float>> weights;     // per linear [out, in]: W·diag(s), clipped
+  std::vector<std::vector<float>> clip_ratio;  // per linear [out, groups]
   double rtn_error = 0.0;  // the output error of round to nearest, on the samples
   double error = 0.0;      // and of AWQ's weights fake-quantized on the grid
 };

@@ -110,9 +110,10 @@ TEST(AwqTest, DISABLED_SpeedOfLlama1BShapes) {
   auto seq = SeqMse("down", down, 2048, down_in, **grid, {}, &pool);
   ASSERT_TRUE(seq);
   auto t2 = std::chrono::steady_clock::now();
-  std::printf("AWQ gate+up [8192, 2048] x2: %.2f s; SeqMSE down [2048, 8192]: %.2f s (%d threads)\n",
-              std::chrono::duration<double>(t1 - t0).count(),
-              std::chrono::duration<double>(t2 - t1).count(), pool.size());
+  std::printf(
+      "AWQ gate+up [8192, 2048] x2: %.2f s; SeqMSE down [2048, 8192]: %.2f s (%d threads)\n",
+      std::chrono::duration<double>(t1 - t0).count(),
+      std::chrono::duration<double>(t2 - t1).count(), pool.size());
 }
 
 }  // namespace

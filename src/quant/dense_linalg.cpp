@@ -14,9 +14,9 @@ constexpr int64_t kBlock = 128;  // panel width: the diagonal blocks are factore
 }  // namespace
 
 Status CholeskyLower(std::span<float> a, int64_t n, ThreadPool* pool) {
-  std::vector<float> inv(kBlock * kBlock);      // L11⁻¹ of the current panel
-  std::vector<float> inv_t(kBlock * kBlock);    // its transpose
-  std::vector<float> panel_t;                   // the panel below the diagonal, transposed
+  std::vector<float> inv(kBlock * kBlock);    // L11⁻¹ of the current panel
+  std::vector<float> inv_t(kBlock * kBlock);  // its transpose
+  std::vector<float> panel_t;                 // the panel below the diagonal, transposed
   for (int64_t k0 = 0; k0 < n; k0 += kBlock) {
     const int64_t kb = std::min(kBlock, n - k0);
     // The diagonal block (already updated by the panels before it), unblocked, double sums.
@@ -76,7 +76,8 @@ Status CholeskyLower(std::span<float> a, int64_t n, ThreadPool* pool) {
       update(0, tiles);
     }
   }
-  for (int64_t i = 0; i < n; ++i) std::fill(a.begin() + i * n + i + 1, a.begin() + (i + 1) * n, 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    std::fill(a.begin() + i * n + i + 1, a.begin() + (i + 1) * n, 0.0f);
   return Ok();
 }
 

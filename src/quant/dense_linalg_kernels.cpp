@@ -101,9 +101,9 @@ void SubtractProduct(ThreadPool* pool, float* c, int64_t ldc, const float* a, in
     for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
       const int64_t kk = std::min(kDepth, k - p0);
       for (int64_t j0 = 0; j0 < n; j0 += kPanel) {
-        HWY_DYNAMIC_DISPATCH(SubtractProductRows)(c + begin * ldc + j0, ldc,
-                                                  a + begin * lda + p0, lda, b + p0 * ldb + j0,
-                                                  ldb, end - begin, std::min(kPanel, n - j0), kk);
+        HWY_DYNAMIC_DISPATCH(SubtractProductRows)
+        (c + begin * ldc + j0, ldc, a + begin * lda + p0, lda, b + p0 * ldb + j0, ldb, end - begin,
+         std::min(kPanel, n - j0), kk);
       }
     }
   };
@@ -112,9 +112,8 @@ void SubtractProduct(ThreadPool* pool, float* c, int64_t ldc, const float* a, in
     rows(0, m);
     return;
   }
-  pool->ParallelForChunks(tiles, 1, [&](int64_t begin, int64_t end) {
-    rows(begin * kRows, std::min(m, end * kRows));
-  });
+  pool->ParallelForChunks(
+      tiles, 1, [&](int64_t begin, int64_t end) { rows(begin * kRows, std::min(m, end * kRows)); });
 }
 
 }  // namespace kite

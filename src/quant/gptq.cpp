@@ -55,8 +55,8 @@ Result<GptqHessian> PrepareGptqHessian(std::string_view name, const LinearInputS
   }
   Status factored = InverseCholeskyUpper(h.u, n, pool);
   if (!factored) {
-    return std::unexpected(std::move(factored.error())
-                               .WithContext(what + " (raise the damping, --gptq-damp)"));
+    return std::unexpected(
+        std::move(factored.error()).WithContext(what + " (raise the damping, --gptq-damp)"));
   }
   return h;
 }
@@ -101,26 +101,33 @@ Result<GptqResult> GptqQuantize(std::string_view name, std::span<const float> we
   constexpr int64_t kRowGrain = 16;
   for (int64_t i1 = 0; i1 < in; i1 += block) {
     const int64_t i2 = std::min(in, i1 + block), width = i2 - i1;
+    // A tile of rows at a time: each column's update of the rest of the block is one product
+    // over the tile (the kernel's 4-row register tiles) instead of one per row.
     auto rows = [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        float* row = w.data() + r * in;
+      float e[kRowGrain];
+      for (int64_t r0 = begin; r0 < end; r0 += kRowGrain) {
+        const int64_t tile = std::min(kRowGrain, end - r0);
         for (int64_t i = i1; i < i2; ++i) {
           const int32_t column = hessian.order[i];
-          GroupScale& g = result.scales[r * groups + column / group];
-          if (!fixed_scales && i % group == 0) {
-            g = grid.Fit(std::span<const float>(row + i, group), 1.0f);
-          }
-          const int32_t code = grid.Code(g, row[i]);
-          const float q = grid.Value(g, code);
-          result.codes[r * in + column] = code;
-          result.weight[r * in + column] = q;
           const float d = u[i * in + i];
-          const float e = (row[i] - q) / d;
-          loss[r] += double{e} * e;
-          err[r * block + (i - i1)] = e;
+          for (int64_t t = 0; t < tile; ++t) {
+            const int64_t r = r0 + t;
+            float* row = w.data() + r * in;
+            GroupScale& g = result.scales[r * groups + column / group];
+            if (!fixed_scales && i % group == 0) {
+              g = grid.Fit(std::span<const float>(row + i, group), 1.0f);
+            }
+            const int32_t code = grid.Code(g, row[i]);
+            const float q = grid.Value(g, code);
+            result.codes[r * in + column] = code;
+            result.weight[r * in + column] = q;
+            e[t] = (row[i] - q) / d;
+            loss[r] += double{e[t]} * e[t];
+            err[r * block + (i - i1)] = e[t];
+          }
           // The rest of the block now; the columns after it once per block, below.
-          SubtractProduct(nullptr, row + i + 1, in, &e, 1, u.data() + i * in + i + 1, in, 1,
-                          i2 - i - 1, 1);
+          SubtractProduct(nullptr, w.data() + r0 * in + i + 1, in, e, 1, u.data() + i * in + i + 1,
+                          in, tile, i2 - i - 1, 1);
         }
       }
     };
@@ -130,8 +137,8 @@ Result<GptqResult> GptqQuantize(std::string_view name, std::span<const float> we
       rows(0, out);
     }
     if (i2 < in) {
-      SubtractProduct(pool, w.data() + i2, in, err.data(), block, u.data() + i1 * in + i2, in,
-                      out, in - i2, width);
+      SubtractProduct(pool, w.data() + i2, in, err.data(), block, u.data() + i1 * in + i2, in, out,
+                      in - i2, width);
     }
   }
   for (double l : loss) result.proxy_loss += l;

@@ -236,7 +236,8 @@ TEST(GptqTest, DISABLED_SpeedOfLlama1BShapes) {
     LinearInputStats stats;
     stats.columns = in;
     stats.gram.resize(in * in);
-    for (int64_t i = 0; i < in * in; ++i) stats.gram[i] = -gram[i] + (i % (in + 1) == 0 ? 1.0 : 0.0);
+    for (int64_t i = 0; i < in * in; ++i)
+      stats.gram[i] = -gram[i] + (i % (in + 1) == 0 ? 1.0 : 0.0);
     std::vector<float> w(out * in);
     for (float& v : w) v = 0.02f * g();
     auto grid = MakeWeightGrid("int4_g32");

@@ -58,10 +58,10 @@ std::vector<float> Paley(int64_t m) {
     for (int64_t i = 0; i < c; ++i) {
       for (int64_t j = 0; j < c; ++j) {
         const int v = s[i * c + j];
-        const int block[4] = {v != 0 ? v : 1, v != 0 ? v : -1, v != 0 ? v : -1,
-                              v != 0 ? -v : -1};
+        const int block[4] = {v != 0 ? v : 1, v != 0 ? v : -1, v != 0 ? v : -1, v != 0 ? -v : -1};
         for (int r = 0; r < 2; ++r) {
-          for (int k = 0; k < 2; ++k) h[(2 * i + r) * m + 2 * j + k] = static_cast<float>(block[2 * r + k]);
+          for (int k = 0; k < 2; ++k)
+            h[(2 * i + r) * m + 2 * j + k] = static_cast<float>(block[2 * r + k]);
         }
       }
     }
@@ -253,7 +253,8 @@ Result<std::unique_ptr<Model>> RotateModel(const Model& model, const HadamardOpt
     const uint64_t bytes = KITE_TRY(BytesFor(storage, n));
     AlignedBuffer buffer = KITE_TRY(AlignedBuffer::Allocate(bytes));
     Status stored = Quantize(storage, values.data(), buffer.data(), n);
-    if (!stored) return std::unexpected(std::move(stored.error()).WithContext("weight '" + name + "'"));
+    if (!stored)
+      return std::unexpected(std::move(stored.error()).WithContext("weight '" + name + "'"));
     KITE_TRY(store.AddBuffer(name, storage, source.shape, std::move(buffer)));
     return Ok();
   };

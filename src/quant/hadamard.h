@@ -48,10 +48,10 @@ class HadamardRotation {
 
  private:
   int64_t n_ = 0;
-  int64_t pow2_ = 1;            // 2^k
-  int64_t m_ = 1;               // the small factor's order
-  std::vector<float> small_;    // [m, m] ±1 (empty when m = 1)
-  std::vector<float> signs_;    // [n] d
+  int64_t pow2_ = 1;          // 2^k
+  int64_t m_ = 1;             // the small factor's order
+  std::vector<float> small_;  // [m, m] ±1 (empty when m = 1)
+  std::vector<float> signs_;  // [n] d
 };
 
 struct HadamardOptions {

@@ -125,12 +125,13 @@ TEST(HadamardTest, RotatedModelsComputeTheSameLogits) {
       ASSERT_TRUE(Dequantize(w->dtype, w->data, q[i].data(), static_cast<int64_t>(q[i].size())));
     }
     double moved = 0.0;
-    for (size_t i = 0; i < q[0].size(); ++i) moved = std::max(moved, std::fabs(double{q[0][i]} - q[1][i]));
+    for (size_t i = 0; i < q[0].size(); ++i)
+      moved = std::max(moved, std::fabs(double{q[0][i]} - q[1][i]));
     EXPECT_GT(moved, 1e-2);
     const PhaseOptions phase{.tokens = static_cast<int32_t>(kTokens.size()), .all_logits = true};
     RefBackend ref;
-    auto before = testing::PrefillLogits(*(*model)->BuildGraph(phase), (*model)->config(), {&ref},
-                                         kTokens);
+    auto before =
+        testing::PrefillLogits(*(*model)->BuildGraph(phase), (*model)->config(), {&ref}, kTokens);
     auto after = testing::PrefillLogits(*(*rotated)->BuildGraph(phase), (*rotated)->config(),
                                         {&ref}, kTokens);
     ASSERT_TRUE(before && after);

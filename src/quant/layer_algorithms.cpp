@@ -42,9 +42,10 @@ LinearInputStats Divided(const LinearInputStats& stats, std::span<const float> s
 
 }  // namespace
 
-Result<FoldedWeights> QuantizeLayer(const Model& model, int32_t layer, const CalibrationStats& stats,
-                                    const AlgorithmOptions& options, const GridForWeight& grid_for,
-                                    ThreadPool* pool) {
+Result<LayerQuantization> QuantizeLayer(const Model& model, int32_t layer,
+                                        const CalibrationStats& stats,
+                                        const AlgorithmOptions& options,
+                                        const GridForWeight& grid_for, ThreadPool* pool) {
   const std::vector<SmoothingSite> sites = LlamaSmoothingSites(model.config(), layer);
   auto stats_of = [&](const std::string& weight) -> Result<const LinearInputStats*> {
     const auto it = stats.linears.find(weight);
@@ -86,8 +87,8 @@ Result<FoldedWeights> QuantizeLayer(const Model& model, int32_t layer, const Cal
           weights.push_back(std::move(w));
         }
         for (size_t c = 0; c < weights.size(); ++c) {
-          linears.push_back({site.consumers[c], weights[c],
-                             static_cast<int64_t>(weights[c].size()) / in});
+          linears.push_back(
+              {site.consumers[c], weights[c], static_cast<int64_t>(weights[c].size()) / in});
         }
         const std::unique_ptr<WeightGrid> grid = KITE_TRY(grid_for(site.consumers[0]));
         if (grid != nullptr) {
@@ -103,14 +104,16 @@ Result<FoldedWeights> QuantizeLayer(const Model& model, int32_t layer, const Cal
       for (int64_t c = 0; c < in; ++c) {
         const int64_t head = site.repeat > 0 ? c / site.head_dim : 0;
         if (site.repeat > 0 && head % site.repeat != 0) continue;
-        const int64_t p = site.repeat > 0 ? (head / site.repeat) * site.head_dim + c % site.head_dim : c;
+        const int64_t p =
+            site.repeat > 0 ? (head / site.repeat) * site.head_dim + c % site.head_dim : c;
         producer[p] = 1.0f / s[c];
       }
       scales.push_back({.norm = site.producer, .scale = std::move(producer)});
       for (const std::string& name : site.consumers) column_scale[name] = s;
     }
   }
-  FoldedWeights folded;
+  LayerQuantization result;
+  FoldedWeights& folded = result.weights;
   if (!scales.empty()) folded = KITE_TRY(FoldScales(model, scales));
 
   // 2. Each linear of the block onto its grid. A tied lm_head is quantized as a weight of its
@@ -129,13 +132,14 @@ Result<FoldedWeights> QuantizeLayer(const Model& model, int32_t layer, const Cal
       if (options.gptq) {
         GptqResult q = KITE_TRY(Gptq(name, w, out, input, *grid, options.gptq_options, pool));
         folded[target] = std::move(q.weight);
+        result.codes[target] = {std::move(q.codes), std::move(q.scales)};
       } else if (options.seqmse) {
         ClipSearchResult q =
             KITE_TRY(SeqMse(name, w, out, input, *grid, options.seqmse_options, pool));
         folded[target] = std::move(q.quantized);
       } else {
-        const SampleColumns x = KITE_TRY(
-            TransposeSamples(name, input, input.columns, options.awq_options.max_samples));
+        const SampleColumns x =
+            KITE_TRY(TransposeSamples(name, input, input.columns, options.awq_options.max_samples));
         ClipSearchResult q = KITE_TRY(SearchClipRatios(
             name, w, out, x, *grid,
             ClipRatios(options.awq_options.clip_points, options.awq_options.lowest_clip), true,
@@ -144,7 +148,7 @@ Result<FoldedWeights> QuantizeLayer(const Model& model, int32_t layer, const Cal
       }
     }
   }
-  return folded;
+  return result;
 }
 
 }  // namespace kite

@@ -18,8 +18,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "base/thread_pool.h"
@@ -56,10 +58,27 @@ struct AlgorithmOptions {
 // nullptr to leave it to the format (it is still rescaled by the folds).
 using GridForWeight = std::function<Result<std::unique_ptr<WeightGrid>>(const std::string& name)>;
 
+// The grid codes and scales GPTQ chose for a weight ([out, in] and [out, groups]).
+struct GridCodes {
+  std::vector<int32_t> codes;
+  std::vector<GroupScale> scales;
+};
+
+struct LayerQuantization {
+  // Every weight the algorithms changed, f32: the replacements the calibration callback
+  // returns, and what the driver quantizes to the chosen type.
+  FoldedWeights weights;
+  // GPTQ's codes and scales by weight name: write these exactly (quant/grid_pack.h PackOnGgml
+  // for q4_0/q4_1/q5_0/q5_1/q8_0, an NPU quantizer taking given scales) rather than letting a
+  // format refit its scales to `weights` (which loses much of GPTQ's gain).
+  std::map<std::string, GridCodes> codes;
+};
+
 // Block `layer` (layer == n_layers: the head, output_norm -> output) of `model` with `stats`
 // (that block's, keyed by weight name). Errors name the weight or site.
-Result<FoldedWeights> QuantizeLayer(const Model& model, int32_t layer, const CalibrationStats& stats,
-                                    const AlgorithmOptions& options, const GridForWeight& grid_for,
-                                    ThreadPool* pool);
+Result<LayerQuantization> QuantizeLayer(const Model& model, int32_t layer,
+                                        const CalibrationStats& stats,
+                                        const AlgorithmOptions& options,
+                                        const GridForWeight& grid_for, ThreadPool* pool);
 
 }  // namespace kite

@@ -29,7 +29,8 @@ CalibrationStats FakeStats(const Model& model, int32_t layer) {
     testing::Gaussian g(seed++);
     std::vector<float> x(kRows * in);
     for (int64_t i = 0; i < kRows * in; ++i) x[i] = g() * ((i % in) % 8 == 0 ? 60.0f : 1.0f);
-    for (const std::string& name : site.consumers) stats.linears[name] = testing::StatsOf(x, kRows, in);
+    for (const std::string& name : site.consumers)
+      stats.linears[name] = testing::StatsOf(x, kRows, in);
   }
   return stats;
 }
@@ -41,7 +42,8 @@ double MaxLogitDiff(const Model& a, const Model& b) {
   auto y = testing::PrefillLogits(*b.BuildGraph(phase), b.config(), {&ref}, kTokens);
   EXPECT_TRUE(x && y);
   double diff = 0.0;
-  for (size_t i = 0; x && y && i < x->size(); ++i) diff = std::max(diff, std::fabs(double{(*x)[i]} - (*y)[i]));
+  for (size_t i = 0; x && y && i < x->size(); ++i)
+    diff = std::max(diff, std::fabs(double{(*x)[i]} - (*y)[i]));
   return diff;
 }
 
@@ -61,10 +63,10 @@ TEST(QuantizeLayerTest, ScalesAloneLeaveTheModelUnchanged) {
     ASSERT_TRUE(model);
     FoldedWeights all;
     for (int32_t layer = 0; layer <= (*model)->config().n_layers; ++layer) {
-      auto w = QuantizeLayer(**model, layer, FakeStats(**model, layer),
-                             {.smoothquant = true}, NoGrid(), nullptr);
+      auto w = QuantizeLayer(**model, layer, FakeStats(**model, layer), {.smoothquant = true},
+                             NoGrid(), nullptr);
       ASSERT_TRUE(w) << w.error().message;
-      all.merge(*w);
+      all.merge(w->weights);
     }
     EXPECT_TRUE(all.contains("blk.0.attn_norm.weight"));
     EXPECT_TRUE(all.contains("blk.1.ffn_down.weight"));
@@ -102,36 +104,47 @@ TEST(QuantizeLayerTest, LinearsBehindANormLoseLessThanRoundToNearest) {
     auto w = QuantizeLayer(**model, 0, stats, options, Grid("int4"), &pool);
     ASSERT_TRUE(w) << w.error().message;
     double rtn_total = 0.0, ours_total = 0.0;
-    for (const char* linear : {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
-                               "ffn_down"}) {
+    for (const char* linear :
+         {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"}) {
       const std::string name = std::string("blk.0.") + linear + ".weight";
-      ASSERT_TRUE(w->contains(name)) << name;
-      const std::vector<float>& q = w->at(name);
+      ASSERT_TRUE(w->weights.contains(name)) << name;
+      const std::vector<float>& q = w->weights.at(name);
+      // GPTQ's codes and scales give its values back.
+      EXPECT_EQ(w->codes.contains(name), options.gptq) << name;
+      if (options.gptq) {
+        const GridCodes& c = w->codes.at(name);
+        const int64_t columns = (*(*model)->Weight(name))->shape[1];
+        const int64_t group = (*grid)->GroupColumns(columns), groups = columns / group;
+        for (size_t i = 0; i < q.size(); ++i) {
+          const GroupScale& s = c.scales[i / columns * groups + (i % columns) / group];
+          ASSERT_EQ((*grid)->Value(s, c.codes[i]), q[i]);
+        }
+      }
       const int64_t in = (*(*model)->Weight(name))->shape[1];
-      const std::string norm = std::string("blk.0.") +
-                               (linear[0] == 'a' ? "attn_norm.weight" : "ffn_norm.weight");
+      const std::string norm =
+          std::string("blk.0.") + (linear[0] == 'a' ? "attn_norm.weight" : "ffn_norm.weight");
       // Only the norms' readers that produce no other site (v and up also scale their rows).
       if (std::string(linear) != "attn_q" && std::string(linear) != "attn_k" &&
           std::string(linear) != "ffn_gate") {
         continue;
       }
       const std::vector<float> g = Floats(**model, norm);
-      const std::vector<float> g2 = w->contains(norm) ? w->at(norm) : g;
+      const std::vector<float> g2 = w->weights.contains(norm) ? w->weights.at(norm) : g;
       const std::vector<float> original = Floats(**model, name);
       // AWQ alone leaves clipped floats for the format to round: round them, then undo the fold.
       std::vector<float> effective = options.gptq ? q : testing::Rtn(**grid, q, in);
       for (size_t i = 0; i < q.size(); ++i) effective[i] *= g2[i % in] / g[i % in];
       const LinearInputStats& x = stats.linears.at(name);
       const int64_t out = static_cast<int64_t>(q.size()) / in;
-      const double rtn = testing::OutputError(testing::Rtn(**grid, original, in), original, out,
-                                              in, x.samples, x.samples_rows);
-      const double ours = testing::OutputError(effective, original, out, in, x.samples,
-                                               x.samples_rows);
+      const double rtn = testing::OutputError(testing::Rtn(**grid, original, in), original, out, in,
+                                              x.samples, x.samples_rows);
+      const double ours =
+          testing::OutputError(effective, original, out, in, x.samples, x.samples_rows);
       rtn_total += rtn;
       ours_total += ours;
     }
     EXPECT_LT(ours_total, rtn_total);
-    EXPECT_EQ(w->contains("blk.0.attn_norm.weight"), options.smoothquant || options.awq);
+    EXPECT_EQ(w->weights.contains("blk.0.attn_norm.weight"), options.smoothquant || options.awq);
   }
 }
 

@@ -55,7 +55,8 @@ double OutputSquaredError(std::span<const float> delta, int64_t out, const Sampl
 std::vector<float> ClipRatios(int32_t count, float lowest) {
   std::vector<float> ratios;
   for (int32_t i = 0; i < count; ++i) {
-    ratios.push_back(count == 1 ? 1.0f : 1.0f - (1.0f - lowest) * i / static_cast<float>(count - 1));
+    ratios.push_back(count == 1 ? 1.0f
+                                : 1.0f - (1.0f - lowest) * i / static_cast<float>(count - 1));
   }
   return ratios;
 }

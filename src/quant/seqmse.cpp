@@ -8,8 +8,8 @@ Result<ClipSearchResult> SeqMse(std::string_view name, std::span<const float> we
                                 const LinearInputStats& stats, const WeightGrid& grid,
                                 const SeqMseOptions& options, ThreadPool* pool) {
   if (options.candidates < 1 || !(options.lowest_ratio > 0.0f && options.lowest_ratio <= 1.0f)) {
-    return InvalidInput("SeqMSE of weight '" + std::string(name) + "': " +
-                        std::to_string(options.candidates) + " candidates down to " +
+    return InvalidInput("SeqMSE of weight '" + std::string(name) +
+                        "': " + std::to_string(options.candidates) + " candidates down to " +
                         std::to_string(options.lowest_ratio) +
                         ", expected at least 1 down to a ratio in (0, 1]");
   }

@@ -19,9 +19,9 @@
 namespace kite {
 
 struct SeqMseOptions {
-  int32_t candidates = 20;     // clip ratios, evenly from 1 down to lowest_ratio
+  int32_t candidates = 20;  // clip ratios, evenly from 1 down to lowest_ratio
   float lowest_ratio = 0.5f;
-  int64_t max_samples = 128;   // sampled input rows scored (0: all the statistics hold)
+  int64_t max_samples = 128;  // sampled input rows scored (0: all the statistics hold)
 };
 
 // weight [out, in] (row-major) with its input statistics (samples needed). The result's

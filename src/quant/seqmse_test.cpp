@@ -35,7 +35,8 @@ TEST(SeqMseTest, PicksEachRowsBestClipAndLowersTheOutputError) {
       for (float ratio : ratios) {
         std::vector<float> q(l.w.begin() + r * l.in, l.w.begin() + (r + 1) * l.in);
         (*grid)->QuantizeRow(q, ratio);
-        const double e = OutputError(q, std::span(l.w).subspan(r * l.in, l.in), 1, l.in, l.x, l.rows);
+        const double e =
+            OutputError(q, std::span(l.w).subspan(r * l.in, l.in), 1, l.in, l.x, l.rows);
         if (e < best * (1 - 1e-9)) {
           best = e;
           best_ratio = ratio;
@@ -52,8 +53,8 @@ TEST(SeqMseTest, PicksEachRowsBestClipAndLowersTheOutputError) {
 TEST(SeqMseTest, RefusesABadCandidateGrid) {
   const testing::OutlierLayer l = MakeOutlierLayer(4, 64, 16, 5);
   auto grid = MakeWeightGrid("int4");
-  auto bad = SeqMse("blk.1.attn_v.weight", l.w, l.out, l.stats, **grid, {.lowest_ratio = 0.0f},
-                    nullptr);
+  auto bad =
+      SeqMse("blk.1.attn_v.weight", l.w, l.out, l.stats, **grid, {.lowest_ratio = 0.0f}, nullptr);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("blk.1.attn_v.weight"), std::string::npos);
 }

@@ -87,7 +87,8 @@ Result<std::vector<ChannelScale>> SmoothQuantScales(const Model& model, int32_t 
                             ", expected [*, " + std::to_string(in) + "] (its input statistics)");
       }
       std::vector<float> values(w->shape[0] * in);
-      Status read = Dequantize(w->dtype, w->data, values.data(), static_cast<int64_t>(values.size()));
+      Status read =
+          Dequantize(w->dtype, w->data, values.data(), static_cast<int64_t>(values.size()));
       if (!read) return std::unexpected(std::move(read.error()).WithContext(what + ": " + name));
       for (size_t i = 0; i < values.size(); ++i) {
         weight_max[i % in] = std::max(weight_max[i % in], std::fabs(values[i]));

@@ -114,8 +114,8 @@ TEST(SmoothQuantTest, EverySiteFoldsWithoutChangingTheModel) {
       ASSERT_TRUE(site_scales) << site_scales.error().message;
       scales.insert(scales.end(), site_scales->begin(), site_scales->end());
     }
-    auto graph = (*model)->BuildGraph(
-        {.tokens = static_cast<int32_t>(kTokens.size()), .all_logits = true});
+    auto graph =
+        (*model)->BuildGraph({.tokens = static_cast<int32_t>(kTokens.size()), .all_logits = true});
     ASSERT_TRUE(graph);
     WeightStore store;
     PassManager passes;

@@ -128,8 +128,8 @@ class IntGrid final : public WeightGrid {
         continue;
       }
       for (float& x : group) {
-        const float level = std::clamp(std::floor((x - g.offset) / g.scale + 0.5f), float(lo_),
-                                       float(hi_));
+        const float level =
+            std::clamp(std::floor((x - g.offset) / g.scale + 0.5f), float(lo_), float(hi_));
         x = g.offset + g.scale * level;
       }
     }
@@ -173,19 +173,28 @@ Result<std::unique_ptr<WeightGrid>> MakeWeightGrid(std::string_view name) {
   };
   using K = IntGridKind;
   static const Named kGrids[] = {
-      {"int8", {K::kSymmetric, 8, 0, false}},      {"int4", {K::kSymmetric, 4, 0, false}},
-      {"int8_asym", {K::kAsymmetric, 8, 0, false}}, {"int4_asym", {K::kAsymmetric, 4, 0, false}},
-      {"int4_g32", {K::kSymmetric, 4, 32, false}}, {"int4_g64", {K::kSymmetric, 4, 64, false}},
+      {"int8", {K::kSymmetric, 8, 0, false}},
+      {"int4", {K::kSymmetric, 4, 0, false}},
+      {"int8_asym", {K::kAsymmetric, 8, 0, false}},
+      {"int4_asym", {K::kAsymmetric, 4, 0, false}},
+      {"int4_g32", {K::kSymmetric, 4, 32, false}},
+      {"int4_g64", {K::kSymmetric, 4, 64, false}},
       {"int4_g128", {K::kSymmetric, 4, 128, false}},
       {"int4_g32_asym", {K::kAsymmetric, 4, 32, false}},
       {"int4_g64_asym", {K::kAsymmetric, 4, 64, false}},
       {"int4_g128_asym", {K::kAsymmetric, 4, 128, false}},
-      {"q4_0", {K::kSignedMax, 4, 32, true}},      {"q5_0", {K::kSignedMax, 5, 32, true}},
-      {"q8_0", {K::kSymmetric, 8, 32, true}},      {"q4_1", {K::kMinMax, 4, 32, true}},
-      {"q5_1", {K::kMinMax, 5, 32, true}},         {"q4_k", {K::kMinMax, 4, 32, true}},
-      {"q5_k", {K::kMinMax, 5, 32, true}},         {"q2_k", {K::kMinMax, 2, 16, true}},
-      {"q3_k", {K::kSignedMax, 3, 16, true}},      {"q6_k", {K::kSignedMax, 6, 16, true}},
-      {"iq4_nl", {K::kSignedMax, 4, 32, true}},    {"iq4_xs", {K::kSignedMax, 4, 32, true}},
+      {"q4_0", {K::kSignedMax, 4, 32, true}},
+      {"q5_0", {K::kSignedMax, 5, 32, true}},
+      {"q8_0", {K::kSymmetric, 8, 32, true}},
+      {"q4_1", {K::kMinMax, 4, 32, true}},
+      {"q5_1", {K::kMinMax, 5, 32, true}},
+      {"q4_k", {K::kMinMax, 4, 32, true}},
+      {"q5_k", {K::kMinMax, 5, 32, true}},
+      {"q2_k", {K::kMinMax, 2, 16, true}},
+      {"q3_k", {K::kSignedMax, 3, 16, true}},
+      {"q6_k", {K::kSignedMax, 6, 16, true}},
+      {"iq4_nl", {K::kSignedMax, 4, 32, true}},
+      {"iq4_xs", {K::kSignedMax, 4, 32, true}},
   };
   std::string known;
   for (const Named& grid : kGrids) {

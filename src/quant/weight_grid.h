@@ -53,9 +53,7 @@ class WeightGrid {
   float Clamp(const GroupScale& g, float x) const;
 
   // Columns per group for a row of `columns` (group_size(), or the whole row).
-  int64_t GroupColumns(int64_t columns) const {
-    return group_size() > 0 ? group_size() : columns;
-  }
+  int64_t GroupColumns(int64_t columns) const { return group_size() > 0 ? group_size() : columns; }
   // Whether a row of `columns` splits into whole groups (an error naming the grid if not).
   Status CheckColumns(int64_t columns) const;
   // Fake-quantizes `row` in place, every group fitted with `clip` (RTN when clip = 1): the

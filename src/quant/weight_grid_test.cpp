@@ -31,7 +31,8 @@ TEST(WeightGridTest, LegacyGridsMatchTheGgmlFormats) {
     std::vector<float> ours = row;
     (*grid)->QuantizeRow(ours);
     int differ = 0;
-    for (int i = 0; i < 256; ++i) differ += std::fabs(ours[i] - ggml[i]) > 1e-6f * (1 + std::fabs(ggml[i]));
+    for (int i = 0; i < 256; ++i)
+      differ += std::fabs(ours[i] - ggml[i]) > 1e-6f * (1 + std::fabs(ggml[i]));
     // ggml rounds x/d + zero by truncating x/d + zero + 0.5 (ties away from the zero point):
     // only a tie may differ.
     EXPECT_LE(differ, 2) << name;
@@ -45,8 +46,8 @@ TEST(WeightGridTest, ValuesOnTheGridStayThere) {
   std::vector<float> row(128);
   for (float& x : row) x = g();
   row[9] = -6.0f;
-  for (const char* name : {"int8", "int4", "int4_asym", "int4_g32", "int4_g64_asym", "q4_0",
-                           "q8_0", "q4_k"}) {
+  for (const char* name :
+       {"int8", "int4", "int4_asym", "int4_g32", "int4_g64_asym", "q4_0", "q8_0", "q4_k"}) {
     auto grid = MakeWeightGrid(name);
     ASSERT_TRUE(grid);
     std::vector<float> once = row;
