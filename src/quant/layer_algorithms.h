@@ -38,13 +38,13 @@ namespace kite {
 
 struct AlgorithmOptions {
   bool smoothquant = false;
-  SmoothQuantOptions smoothquant_options;
+  SmoothQuantOptions smoothquant_options = {};
   bool awq = false;
-  AwqOptions awq_options;
+  AwqOptions awq_options = {};
   bool gptq = false;
-  GptqOptions gptq_options;
+  GptqOptions gptq_options = {};
   bool seqmse = false;
-  SeqMseOptions seqmse_options;
+  SeqMseOptions seqmse_options = {};
 
   bool any() const { return smoothquant || awq || gptq || seqmse; }
   // What calibration must collect for them (quant/calibrate.h CalibrationRequest).
