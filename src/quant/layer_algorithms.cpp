@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -119,6 +120,8 @@ Result<LayerQuantization> QuantizeLayer(const Model& model, int32_t layer,
   // 2. Each linear of the block onto its grid. A tied lm_head is quantized as a weight of its
   // own, "output.weight" (the embedding stays as it is).
   for (const SmoothingSite& site : sites) {
+    // The consumers of a site read one input: one Hessian factorization serves them all.
+    std::optional<GptqHessian> hessian;
     for (const std::string& name : site.consumers) {
       std::unique_ptr<WeightGrid> grid = KITE_TRY(grid_for(name));
       if (grid == nullptr || !(options.gptq || options.seqmse || options.awq)) continue;
@@ -127,10 +130,16 @@ Result<LayerQuantization> QuantizeLayer(const Model& model, int32_t layer,
           folded.contains(target) ? folded[target] : KITE_TRY(Floats(model, name));
       const LinearInputStats& raw = *KITE_TRY(stats_of(name));
       const auto cs = column_scale.find(name);
-      const LinearInputStats input = cs != column_scale.end() ? Divided(raw, cs->second) : raw;
+      std::optional<LinearInputStats> divided;  // a copy only when rescaled (a Gram is big)
+      const LinearInputStats& input =
+          cs != column_scale.end() ? divided.emplace(Divided(raw, cs->second)) : raw;
       const int64_t out = static_cast<int64_t>(w.size()) / input.columns;
       if (options.gptq) {
-        GptqResult q = KITE_TRY(Gptq(name, w, out, input, *grid, options.gptq_options, pool));
+        if (!hessian) {
+          hessian = KITE_TRY(PrepareGptqHessian(name, input, options.gptq_options, pool));
+        }
+        GptqResult q =
+            KITE_TRY(GptqQuantize(name, w, out, *hessian, *grid, options.gptq_options, pool));
         folded[target] = std::move(q.weight);
         result.codes[target] = {std::move(q.codes), std::move(q.scales)};
       } else if (options.seqmse) {
