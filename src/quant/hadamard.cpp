@@ -20,14 +20,12 @@ bool IsPrime(int64_t q) {
   return true;
 }
 
-// The quadratic character of a mod the prime q: 0, 1 (a square) or -1.
-int Chi(int64_t a, int64_t q) {
-  a = ((a % q) + q) % q;
-  if (a == 0) return 0;
-  for (int64_t x = 1; x < q; ++x) {
-    if (x * x % q == a) return 1;
-  }
-  return -1;
+// The quadratic character mod the prime q, as a table: chi[a] = 0 (a = 0), 1 (a square) or -1.
+std::vector<int> Chi(int64_t q) {
+  std::vector<int> chi(q, -1);
+  chi[0] = 0;
+  for (int64_t x = 1; x < q; ++x) chi[x * x % q] = 1;
+  return chi;
 }
 
 // A Paley Hadamard matrix of order m [m, m] (±1), or empty when m is not the order of one:
@@ -36,11 +34,12 @@ int Chi(int64_t a, int64_t q) {
 // with each entry s replaced by s·[[1, 1], [1, -1]] (s ≠ 0) or [[1, -1], [-1, -1]] (s = 0).
 std::vector<float> Paley(int64_t m) {
   auto conference = [](int64_t q, bool skew) {
+    const std::vector<int> chi = Chi(q);
     std::vector<int> s((q + 1) * (q + 1), 0);
     for (int64_t i = 1; i <= q; ++i) {
       s[i] = 1;                        // first row
       s[i * (q + 1)] = skew ? -1 : 1;  // first column
-      for (int64_t j = 1; j <= q; ++j) s[i * (q + 1) + j] = Chi(j - i, q);
+      for (int64_t j = 1; j <= q; ++j) s[i * (q + 1) + j] = chi[((j - i) % q + q) % q];
     }
     return s;
   };
