@@ -72,6 +72,7 @@ Result<AwqResult> Awq(std::span<const AwqLinear> linears, const LinearInputStats
       KITE_TRY(TransposeSamples(linears[0].name, stats, in, options.max_samples));
 
   AwqResult result;
+  result.scale.assign(in, 1.0f);  // α = 0 unless a candidate scores lower (NaN scores never do)
   // The search scores up to max_rows rows of each linear; the reported errors take all.
   const double rtn_scored = ScaledError(linears, {}, x, grid, options.max_rows, pool);
   result.rtn_error = options.max_rows > 0 ? ScaledError(linears, {}, x, grid, 0, pool) : rtn_scored;
