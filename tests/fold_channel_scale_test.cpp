@@ -35,22 +35,7 @@ constexpr double kTolerance = 1e-4;
 // A prefill of kTokens with every position's logits [T, vocab], on `backends` in order.
 Result<std::vector<float>> RunPrefill(Graph graph, const ModelConfig& spec,
                                       std::vector<Backend*> backends) {
-  testing::KvCache cache = KITE_TRY(testing::KvCache::Create({.n_layers = spec.n_layers,
-                                                               .n_kv_heads = spec.n_kv_heads,
-                                                               .head_dim = spec.head_dim,
-                                                               .page_size = 16,
-                                                               .n_pages = spec.n_layers,
-                                                               .dtype = DType::kF32}));
-  KITE_RETURN_IF_ERROR(cache.Resize(static_cast<int64_t>(kTokens.size())));
-  testing::GraphRunner compiled = KITE_TRY(testing::GraphRunner::Compile(std::move(graph), backends));
-  std::vector<int32_t> positions(kTokens.size());
-  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int32_t>(i);
-  KITE_RETURN_IF_ERROR(compiled.SetInput("tokens", kTokens));
-  KITE_RETURN_IF_ERROR(compiled.SetInput("positions", positions));
-  const KvCacheView view = cache.view();
-  KITE_RETURN_IF_ERROR(compiled.Run(&view));
-  const std::span<const float> logits = KITE_TRY(compiled.OutputF32(0));
-  return std::vector<float>(logits.begin(), logits.end());
+  return testing::PrefillLogits(std::move(graph), spec, std::move(backends), kTokens);
 }
 
 double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -70,6 +55,24 @@ std::vector<ChannelScale> ScalesFor(const Graph& graph) {
   std::vector<ChannelScale> scales;
   for (const Node& node : graph.nodes()) {
     if (node.op() != OpKind::kRmsNorm) continue;
+    ChannelScale& scale = scales.emplace_back(ChannelScale{.norm = node.name, .scale = {}});
+    scale.scale.resize(graph.value(node.output).shape.back());
+    for (float& s : scale.scale) s = dist(rng);
+  }
+  return scales;
+}
+
+// scales plus a seeded scale on the output channels of every attn_v (folded through attention
+// into attn_output, the KV heads' scales repeated over their query heads) and ffn_up (through
+// swiglu into ffn_down). attn_v's weight is then rescaled twice: by its norm's, then by its own.
+std::vector<ChannelScale> WithMatMulScales(const Graph& graph, std::vector<ChannelScale> scales) {
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(0.5f, 2.0f);
+  for (const Node& node : graph.nodes()) {
+    if (node.op() != OpKind::kMatMul ||
+        !(node.name.ends_with("attn_v") || node.name.ends_with("ffn_up"))) {
+      continue;
+    }
     ChannelScale& scale = scales.emplace_back(ChannelScale{.norm = node.name, .scale = {}});
     scale.scale.resize(graph.value(node.output).shape.back());
     for (float& s : scale.scale) s = dist(rng);
@@ -157,6 +160,21 @@ TEST_P(FoldChannelScaleModels, LogitsUnchangedOnCpu) {
   // from the new weights.
   const std::vector<float> before = Run(graph_.Copy(), {&cpu_});
   const std::vector<float> after = Run(Folded(), {&cpu_});
+  ASSERT_EQ(before.size(), kTokens.size() * model_->config().vocab);
+  EXPECT_LT(MaxAbsDiff(before, after), kTolerance);
+}
+
+TEST_P(FoldChannelScaleModels, MatMulOutputScalesLeaveLogitsUnchanged) {
+  PassManager passes;
+  passes.Add(std::make_unique<FoldChannelScale>(&store_, WithMatMulScales(graph_, scales_)));
+  std::vector<PassReport> report;
+  auto folded = passes.Run(graph_.Copy(), &report);
+  ASSERT_TRUE(folded.has_value()) << folded.error().message;
+  // The norms' folds, and per layer attn_v and ffn_up with one matmul each.
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_EQ(report[0].changes, model_->config().n_layers * (7 + 4) + 2);
+  const std::vector<float> before = Run(graph_.Copy(), {&ref_});
+  const std::vector<float> after = Run(std::move(*folded), {&ref_});
   ASSERT_EQ(before.size(), kTokens.size() * model_->config().vocab);
   EXPECT_LT(MaxAbsDiff(before, after), kTolerance);
 }

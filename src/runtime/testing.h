@@ -4,6 +4,9 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <vector>
+
+#include "models/model.h"
 
 #include "runtime/executable.h"
 #include "runtime/kv_pool.h"
@@ -56,5 +59,30 @@ struct KvCache {
   std::unique_ptr<KvPool> pool;
   std::unique_ptr<KvSequence> sequence;
 };
+
+// The logits [T, vocab] of a prefill of `tokens` at positions 0..T-1 through `graph` (a model's
+// whole graph with every position's logits), on `backends` in order, with a fresh f32 cache.
+inline Result<std::vector<float>> PrefillLogits(Graph graph, const ModelConfig& spec,
+                                                std::vector<Backend*> backends,
+                                                std::span<const int32_t> tokens) {
+  KvCache cache = KITE_TRY(KvCache::Create({.n_layers = spec.n_layers,
+                                            .n_kv_heads = spec.n_kv_heads,
+                                            .head_dim = spec.head_dim,
+                                            .page_size = 16,
+                                            // every layer's pages for the tokens
+                                            .n_pages = spec.n_layers *
+                                                       ((static_cast<int64_t>(tokens.size()) + 15) / 16),
+                                            .dtype = DType::kF32}));
+  KITE_RETURN_IF_ERROR(cache.Resize(static_cast<int64_t>(tokens.size())));
+  GraphRunner compiled = KITE_TRY(GraphRunner::Compile(std::move(graph), backends));
+  std::vector<int32_t> positions(tokens.size());
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = static_cast<int32_t>(i);
+  KITE_RETURN_IF_ERROR(compiled.SetInput("tokens", tokens));
+  KITE_RETURN_IF_ERROR(compiled.SetInput("positions", positions));
+  const KvCacheView view = cache.view();
+  KITE_RETURN_IF_ERROR(compiled.Run(&view));
+  const std::span<const float> logits = KITE_TRY(compiled.OutputF32(0));
+  return std::vector<float>(logits.begin(), logits.end());
+}
 
 }  // namespace kite::testing

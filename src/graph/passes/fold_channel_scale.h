@@ -5,14 +5,24 @@
 //   h · Wᵀ            ->  h · (W[:, k] / s[k])ᵀ           (each matmul reading the norm, [N, D])
 //
 // so (h ⊙ s) · (W / s)ᵀ = h · Wᵀ. It is the rewrite behind SmoothQuant and AWQ: the activation
-// range moves into the weights (or back) before they are quantized. The new weights are f32
+// range moves into the weights (or back) before they are quantized.
+//
+// The scale may also sit on a matmul's output channels (its weight's rows and its bias, [N]),
+// when that output reaches exactly one matmul through ops that commute with a per-channel
+// scale, the two sites of a Llama block:
+//
+//   v = h·Wvᵀ -> reshape [T, Hkv, D] -> attention (as v) -> reshape [T, Hq·D] -> o-proj
+//       (attention's output for query head h is a mix of v's rows of KV head h / (Hq/Hkv):
+//        o-proj's column h·D + d is divided by s[(h / (Hq/Hkv))·D + d])
+//   up = h·Wupᵀ -> swiglu (as up: silu(gate) ⊙ up) -> down-proj   (column j divided by s[j]) The new weights are f32
 // (exact; a later quantize pass picks their storage) and go into `store` under a new id each:
 // the norm's as "<norm node>.weight", a matmul's as "<matmul node>.weight" (a tied lm_head thus
 // gets its own "output.weight" and the embedding keeps the old table).
 //
-// Each scale names an rms_norm node; every reader of that node's output must be a matmul that
-// reads it as x, and the output may not be a graph output (else the fold would change what they
-// see): the error names the reader. Weights must be plain weight values (not views) of a dtype
+// Each scale names an rms_norm node (every reader of its output must be a matmul that reads
+// it as x) or a matmul (one of the two chains above), and the output may not be a graph output
+// (else the fold would change what they see): the error names the reader. Scales that touch one
+// weight twice (attn_norm's reaching attn_v's columns, then attn_v's rows) compose, in order. Weights must be plain weight values (not views) of a dtype
 // tensor/dequantize.h reads.
 #pragma once
 
@@ -26,8 +36,8 @@
 namespace kite {
 
 struct ChannelScale {
-  std::string norm;          // the rms_norm node, e.g. "blk.0.attn_norm"
-  std::vector<float> scale;  // [D], finite and non-zero
+  std::string norm;          // the rms_norm node, e.g. "blk.0.attn_norm", or a matmul ("blk.0.attn_v")
+  std::vector<float> scale;  // [D] (the norm's width, the matmul's N), finite and non-zero
 };
 
 // The weight value `weight` [..., D] with every row multiplied (or, `divide`, divided) by
@@ -35,6 +45,9 @@ struct ChannelScale {
 // arithmetic step; errors name the weight (a view, a dtype that cannot be read, a length).
 Result<TensorView> ScaleColumns(WeightStore& store, std::string name, const Value& weight,
                                 std::span<const float> scale, bool divide);
+// The same with every row r [D] (of a weight [rows, D]) multiplied by scale[r].
+Result<TensorView> ScaleRows(WeightStore& store, std::string name, const Value& weight,
+                             std::span<const float> scale);
 
 class FoldChannelScale final : public Pass {
  public:

@@ -107,8 +107,13 @@ TEST(FoldChannelScale, RefusesFoldsThatWouldChangeWhatTheGraphComputes) {
   const Model plain;
   EXPECT_TRUE(Contains(error(plain, {{.norm = "attn_norm", .scale = kScale}}),
                        "norm 'attn_norm': the graph has no rms_norm node of that name"));
+  EXPECT_TRUE(Contains(error(plain, {{.norm = "rms", .scale = kScale}}),
+                       "no rms_norm node of that name"));
+  // A matmul's output channels fold only into the one matmul a known chain leads to.
   EXPECT_TRUE(Contains(error(plain, {{.norm = "q", .scale = kScale}}),
-                       "no rms_norm node of that name"));  // a matmul, not a norm
+                       "norm 'q': 8 scales for a matmul over 4 channels"));
+  EXPECT_TRUE(Contains(error(plain, {{.norm = "q", .scale = {1, 2, 3, 4}}}),
+                       "'q' is a graph output, which the fold would change"));
   EXPECT_TRUE(Contains(error(plain, {{.norm = "norm", .scale = {1, 2}}}),
                        "norm 'norm': 2 scales for a norm over 8 channels"));
   std::vector<float> zero = kScale;
