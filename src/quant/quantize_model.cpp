@@ -269,11 +269,11 @@ Status ExportEncodings(const VendorEncodings& encodings, const QuantizeModelOpti
 
 Status QuantizeRowsOf(DType dtype, const float* src, void* dst, int64_t rows, int64_t n_per_row,
                       const float* importance) {
-  // TODO(ggml part): llama.cpp's searches, importance-weighted, for the block types, once
-  // tensor/quantize.h has QuantizeRows (which takes block types only) — add here:
-  //   if (Traits(dtype).block_size > 1) return QuantizeRows(dtype, src, dst, rows, n_per_row,
-  //   importance);
-  // Until then the reference quantizer, which ignores the importance; f16/bf16 stay on it.
+  // llama.cpp's searches (importance-weighted when given) for the block types, byte for byte;
+  // f16/bf16 have no search: the reference rounding.
+  if (Traits(dtype).block_size > 1) {
+    return QuantizeRows(dtype, src, dst, rows, n_per_row, importance);
+  }
   const uint64_t row_bytes = KITE_TRY(BytesFor(dtype, n_per_row));
   for (int64_t r = 0; r < rows; ++r) {
     KITE_RETURN_IF_ERROR(Quantize(dtype, src + r * n_per_row,
