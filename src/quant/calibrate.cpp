@@ -19,47 +19,63 @@ namespace kite {
 
 namespace {
 
-// Paragraphs: runs of non-blank lines, joined by their newlines.
-std::vector<std::string> Paragraphs(std::string_view text) {
-  std::vector<std::string> paragraphs;
-  std::string current;
+// The text's non-blank lines.
+std::vector<std::string_view> Lines(std::string_view text) {
+  std::vector<std::string_view> lines;
   size_t start = 0;
-  while (start <= text.size()) {
+  while (start < text.size()) {
     size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(start, end - start);
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) {
-      if (!current.empty()) paragraphs.push_back(std::move(current));
-      current.clear();
-    } else {
-      if (!current.empty()) current += '\n';
-      current += line;
-    }
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") != std::string_view::npos) lines.push_back(line);
     start = end + 1;
   }
-  if (!current.empty()) paragraphs.push_back(std::move(current));
-  return paragraphs;
+  return lines;
 }
 
-// The chat-formatted token stream: conversations of a paragraph asked and the next answered,
-// each a sample that starts a window, until `needed` tokens are there or the text ends.
-Result<std::vector<std::vector<int32_t>>> ChatSamples(const Tokenizer& tokenizer,
+// Chat-formatted windows: each a conversation written by the chat template, a line of the
+// text as the user's turn and the next kReplyLines lines as the assistant's, turns added until
+// the window is full (then cut), the next window a new conversation from the next line.
+Result<std::vector<std::vector<int32_t>>> ChatWindows(const Tokenizer& tokenizer,
                                                       std::string_view text,
+                                                      std::string_view source,
                                                       const CalibrationTextOptions& options) {
-  const ChatTemplate chat_template = KITE_TRY(SelectChatTemplate(tokenizer, options.chat_template));
-  const std::vector<std::string> paragraphs = Paragraphs(text);
-  std::vector<std::vector<int32_t>> samples;
-  int64_t tokens = 0;
-  for (size_t i = 0; i + 1 < paragraphs.size() && tokens < options.tokens; i += 2) {
-    std::vector<int32_t> ids =
-        KITE_TRY(ChatPromptIds(tokenizer, chat_template, {{"user", paragraphs[i]}}));
-    const std::vector<int32_t> reply = KITE_TRY(tokenizer.EncodeContinuation(paragraphs[i + 1]));
-    ids.insert(ids.end(), reply.begin(), reply.end());
-    if (!tokenizer.eos_ids().empty()) ids.push_back(tokenizer.eos_ids().front());
-    tokens += static_cast<int64_t>(ids.size());
-    samples.push_back(std::move(ids));
+  constexpr size_t kReplyLines = 3;
+  const ChatTemplate chat_template =
+      KITE_TRY(SelectChatTemplate(tokenizer, options.chat_template));
+  const std::vector<std::string_view> lines = Lines(text);
+  std::vector<std::vector<int32_t>> windows;
+  int64_t remaining = options.tokens;
+  size_t next = 0;
+  while (remaining > 0 && next < lines.size()) {
+    const int64_t size = std::min<int64_t>(options.window, remaining);
+    std::vector<ChatMessage> messages;
+    std::vector<int32_t> ids;
+    while (static_cast<int64_t>(ids.size()) < size && next < lines.size()) {
+      messages.push_back({"user", std::string(lines[next++])});
+      ids = KITE_TRY(ChatPromptIds(tokenizer, chat_template, messages));
+      std::string reply;
+      for (size_t i = 0; i < kReplyLines && next < lines.size(); ++i) {
+        if (!reply.empty()) reply += ' ';
+        reply += lines[next++];
+      }
+      messages.push_back({"assistant", std::move(reply)});
+    }
+    // The text ran out before the window was full: what there is, if that is all asked for.
+    const int64_t take = std::min<int64_t>(size, static_cast<int64_t>(ids.size()));
+    if (take < size) break;
+    windows.emplace_back(ids.begin(), ids.begin() + take);
+    remaining -= take;
   }
-  return samples;
+  if (remaining > 0) {
+    return InvalidInput("calibration text " + std::string(source) +
+                        " is too short: its chat-formatted windows hold " +
+                        std::to_string(options.tokens - remaining) + " of the " +
+                        std::to_string(options.tokens) +
+                        " calibration tokens asked for (--calib-tokens)");
+  }
+  return windows;
 }
 
 }  // namespace
@@ -77,34 +93,11 @@ Result<std::vector<std::vector<int32_t>>> CalibrationWindows(const Tokenizer& to
     return InvalidInput(where + ": --calib-tokens " + std::to_string(options.tokens) +
                         ", expected >= 1");
   }
-  std::vector<std::vector<int32_t>> windows;
-  int64_t available = 0;
-  if (options.chat) {
-    // Each sample starts a window; a sample longer than a window is cut, its rest dropped (a
-    // window starting mid-conversation is not what the model will see).
-    std::vector<std::vector<int32_t>> samples = KITE_TRY(ChatSamples(tokenizer, text, options));
-    std::vector<int32_t> window;
-    int64_t remaining = options.tokens;
-    for (std::vector<int32_t>& sample : samples) {
-      const int64_t take =
-          std::min<int64_t>({static_cast<int64_t>(sample.size()), options.window, remaining});
-      available += static_cast<int64_t>(sample.size());
-      windows.emplace_back(sample.begin(), sample.begin() + take);
-      remaining -= take;
-      if (remaining == 0) break;
-    }
-    if (remaining > 0) {
-      return InvalidInput(where + " is too short: its chat samples hold " +
-                          std::to_string(options.tokens - remaining) + " of the " +
-                          std::to_string(options.tokens) +
-                          " calibration tokens asked for (--calib-tokens)");
-    }
-    return windows;
-  }
+  if (options.chat) return ChatWindows(tokenizer, text, source, options);
   // Plain text: the whole text tokenized once, then cut; each window after the first gets BOS
   // in place of its first token, as llama.cpp's imatrix and perplexity do.
   const std::vector<int32_t> ids = KITE_TRY(tokenizer.Encode(text, /*add_special=*/false));
-  available = static_cast<int64_t>(ids.size());
+  const int64_t available = static_cast<int64_t>(ids.size());
   const int32_t bos = tokenizer.Summary().add_bos ? tokenizer.bos_id() : -1;
   const int64_t windows_needed = (options.tokens + options.window - 1) / options.window;
   const int64_t text_needed = options.tokens - (bos >= 0 ? windows_needed : 0);
@@ -113,6 +106,7 @@ Result<std::vector<std::vector<int32_t>>> CalibrationWindows(const Tokenizer& to
                         " tokens, " + std::to_string(text_needed) + " are needed for " +
                         std::to_string(options.tokens) + " calibration tokens (--calib-tokens)");
   }
+  std::vector<std::vector<int32_t>> windows;
   int64_t next = 0;
   for (int64_t remaining = options.tokens; remaining > 0;) {
     const int64_t size = std::min<int64_t>(options.window, remaining);

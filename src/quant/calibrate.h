@@ -37,16 +37,16 @@ namespace kite {
 struct CalibrationTextOptions {
   int64_t tokens = 16384;  // calibration tokens in all (--calib-tokens)
   int32_t window = 512;    // tokens per window, each run as one sequence from position 0
-  // Instruct models: the text's paragraphs become conversations (a paragraph as the user's
-  // message, the next as the assistant's reply) written by the model's chat template (or the
-  // built-in one named by chat_template), so calibration sees the tokens the model will run on.
+  // Instruct models: each window is a conversation written by the model's chat template (or the
+  // built-in one named by chat_template), a line of the text as a user's turn and the next
+  // three as the assistant's, so calibration sees the tokens the model will run on.
   bool chat = false;
   std::string chat_template;
 };
 
 // The windows of `text` (`source` names it in errors): `tokens` ids cut into windows of
 // `window` (the last one shorter when tokens is not a multiple), each starting with BOS when
-// the tokenizer adds one. InvalidInput naming the source and how many tokens it had when the
+// the tokenizer adds one (chat: as the template starts a conversation). InvalidInput naming the source and how many tokens it had when the
 // text is too short, or when the options are out of range.
 Result<std::vector<std::vector<int32_t>>> CalibrationWindows(const Tokenizer& tokenizer,
                                                              std::string_view text,

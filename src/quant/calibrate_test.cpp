@@ -252,5 +252,52 @@ TEST(CalibrateTest, WindowsFromTextAndTooShortATextIsAnError) {
       << short_text.error().message;
 }
 
+
+TEST(CalibrateTest, ChatWindowsAreConversationsOfTheTemplate) {
+  const std::string path = ::testing::TempDir() + "kite_calibrate_chat.gguf";
+  ASSERT_TRUE(testing::WriteTestModel(path, {}).has_value());
+  auto files = LoadModelFiles(path);
+  ASSERT_TRUE(files.has_value()) << files.error().message;
+  const Tokenizer& tokenizer = *files->tokenizer;
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "line " + std::to_string(i) + "\n\n";
+  const CalibrationTextOptions options{
+      .tokens = 300, .window = 128, .chat = true, .chat_template = "chatml"};
+  auto windows = CalibrationWindows(tokenizer, text, "lines.txt", options);
+  ASSERT_TRUE(windows.has_value()) << windows.error().message;
+  ASSERT_EQ(windows->size(), 3u);  // 128 + 128 + 44
+  EXPECT_EQ((*windows)[2].size(), 44u);
+  // The test vocabulary spells spaces as U+2581 ("▁").
+  auto text_of = [&](const std::vector<int32_t>& ids) {
+    std::string decoded = tokenizer.Decode(ids).value_or("");
+    std::string plain;
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      if (decoded.compare(i, 3, "\xe2\x96\x81") == 0) {
+        if (i > 0) plain += ' ';
+        i += 2;
+      } else {
+        plain += decoded[i];
+      }
+    }
+    return plain;
+  };
+  const std::string first = text_of((*windows)[0]), second = text_of((*windows)[1]);
+  
+  
+  // Each window is a conversation of its own, from a later line of the text.
+  EXPECT_TRUE(first.starts_with("<|im_start|>user\nline 0<|im_end|>\n<|im_start|>assistant\n"
+                                   "line 1 line 2 line 3<|im_end|>"))
+      << first;
+  EXPECT_TRUE(second.starts_with("<|im_start|>user\nline ")) << second;
+  EXPECT_EQ(second.find("line 0<"), std::string::npos) << second;
+
+  auto short_text =
+      CalibrationWindows(tokenizer, "one line\n", "lines.txt", {.tokens = 150, .chat = true,
+                                                               .chat_template = "chatml"});
+  ASSERT_FALSE(short_text.has_value());
+  EXPECT_NE(short_text.error().message.find("lines.txt is too short"), std::string::npos)
+      << short_text.error().message;
+}
+
 }  // namespace
 }  // namespace kite
