@@ -27,6 +27,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code);
 void AddConvertCommand(CLI::App& app, int* exit_code);
 void AddSynthCommand(CLI::App& app, int* exit_code);
 void AddBenchCommand(CLI::App& app, int* exit_code);
+void AddImatrixCommand(CLI::App& app, int* exit_code);
 
 
 }  // namespace kite::cli
