@@ -41,7 +41,7 @@ struct CalibrationTextOptions {
   // built-in one named by chat_template), a line of the text as a user's turn and the next
   // three as the assistant's, so calibration sees the tokens the model will run on.
   bool chat = false;
-  std::string chat_template;
+  std::string chat_template = "";
 };
 
 // The windows of `text` (`source` names it in errors): `tokens` ids cut into windows of

@@ -21,7 +21,7 @@
 namespace kite {
 
 struct ImatrixInfo {
-  std::vector<std::string> datasets;
+  std::vector<std::string> datasets = {};
   uint32_t chunk_count = 0;
   uint32_t chunk_size = 0;
 };
