@@ -472,6 +472,8 @@ Status CalibrateBlockwise(const Model& model, std::span<const std::vector<int32_
     GraphCache cache([&](int32_t T) { return model.BuildBlock(layer, T); }, backends);
     CalibrationStats stats;
     {
+      // The observer indexes nodes by position, which is the same in the block's graph for
+      // every window length (one builder, one order).
       Graph probe = KITE_TRY(model.BuildBlock(layer, longest));
       StatsObserver observer(probe, request, sample_stride);
       KITE_RETURN_IF_ERROR(run_pass(cache, &observer, /*keep_output=*/true, true));
