@@ -5,12 +5,12 @@
 #include <fstream>
 #include <string>
 
+#include "cli_runner.h"
 #include "models/load_model.h"
 #include "models/test_model.h"
 #include "quant/calibrate.h"
 #include "quant/imatrix_file.h"
 #include "runtime/model_files.h"
-#include "cli_runner.h"
 
 namespace kite {
 namespace {

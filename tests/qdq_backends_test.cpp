@@ -83,8 +83,8 @@ TEST(QdqBackends, RefAndCpuEqualThePlainArithmetic) {
       int64_t mismatches = 0;
       for (int64_t i = 0; i < rows * cols; ++i) {
         const int64_t channel = c.e.granularity == EncodingGranularity::kPerAxis ? i / cols : 0;
-        const float want = Reference(x[i], c.e.scales[channel], c.e.offsets[channel],
-                                     c.e.q_min(), c.e.q_max());
+        const float want =
+            Reference(x[i], c.e.scales[channel], c.e.offsets[channel], c.e.q_min(), c.e.q_max());
         if (got[i] != want && ++mismatches < 5) {
           ADD_FAILURE() << "element " << i << ": x " << x[i] << " -> " << got[i] << ", want "
                         << want;

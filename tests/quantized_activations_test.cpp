@@ -171,8 +171,8 @@ TEST(QuantizedActivations, AGgufWithEncodingsRunsThemUnlessTold) {
   const std::string text = ::testing::TempDir() + "kite_qact.txt";
   std::ofstream(text) << "w5 w7 w90 w12 w3 w44 w100 w8 w9 w61 w62 w77 w81 w5 w7 w90 w12 w3 w44";
   auto ppl = [&](const std::string& model_path, bool float_activations) {
-    std::vector<std::string> args = {"eval", "ppl", "-m", model_path, "-f", text, "--ctx", "16",
-                                     "--json", "--backend", "ref"};
+    std::vector<std::string> args = {"eval",  "ppl", "-m",     model_path,  "-f", text,
+                                     "--ctx", "16",  "--json", "--backend", "ref"};
     if (float_activations) args.push_back("--float-activations");
     const testing::CommandResult result = testing::RunKite(args);
     EXPECT_EQ(result.exit_code, 0) << result.err;

@@ -10,7 +10,9 @@
 
 namespace kite::cli {
 
-std::string DefaultCalibrationFile() { return std::string(KITE_DATA_DIR) + "/calib/kjv-genesis.txt"; }
+std::string DefaultCalibrationFile() {
+  return std::string(KITE_DATA_DIR) + "/calib/kjv-genesis.txt";
+}
 
 void AddCalibFlags(CLI::App* command, CalibFlags* flags) {
   command->add_option("--calib", flags->file,
@@ -33,12 +35,12 @@ Result<std::vector<std::vector<int32_t>>> CalibrationWindowsFor(const CalibFlags
   constexpr int32_t kWindow = 512;
   const std::string path = flags.file.empty() ? DefaultCalibrationFile() : flags.file;
   const std::string text = KITE_TRY(ReadTextFile(path, kTextFileLimit));
-  return CalibrationWindows(tokenizer, text, path,
-                            {.tokens = flags.tokens,
-                             .window = context_length > 0 ? std::min(kWindow, context_length)
-                                                          : kWindow,
-                             .chat = flags.chat,
-                             .chat_template = flags.chat_template});
+  return CalibrationWindows(
+      tokenizer, text, path,
+      {.tokens = flags.tokens,
+       .window = context_length > 0 ? std::min(kWindow, context_length) : kWindow,
+       .chat = flags.chat,
+       .chat_template = flags.chat_template});
 }
 
 CalibrationProgress StderrCalibrationProgress(std::string what) {

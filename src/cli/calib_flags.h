@@ -3,11 +3,10 @@
 // written as chat conversations (--calib-chat, --chat-template).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "base/status.h"
 #include "quant/calibrate.h"

@@ -28,9 +28,8 @@ Status RunImatrix(const ImatrixFlags& flags, const RunSettings& settings) {
   const auto start = std::chrono::steady_clock::now();
   ModelFiles files = KITE_TRY(LoadModelFiles(flags.model));
   PrintWarnings(files.warnings);
-  const std::vector<std::vector<int32_t>> windows =
-      KITE_TRY(CalibrationWindowsFor(flags.calib, *files.tokenizer,
-                                     files.model->config().context_length));
+  const std::vector<std::vector<int32_t>> windows = KITE_TRY(
+      CalibrationWindowsFor(flags.calib, *files.tokenizer, files.model->config().context_length));
   const CalibrationRequest request{.backend = settings.engine.backend,
                                    .threads = settings.engine.threads};
   const CalibrationStats stats = KITE_TRY(CollectCalibrationStats(

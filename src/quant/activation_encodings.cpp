@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace kite {
@@ -118,9 +118,12 @@ Result<EncodingMethodSpec> ParseEncodingMethod(std::string_view text) {
 
 std::string EncodingMethodName(const EncodingMethodSpec& spec) {
   switch (spec.method) {
-    case EncodingMethod::kMinMax: return "minmax";
-    case EncodingMethod::kMse: return "mse";
-    case EncodingMethod::kSqnr: return "sqnr";
+    case EncodingMethod::kMinMax:
+      return "minmax";
+    case EncodingMethod::kMse:
+      return "mse";
+    case EncodingMethod::kSqnr:
+      return "sqnr";
     case EncodingMethod::kPercentile: {
       char text[48];
       std::snprintf(text, sizeof(text), "percentile:%g", spec.percentile);
@@ -140,7 +143,8 @@ Result<QuantEncoding> EncodeActivation(const ActivationStats& stats, int32_t bit
     return InvalidInput("activation '" + std::string(name) + "' saw no calibration value");
   }
   switch (method.method) {
-    case EncodingMethod::kMinMax: return EncodingOfRange(stats.min, stats.max, bits);
+    case EncodingMethod::kMinMax:
+      return EncodingOfRange(stats.min, stats.max, bits);
     case EncodingMethod::kPercentile: {
       const double p = method.percentile / 100;
       return EncodingOfRange(std::max<double>(stats.min, Quantile(stats, 1 - p)),

@@ -50,8 +50,8 @@ TEST(ActivationEncodings, ClippingMethodsBeatMinMaxOnHeavyTails) {
   values[20] = -300.0f;
   const ActivationStats stats = StatsOf(values);
   auto minmax = EncodeActivation(stats, 8, {.method = EncodingMethod::kMinMax}, "x");
-  auto percentile = EncodeActivation(
-      stats, 8, {.method = EncodingMethod::kPercentile, .percentile = 99.9}, "x");
+  auto percentile =
+      EncodeActivation(stats, 8, {.method = EncodingMethod::kPercentile, .percentile = 99.9}, "x");
   auto mse = EncodeActivation(stats, 8, {.method = EncodingMethod::kMse}, "x");
   auto sqnr = EncodeActivation(stats, 8, {.method = EncodingMethod::kSqnr}, "x");
   ASSERT_TRUE(minmax && percentile && mse && sqnr);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -42,8 +41,7 @@ Result<std::vector<std::vector<int32_t>>> ChatWindows(const Tokenizer& tokenizer
                                                       std::string_view source,
                                                       const CalibrationTextOptions& options) {
   constexpr size_t kReplyLines = 3;
-  const ChatTemplate chat_template =
-      KITE_TRY(SelectChatTemplate(tokenizer, options.chat_template));
+  const ChatTemplate chat_template = KITE_TRY(SelectChatTemplate(tokenizer, options.chat_template));
   const std::vector<std::string_view> lines = Lines(text);
   std::vector<std::vector<int32_t>> windows;
   int64_t remaining = options.tokens;
@@ -80,10 +78,9 @@ Result<std::vector<std::vector<int32_t>>> ChatWindows(const Tokenizer& tokenizer
 
 }  // namespace
 
-Result<std::vector<std::vector<int32_t>>> CalibrationWindows(const Tokenizer& tokenizer,
-                                                             std::string_view text,
-                                                             std::string_view source,
-                                                             const CalibrationTextOptions& options) {
+Result<std::vector<std::vector<int32_t>>> CalibrationWindows(
+    const Tokenizer& tokenizer, std::string_view text, std::string_view source,
+    const CalibrationTextOptions& options) {
   const std::string where = "calibration text " + std::string(source);
   if (options.window < 2) {
     return InvalidInput(where + ": window of " + std::to_string(options.window) +
@@ -102,8 +99,8 @@ Result<std::vector<std::vector<int32_t>>> CalibrationWindows(const Tokenizer& to
   const int64_t windows_needed = (options.tokens + options.window - 1) / options.window;
   const int64_t text_needed = options.tokens - (bos >= 0 ? windows_needed : 0);
   if (available < text_needed) {
-    return InvalidInput(where + " is too short: it has " + std::to_string(available) +
-                        " tokens, " + std::to_string(text_needed) + " are needed for " +
+    return InvalidInput(where + " is too short: it has " + std::to_string(available) + " tokens, " +
+                        std::to_string(text_needed) + " are needed for " +
                         std::to_string(options.tokens) + " calibration tokens (--calib-tokens)");
   }
   std::vector<std::vector<int32_t>> windows;
@@ -236,7 +233,8 @@ class StatsObserver final : public Observer {
         }
       }
       producer_inputs_[producer].push_back(static_cast<int32_t>(inputs_.size()));
-      inputs_.push_back({.producer = producer, .columns = columns, .weights = {weight}, .stats = {}});
+      inputs_.push_back(
+          {.producer = producer, .columns = columns, .weights = {weight}, .stats = {}});
     };
     for (const Node& node : graph.nodes()) {
       if (node.op() != OpKind::kMatMul) continue;
@@ -338,8 +336,7 @@ Result<Graph> ReplaceWeights(const Graph& graph, const WeightReplacements& repla
     if (static_cast<int64_t>(it->second.size()) != value.elements()) {
       return InvalidInput("calibration: replacement for " + value.name + " holds " +
                           std::to_string(it->second.size()) + " values, expected " +
-                          std::to_string(value.elements()) + " (" + ShapeString(value.shape) +
-                          ")");
+                          std::to_string(value.elements()) + " (" + ShapeString(value.shape) + ")");
     }
     const TensorView view{.name = value.name,
                           .dtype = DType::kF32,
@@ -402,26 +399,25 @@ Status CalibrateBlockwise(const Model& model, std::span<const std::vector<int32_
   const int64_t sample_stride =
       request.max_samples > 0 ? std::max<int64_t>(1, total_tokens / request.max_samples) : 0;
 
-  std::vector<std::unique_ptr<Backend>> owned = KITE_TRY(
-      MakeBackends(request.backend, {.threads = request.threads}));
+  std::vector<std::unique_ptr<Backend>> owned =
+      KITE_TRY(MakeBackends(request.backend, {.threads = request.threads}));
   std::vector<Backend*> backends;
   for (auto& backend : owned) backends.push_back(backend.get());
 
   const KvLayout kv = model.kv_layout();
   constexpr int32_t kPage = 64;
   const int32_t pages_per_layer = (longest + kPage - 1) / kPage;
-  std::unique_ptr<KvPool> pool = KITE_TRY(KvPool::Create({.n_layers = kv.n_layers,
-                                                          .n_kv_heads = kv.n_kv_heads,
-                                                          .head_dim = kv.head_dim,
-                                                          .page_size = kPage,
-                                                          .n_pages = int64_t{pages_per_layer} *
-                                                                     kv.n_layers,
-                                                          .dtype = DType::kF32}));
+  std::unique_ptr<KvPool> pool =
+      KITE_TRY(KvPool::Create({.n_layers = kv.n_layers,
+                               .n_kv_heads = kv.n_kv_heads,
+                               .head_dim = kv.head_dim,
+                               .page_size = kPage,
+                               .n_pages = int64_t{pages_per_layer} * kv.n_layers,
+                               .dtype = DType::kF32}));
   KvSequence sequence(pool.get());
 
   const int32_t steps_per_pass = static_cast<int32_t>(windows.size());
-  const int64_t total_steps =
-      int64_t{steps_per_pass} * (config.n_layers + (request.head ? 1 : 0));
+  const int64_t total_steps = int64_t{steps_per_pass} * (config.n_layers + (request.head ? 1 : 0));
   int64_t done_steps = 0;
 
   // The stream entering block 0: the embedding's rows.
@@ -452,7 +448,9 @@ Status CalibrateBlockwise(const Model& model, std::span<const std::vector<int32_
       for (int32_t t = 0; t < T; ++t) positions[t] = t;
       KITE_RETURN_IF_ERROR(state->SetInput(
           "x", std::span<const float>(stream.data() + offsets[w] * hidden, size_t(T) * hidden)));
-      KITE_RETURN_IF_ERROR(state->SetInput("positions", positions));
+      if (executable->graph().FindInput("positions")) {  // the head has none
+        KITE_RETURN_IF_ERROR(state->SetInput("positions", positions));
+      }
       KITE_RETURN_IF_ERROR(sequence.Resize(T));
       const KvCacheView view = sequence.batch_view();
       if (Status ran = executable->Run(*state, {.kv_cache = &view, .observer = observer}); !ran) {
@@ -501,10 +499,9 @@ Status CalibrateBlockwise(const Model& model, std::span<const std::vector<int32_
   auto build_head = [&](int32_t T) -> Result<Graph> {
     GraphBuilder b;
     const ValueId x = KITE_TRY(b.Input("x", DType::kF32, {T, hidden}));
-    KITE_TRY(b.Input("positions", DType::kI32, {T}));
-    ValueId out = KITE_TRY(b.RmsNorm("output_norm", x,
-                                     KITE_TRY(b.Weight(*KITE_TRY(model.Weight("output_norm.weight")))),
-                                     config.rms_eps));
+    ValueId out = KITE_TRY(b.RmsNorm(
+        "output_norm", x, KITE_TRY(b.Weight(*KITE_TRY(model.Weight("output_norm.weight")))),
+        config.rms_eps));
     if (request.activations) {
       out = KITE_TRY(b.MatMul("output", out, KITE_TRY(b.Weight(*KITE_TRY(model.Weight(lm_head))))));
     }
@@ -514,8 +511,8 @@ Status CalibrateBlockwise(const Model& model, std::span<const std::vector<int32_
   GraphCache cache(build_head, backends);
   Graph probe = KITE_TRY(build_head(longest));
   // Without the matmul in the graph, the lm_head's input is tracked at the norm by hand.
-  StatsObserver observer(probe, request, sample_stride,
-                         request.activations ? "" : "output_norm", lm_head);
+  StatsObserver observer(probe, request, sample_stride, request.activations ? "" : "output_norm",
+                         lm_head);
   KITE_RETURN_IF_ERROR(run_pass(cache, &observer, /*keep_output=*/false, true));
   CalibrationStats stats;
   observer.TakeInto(stats);

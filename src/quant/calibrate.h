@@ -46,8 +46,9 @@ struct CalibrationTextOptions {
 
 // The windows of `text` (`source` names it in errors): `tokens` ids cut into windows of
 // `window` (the last one shorter when tokens is not a multiple), each starting with BOS when
-// the tokenizer adds one (chat: as the template starts a conversation). InvalidInput naming the source and how many tokens it had when the
-// text is too short, or when the options are out of range.
+// the tokenizer adds one (chat: as the template starts a conversation). InvalidInput naming the
+// source and how many tokens it had when the text is too short, or when the options are out of
+// range.
 Result<std::vector<std::vector<int32_t>>> CalibrationWindows(const Tokenizer& tokenizer,
                                                              std::string_view text,
                                                              std::string_view source,

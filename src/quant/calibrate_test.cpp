@@ -43,7 +43,8 @@ class WholeGraphObserver final : public Observer {
       if (graph.memory_of(x).producer != node) continue;
       const int64_t columns = x.shape.back();
       AccumulateLinearInput(data, count / columns, columns, /*gram=*/true, /*max_samples=*/5,
-                            /*sample_stride=*/2, stats_->linears[graph.value(reader.inputs[1]).name]);
+                            /*sample_stride=*/2,
+                            stats_->linears[graph.value(reader.inputs[1]).name]);
     }
     return Ok();
   }
@@ -239,7 +240,9 @@ TEST(CalibrateTest, WindowsFromTextAndTooShortATextIsAnError) {
   EXPECT_EQ((*windows)[2].size(), 4u);
   const bool bos = tokenizer.Summary().add_bos;
   for (const auto& window : *windows) {
-    if (bos) EXPECT_EQ(window.front(), tokenizer.bos_id());
+    if (bos) {
+      EXPECT_EQ(window.front(), tokenizer.bos_id());
+    }
   }
   // The text's tokens in order, after each window's BOS.
   EXPECT_EQ((*windows)[0][bos ? 1 : 0], (*ids)[0]);
@@ -251,7 +254,6 @@ TEST(CalibrateTest, WindowsFromTextAndTooShortATextIsAnError) {
             std::string::npos)
       << short_text.error().message;
 }
-
 
 TEST(CalibrateTest, ChatWindowsAreConversationsOfTheTemplate) {
   const std::string path = ::testing::TempDir() + "kite_calibrate_chat.gguf";
@@ -282,18 +284,17 @@ TEST(CalibrateTest, ChatWindowsAreConversationsOfTheTemplate) {
     return plain;
   };
   const std::string first = text_of((*windows)[0]), second = text_of((*windows)[1]);
-  
-  
+
   // Each window is a conversation of its own, from a later line of the text.
-  EXPECT_TRUE(first.starts_with("<|im_start|>user\nline 0<|im_end|>\n<|im_start|>assistant\n"
-                                   "line 1 line 2 line 3<|im_end|>"))
+  EXPECT_TRUE(
+      first.starts_with("<|im_start|>user\nline 0<|im_end|>\n<|im_start|>assistant\n"
+                        "line 1 line 2 line 3<|im_end|>"))
       << first;
   EXPECT_TRUE(second.starts_with("<|im_start|>user\nline ")) << second;
   EXPECT_EQ(second.find("line 0<"), std::string::npos) << second;
 
-  auto short_text =
-      CalibrationWindows(tokenizer, "one line\n", "lines.txt", {.tokens = 150, .chat = true,
-                                                               .chat_template = "chatml"});
+  auto short_text = CalibrationWindows(tokenizer, "one line\n", "lines.txt",
+                                       {.tokens = 150, .chat = true, .chat_template = "chatml"});
   ASSERT_FALSE(short_text.has_value());
   EXPECT_NE(short_text.error().message.find("lines.txt is too short"), std::string::npos)
       << short_text.error().message;

@@ -34,8 +34,8 @@ Status WriteImatrixGguf(const CalibrationStats& stats, const ImatrixInfo& info,
     if (linear.rows_seen == 0 || linear.columns == 0) continue;
     std::vector<float>& sum2 = data.emplace_back(linear.sum_sq.begin(), linear.sum_sq.end());
     std::vector<float>& counts = data.emplace_back(1, static_cast<float>(linear.rows_seen));
-    KITE_RETURN_IF_ERROR(writer.AddTensor(name + std::string(kSum2), DType::kF32,
-                                          {1, linear.columns}, Bytes(sum2)));
+    KITE_RETURN_IF_ERROR(
+        writer.AddTensor(name + std::string(kSum2), DType::kF32, {1, linear.columns}, Bytes(sum2)));
     KITE_RETURN_IF_ERROR(
         writer.AddTensor(name + std::string(kCounts), DType::kF32, {1, 1}, Bytes(counts)));
   }

@@ -21,10 +21,9 @@ TEST(ImatrixFileTest, WritesLlamaCppsLayoutAndReadsItBack) {
   down.sum_sq = {2.0, 3.0};
   stats.linears["blk.1.unused.weight"];  // saw no token: not written
   const std::string path = ::testing::TempDir() + "kite_imatrix_roundtrip.gguf";
-  ASSERT_TRUE(WriteImatrixGguf(stats, {.datasets = {"kjv.txt"}, .chunk_count = 5,
-                                       .chunk_size = 8},
-                               path)
-                  .has_value());
+  ASSERT_TRUE(
+      WriteImatrixGguf(stats, {.datasets = {"kjv.txt"}, .chunk_count = 5, .chunk_size = 8}, path)
+          .has_value());
 
   auto file = GgufFile::Open(path);
   ASSERT_TRUE(file.has_value()) << file.error().message;

@@ -51,10 +51,18 @@ void DequantizeRange(const QuantEncoding& e, const std::vector<int64_t>& shape, 
 template <typename Fn>
 void WithIntegers(DType dtype, std::byte* data, Fn&& fn) {
   switch (dtype) {
-    case DType::kU8: fn(reinterpret_cast<uint8_t*>(data)); break;
-    case DType::kI8: fn(reinterpret_cast<int8_t*>(data)); break;
-    case DType::kU16: fn(reinterpret_cast<uint16_t*>(data)); break;
-    default: fn(reinterpret_cast<int16_t*>(data)); break;
+    case DType::kU8:
+      fn(reinterpret_cast<uint8_t*>(data));
+      break;
+    case DType::kI8:
+      fn(reinterpret_cast<int8_t*>(data));
+      break;
+    case DType::kU16:
+      fn(reinterpret_cast<uint16_t*>(data));
+      break;
+    default:
+      fn(reinterpret_cast<int16_t*>(data));
+      break;
   }
 }
 

@@ -11,19 +11,31 @@ namespace {
 
 int32_t ReadInteger(DType dtype, const std::byte* data, int64_t offset) {
   switch (dtype) {
-    case DType::kU8: return reinterpret_cast<const uint8_t*>(data)[offset];
-    case DType::kI8: return reinterpret_cast<const int8_t*>(data)[offset];
-    case DType::kU16: return reinterpret_cast<const uint16_t*>(data)[offset];
-    default: return reinterpret_cast<const int16_t*>(data)[offset];  // i16 (the rule checked it)
+    case DType::kU8:
+      return reinterpret_cast<const uint8_t*>(data)[offset];
+    case DType::kI8:
+      return reinterpret_cast<const int8_t*>(data)[offset];
+    case DType::kU16:
+      return reinterpret_cast<const uint16_t*>(data)[offset];
+    default:
+      return reinterpret_cast<const int16_t*>(data)[offset];  // i16 (the rule checked it)
   }
 }
 
 void WriteInteger(DType dtype, std::byte* data, int64_t index, int32_t q) {
   switch (dtype) {
-    case DType::kU8: reinterpret_cast<uint8_t*>(data)[index] = static_cast<uint8_t>(q); break;
-    case DType::kI8: reinterpret_cast<int8_t*>(data)[index] = static_cast<int8_t>(q); break;
-    case DType::kU16: reinterpret_cast<uint16_t*>(data)[index] = static_cast<uint16_t>(q); break;
-    default: reinterpret_cast<int16_t*>(data)[index] = static_cast<int16_t>(q); break;
+    case DType::kU8:
+      reinterpret_cast<uint8_t*>(data)[index] = static_cast<uint8_t>(q);
+      break;
+    case DType::kI8:
+      reinterpret_cast<int8_t*>(data)[index] = static_cast<int8_t>(q);
+      break;
+    case DType::kU16:
+      reinterpret_cast<uint16_t*>(data)[index] = static_cast<uint16_t>(q);
+      break;
+    default:
+      reinterpret_cast<int16_t*>(data)[index] = static_cast<int16_t>(q);
+      break;
   }
 }
 

@@ -12,9 +12,8 @@ Result<PassOutcome> InsertQdq::Run(const Graph& graph) {
     if (!encodings_.contains(node.name)) continue;
     const Value& out = graph.value(node.output);
     if (node.is_view() || out.dtype != DType::kF32 || out.encoding) {
-      return InvalidInput("insert_qdq: node '" + node.name + "' (" +
-                          std::string(node.op_name()) + ") " +
-                          (node.is_view() ? "is a view" : "does not output f32") +
+      return InvalidInput("insert_qdq: node '" + node.name + "' (" + std::string(node.op_name()) +
+                          ") " + (node.is_view() ? "is a view" : "does not output f32") +
                           "; activation encodings apply to f32 node outputs");
     }
     found.insert(node.name);
@@ -32,7 +31,8 @@ Result<PassOutcome> InsertQdq::Run(const Graph& graph) {
         auto it = encodings_.find(node.name);
         if (it == encodings_.end()) return std::nullopt;
         const ValueId value = KITE_TRY(rw.Copy(node));
-        const ValueId q = KITE_TRY(rw.builder().Quantize(node.name + ".quantize", value, it->second));
+        const ValueId q =
+            KITE_TRY(rw.builder().Quantize(node.name + ".quantize", value, it->second));
         ++changes;
         return rw.builder().Dequantize(node.name + ".dequantize", q);
       }));
