@@ -170,20 +170,25 @@ TEST(QuantizedActivations, AGgufWithEncodingsRunsThemUnlessTold) {
 
   const std::string text = ::testing::TempDir() + "kite_qact.txt";
   std::ofstream(text) << "w5 w7 w90 w12 w3 w44 w100 w8 w9 w61 w62 w77 w81 w5 w7 w90 w12 w3 w44";
-  auto ppl = [&](const std::string& model_path, bool float_activations) {
-    std::vector<std::string> args = {"eval",  "ppl", "-m",     model_path,  "-f", text,
-                                     "--ctx", "16",  "--json", "--backend", "ref"};
+  auto ppl = [&](const std::string& model_path, bool float_activations,
+                 const std::string& backend) {
+    std::vector<std::string> args = {"eval",  "ppl", "-m",     model_path,  "-f",   text,
+                                     "--ctx", "16",  "--json", "--backend", backend};
     if (float_activations) args.push_back("--float-activations");
     const testing::CommandResult result = testing::RunKite(args);
     EXPECT_EQ(result.exit_code, 0) << result.err;
     auto out = nlohmann::json::parse(result.out, nullptr, false);
     return out.is_discarded() ? -1.0 : out["ppl"].get<double>();
   };
-  const double float_ppl = ppl(source, false);
-  const double quantized_ppl = ppl(quantized, false);
-  EXPECT_EQ(ppl(quantized, true), float_ppl);  // --float-activations: the float model
-  EXPECT_NE(quantized_ppl, float_ppl);
-  EXPECT_NEAR(quantized_ppl, float_ppl, 0.05 * float_ppl);
+  // On ref, and on cpu, whose quantize and dequantize kernels run beside its float ones.
+  for (const std::string backend : {"ref", "cpu"}) {
+    SCOPED_TRACE(backend);
+    const double float_ppl = ppl(source, false, backend);
+    const double quantized_ppl = ppl(quantized, false, backend);
+    EXPECT_EQ(ppl(quantized, true, backend), float_ppl);  // --float-activations: the float model
+    EXPECT_NE(quantized_ppl, float_ppl);
+    EXPECT_NEAR(quantized_ppl, float_ppl, 0.05 * float_ppl);
+  }
 }
 
 }  // namespace
