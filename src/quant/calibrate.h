@@ -70,7 +70,8 @@ struct CalibrationRequest {
 // the weight's shape; the next block's input is then computed with them. Empty: keep them.
 using WeightReplacements = std::map<std::string, std::vector<float>>;
 // Called after block `layer` ran over every window, with the statistics of that block's linears
-// and activations (the callback may move them out). An error stops calibration.
+// and activations (the callback may move them out). An error stops calibration. What it returns
+// for the head (layer == n_layers) is not used: no block follows.
 using LayerCallback = std::function<Result<WeightReplacements>(int32_t layer, CalibrationStats&)>;
 // Steps done of total: one per window per block (and per window of the head).
 using CalibrationProgress = std::function<void(int64_t done, int64_t total)>;
