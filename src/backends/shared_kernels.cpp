@@ -47,6 +47,10 @@ Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& conte
 }
 
 SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend) {
+  // The ops whose job is to write or read quantized values.
+  if (node.op() == OpKind::kQuantize || node.op() == OpKind::kDequantize) {
+    return SupportResult::Yes();
+  }
   const Value* encoded = graph.EncodedOperand(node);
   if (encoded == nullptr) return SupportResult::Yes();
   return SupportResult::No("'" + encoded->name + "' is quantized (" +

@@ -16,7 +16,8 @@ Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& conte
                            const TensorArg& k);
 
 // A backend that computes in float only declines a node reading or writing a quantized value
-// (one carrying an encoding), naming it; Yes otherwise.
+// (one carrying an encoding), naming it; Yes otherwise, and for quantize and dequantize, whose
+// kernels convert between the two.
 SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend);
 
 // table [vocab, dim] (any dequantizable dtype), ids [T] i32 -> out [T, dim] f32; an id outside

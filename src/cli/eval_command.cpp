@@ -29,6 +29,7 @@ struct PplOptions {
   int32_t threads = 0;
   bool check_tensors = false;
   DType kv_type = DType::kF16;
+  bool quantized_activations = true;
   bool json = false;
 };
 
@@ -43,6 +44,7 @@ Status RunPerplexity(const PplOptions& options) {
   engine_options.threads = options.threads;
   engine_options.check_tensors = options.check_tensors;
   engine_options.kv_dtype = options.kv_type;
+  engine_options.quantized_activations = options.quantized_activations;
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
   engine_options.prefill_chunk = window;
   auto engine = KITE_TRY(Engine::Create(std::move(files), engine_options));
@@ -89,7 +91,8 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
       "-c,--ctx,--ctx-size", [options](const int32_t& window) { options->window = window; },
       "Window length in tokens (default 512, or the model's trained context when shorter)");
   auto settings = std::make_shared<SettingFlags>(
-      ppl, std::vector<std::string>{"backend", "threads", "check_tensors", "kv_type"});
+      ppl, std::vector<std::string>{"backend", "threads", "check_tensors", "kv_type",
+                                    "float_activations"});
   ppl->add_flag("--json", options->json, "Print {ppl, tokens, windows, nll, ctx, kv_type} as JSON");
   ppl->callback([options, settings, exit_code] {
     RunSettings chosen;
@@ -98,6 +101,7 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
     options->threads = chosen.engine.threads;
     options->check_tensors = chosen.engine.check_tensors;
     options->kv_type = chosen.engine.kv_dtype;
+    options->quantized_activations = chosen.engine.quantized_activations;
     if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());
   });
 }

@@ -105,6 +105,14 @@ Result<ValueId> GraphBuilder::AddNode(std::string name, OpAttrs attrs, std::vect
   }
   auto spec = std::visit([&](const auto& a) { return InferOutput(a, in); }, attrs);
   if (!spec) return std::unexpected(std::move(spec.error()).WithContext(what));
+  // A quantize node's output carries the encoding its attributes give the kernels.
+  if (const auto* quantize = std::get_if<QuantizeAttrs>(&attrs)) {
+    if (output_encoding && *output_encoding != quantize->encoding) {
+      return InvalidInput(what + ": output encoding " + EncodingString(*output_encoding) +
+                          " differs from the op's " + EncodingString(quantize->encoding));
+    }
+    output_encoding = quantize->encoding;
+  }
   KITE_RETURN_IF_ERROR(CheckShape(what + " output", spec->shape));
 
   Value out;
@@ -189,6 +197,20 @@ Result<ValueId> GraphBuilder::SwiGlu(std::string name, ValueId gate, ValueId up)
 
 Result<ValueId> GraphBuilder::Softmax(std::string name, ValueId x) {
   return AddNode(std::move(name), SoftmaxAttrs{}, {x});
+}
+
+Result<ValueId> GraphBuilder::Quantize(std::string name, ValueId x, QuantEncoding encoding) {
+  return AddNode(std::move(name), QuantizeAttrs{.encoding = std::move(encoding)}, {x});
+}
+
+Result<ValueId> GraphBuilder::Dequantize(std::string name, ValueId q) {
+  KITE_RETURN_IF_ERROR(CheckId(q, "node '" + name + "' (dequantize)"));
+  const Value& value = graph_.value(q);
+  if (!value.encoding) {
+    return InvalidInput("node '" + name + "' (dequantize): input '" + value.name +
+                        "' carries no encoding");
+  }
+  return AddNode(std::move(name), DequantizeAttrs{.encoding = *value.encoding}, {q});
 }
 
 Result<ValueId> GraphBuilder::Reshape(std::string name, ValueId x, std::vector<int64_t> shape) {

@@ -38,6 +38,10 @@ class GraphBuilder {
   Result<ValueId> Gelu(std::string name, ValueId x, GeluApprox approx);
   Result<ValueId> SwiGlu(std::string name, ValueId gate, ValueId up);
   Result<ValueId> Softmax(std::string name, ValueId x);
+  // x f32 -> its integers under `encoding` (per-tensor or per-axis; ops.h QuantizeAttrs).
+  Result<ValueId> Quantize(std::string name, ValueId x, QuantEncoding encoding);
+  // An encoded value -> f32, by the encoding it carries.
+  Result<ValueId> Dequantize(std::string name, ValueId q);
   Result<ValueId> Reshape(std::string name, ValueId x, std::vector<int64_t> shape);
   Result<ValueId> Permute(std::string name, ValueId x, std::vector<int32_t> perm);
   Result<ValueId> Slice(std::string name, ValueId x, int32_t dim, int64_t start, int64_t end);

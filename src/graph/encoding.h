@@ -46,6 +46,7 @@ struct QuantEncoding {
   // Integer range of q: [0, 2^bits - 1] unsigned, [-2^(bits-1), 2^(bits-1) - 1] signed.
   int32_t q_min() const;
   int32_t q_max() const;
+  bool operator==(const QuantEncoding&) const = default;
 };
 
 // The integer dtype that holds q of `encoding` (4-bit values take a byte each): i8, u8, i16, u16.

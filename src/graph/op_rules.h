@@ -40,6 +40,8 @@ Result<OutputSpec> InferOutput(const SiluAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const GeluAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const SwiGluAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const SoftmaxAttrs& attrs, RuleInputs in);
+Result<OutputSpec> InferOutput(const QuantizeAttrs& attrs, RuleInputs in);
+Result<OutputSpec> InferOutput(const DequantizeAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const ReshapeAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const PermuteAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const SliceAttrs& attrs, RuleInputs in);

@@ -10,10 +10,13 @@
 // Outputs are f32 unless the node is given an output encoding (GraphBuilder::AddNode).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "graph/encoding.h"
 
 namespace kite {
 
@@ -122,6 +125,35 @@ struct SoftmaxAttrs {
   static constexpr bool kIsView = false;
 };
 
+// Static quantization of an activation (what an NPU does between its integer ops; AIMET's
+// quantsim models it as quantize -> dequantize pairs). `encoding` is per-tensor or per-axis,
+// 8 or 16 bits (graph/encoding.h):
+//   quantize:   x f32 -> q = clamp(round_half_even(x / scale) - offset, q_min, q_max), stored as
+//               StorageDType(encoding); the output value carries the encoding.
+//   dequantize: q (a value carrying exactly this encoding) -> scale · (q + offset), f32.
+// QuantizeValue and DequantizeValue below are the one definition both backends use.
+struct QuantizeAttrs {
+  static constexpr std::string_view kName = "quantize";
+  static constexpr bool kIsView = false;
+  QuantEncoding encoding;
+};
+struct DequantizeAttrs {
+  static constexpr std::string_view kName = "dequantize";
+  static constexpr bool kIsView = false;
+  QuantEncoding encoding;
+};
+
+inline int32_t QuantizeValue(float x, float scale, int32_t offset, int32_t q_min, int32_t q_max) {
+  const float q = std::nearbyint(x / scale) - static_cast<float>(offset);
+  // NaN compares false both ways and would reach the cast: it goes to q_min.
+  if (!(q >= static_cast<float>(q_min))) return q_min;
+  if (q > static_cast<float>(q_max)) return q_max;
+  return static_cast<int32_t>(q);
+}
+inline float DequantizeValue(int32_t q, float scale, int32_t offset) {
+  return scale * static_cast<float>(q + offset);
+}
+
 // Views: no kernel runs; the output shares the input's memory (the planner aliases it).
 // Reshape needs a contiguous input; at most one dim of `shape` may be -1 (inferred).
 struct ReshapeAttrs {
@@ -157,6 +189,8 @@ enum class OpKind : uint8_t {
   kGelu,
   kSwiGlu,
   kSoftmax,
+  kQuantize,
+  kDequantize,
   kReshape,
   kPermute,
   kSlice,
@@ -164,7 +198,8 @@ enum class OpKind : uint8_t {
 
 using OpAttrs = std::variant<EmbeddingAttrs, MatMulAttrs, AddAttrs, MulAttrs, RmsNormAttrs,
                              RopeAttrs, AttentionAttrs, SiluAttrs, GeluAttrs, SwiGluAttrs,
-                             SoftmaxAttrs, ReshapeAttrs, PermuteAttrs, SliceAttrs>;
+                             SoftmaxAttrs, QuantizeAttrs, DequantizeAttrs, ReshapeAttrs,
+                             PermuteAttrs, SliceAttrs>;
 
 template <OpKind kind>
 using AttrsOf = std::variant_alternative_t<static_cast<size_t>(kind), OpAttrs>;
@@ -179,6 +214,8 @@ static_assert(std::is_same_v<AttrsOf<OpKind::kSilu>, SiluAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kGelu>, GeluAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kSwiGlu>, SwiGluAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kSoftmax>, SoftmaxAttrs>);
+static_assert(std::is_same_v<AttrsOf<OpKind::kQuantize>, QuantizeAttrs>);
+static_assert(std::is_same_v<AttrsOf<OpKind::kDequantize>, DequantizeAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kReshape>, ReshapeAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kPermute>, PermuteAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kSlice>, SliceAttrs>);

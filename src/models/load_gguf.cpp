@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "models/activation_encodings_gguf.h"
 #include "models/load_model.h"
 
 namespace kite {
@@ -177,6 +178,7 @@ Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> ggu
   config.v_bias = has("blk.0.attn_v.bias");
   config.o_bias = has("blk.0.attn_output.bias");
   config.mlp_bias = has("blk.0.ffn_down.bias");
+  config.activation_encodings = KITE_TRY(ReadActivationEncodingKeys(*gguf)).by_node;
 
   KITE_RETURN_IF_ERROR(config.Check());
   const Architecture* architecture = KITE_TRY(FindArchitecture(config));

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "graph/encoding.h"
 #include "graph/ops.h"
 
 namespace kite {
@@ -39,6 +41,10 @@ struct ModelConfig {
   // End-of-text ids the config itself names (config.json eos_token_id), each below vocab. The
   // tokenizer's are joined to them where model and tokenizer meet (runtime/model_files.h).
   std::vector<int32_t> eos_ids;
+  // Static activation encodings by node name (kite.activations.* of a quantized GGUF,
+  // models/activation_encodings_gguf.h); empty for a float model. The Engine runs them
+  // (graph/passes/insert_qdq.h) unless told not to.
+  std::map<std::string, QuantEncoding> activation_encodings;
 
   // InvalidInput naming the source and the field: sizes positive, heads dividing, epsilon > 0.
   Status Check() const;

@@ -7,6 +7,7 @@
 
 #include "backends/registry.h"
 #include "base/thread_pool.h"
+#include "graph/passes/insert_qdq.h"
 #include "models/check_tensors.h"
 
 namespace kite {
@@ -205,6 +206,10 @@ Result<std::shared_ptr<Engine::GraphLease::Entry>> Engine::Compile(const GraphKe
   }
   const PhaseOptions phase{.tokens = key.tokens, .all_logits = key.all_logits};
   Graph graph = KITE_TRY(model_->BuildGraph(phase));
+  if (options_.quantized_activations && !config().activation_encodings.empty()) {
+    // The file's static activation encodings, run as quantize -> dequantize pairs.
+    graph = KITE_TRY(InsertQdq(config().activation_encodings).Run(graph)).graph;
+  }
   std::vector<Backend*> backends;
   for (const auto& backend : backends_) backends.push_back(backend.get());
   auto entry = std::make_shared<GraphLease::Entry>(

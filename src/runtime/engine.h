@@ -43,6 +43,9 @@ struct EngineOptions {
   std::string backend = "cpu";
   int32_t threads = 0;           // cpu backend threads; 0: every CPU this process may use
   bool check_tensors = false;    // scan every weight for NaN/Inf at load (models/check_tensors.h)
+  // Run a quantized model's static activation encodings (ModelConfig::activation_encodings) as
+  // an NPU would quantize them; false: the activations stay float.
+  bool quantized_activations = true;
 };
 
 // Most cpu backend threads Engine::Load accepts: creating tens of thousands of threads aborts

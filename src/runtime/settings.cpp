@@ -130,6 +130,11 @@ std::vector<Setting> BuildTable() {
        .help = "Scan every weight for NaN and infinity while loading",
        .store = [](S& s, const V& v) { s.engine.check_tensors = std::get<bool>(v); },
        .load = [](const S& s) -> V { return s.engine.check_tensors; }},
+      {.key = "float_activations", .flags = {"--float-activations"}, .type = SettingType::kBool,
+       .help = "Keep a quantized model's activations float (ignore its static activation "
+               "encodings)",
+       .store = [](S& s, const V& v) { s.engine.quantized_activations = !std::get<bool>(v); },
+       .load = [](const S& s) -> V { return !s.engine.quantized_activations; }},
   };
 }
 

@@ -158,6 +158,14 @@ TEST(SettingsTable, ThreadsAboveTheCpusAreClampedWithAWarningNamingBothNumbers) 
   EXPECT_TRUE(warnings.empty());
 }
 
+TEST(SettingsTable, FloatActivationsTurnsAModelsActivationEncodingsOff) {
+  RunSettings settings;
+  EXPECT_TRUE(settings.engine.quantized_activations);
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(ApplySettingsJson(json{{"float_activations", true}}, "run.json", &settings, &warnings));
+  EXPECT_FALSE(settings.engine.quantized_activations);
+}
+
 TEST(SettingsTable, JsonAppliesNestedKeysAndRefusesUnknownOnes) {
   RunSettings settings;
   std::vector<std::string> warnings;

@@ -30,6 +30,8 @@ Status Run(const SiluAttrs& attrs, const KernelArgs& args);
 Status Run(const GeluAttrs& attrs, const KernelArgs& args);
 Status Run(const SwiGluAttrs& attrs, const KernelArgs& args);
 Status Run(const SoftmaxAttrs& attrs, const KernelArgs& args);
+Status Run(const QuantizeAttrs& attrs, const KernelArgs& args);
+Status Run(const DequantizeAttrs& attrs, const KernelArgs& args);
 
 SupportResult Support(const EmbeddingAttrs& attrs, const Graph& graph, const Node& node);
 SupportResult Support(const MatMulAttrs& attrs, const Graph& graph, const Node& node);
@@ -42,6 +44,8 @@ SupportResult Support(const SiluAttrs& attrs, const Graph& graph, const Node& no
 SupportResult Support(const GeluAttrs& attrs, const Graph& graph, const Node& node);
 SupportResult Support(const SwiGluAttrs& attrs, const Graph& graph, const Node& node);
 SupportResult Support(const SoftmaxAttrs& attrs, const Graph& graph, const Node& node);
+SupportResult Support(const QuantizeAttrs& attrs, const Graph& graph, const Node& node);
+SupportResult Support(const DequantizeAttrs& attrs, const Graph& graph, const Node& node);
 template <typename Attrs>
 SupportResult Support(const Attrs&, const Graph&, const Node&) {
   return SupportResult::No("the cpu backend has no " + std::string(Attrs::kName) + " kernel");

@@ -24,6 +24,8 @@ Status Run(const SiluAttrs& attrs, const KernelArgs& args);
 Status Run(const GeluAttrs& attrs, const KernelArgs& args);
 Status Run(const SwiGluAttrs& attrs, const KernelArgs& args);
 Status Run(const SoftmaxAttrs& attrs, const KernelArgs& args);
+Status Run(const QuantizeAttrs& attrs, const KernelArgs& args);
+Status Run(const DequantizeAttrs& attrs, const KernelArgs& args);
 
 // Whether ref runs the node: yes unless the op's file says otherwise. What ref may lack is a
 // way to read a weight's dtype; shapes and activation dtypes were checked by the builder.
