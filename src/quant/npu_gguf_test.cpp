@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <functional>
 #include <map>
 #include <string>
@@ -15,6 +17,7 @@
 #include "models/load_model.h"
 #include "models/test_model.h"
 #include "quant/npu_weights.h"
+#include "tensor/dequantize.h"
 
 namespace kite {
 namespace {
@@ -49,8 +52,8 @@ Result<Quantized> QuantizeFile(const std::string& in, const std::string& out,
     const TensorView view = file.View(info);
     const bool linear = info.name.starts_with("blk.") && info.shape.size() == 2;
     if (linear && (t->block == 0 || info.shape[1] % t->block == 0)) {
-      std::vector<float> w(view.bytes / 4);
-      std::memcpy(w.data(), view.data, view.bytes);
+      std::vector<float> w(KITE_TRY(ElementCount(info.shape)));
+      KITE_RETURN_IF_ERROR(Dequantize(info.dtype, view.data, w.data(), w.size()));
       auto q = std::make_shared<const QuantizedTensor>(
           KITE_TRY(QuantizeNpuWeight(info.name, type, w, info.shape)));
       KITE_RETURN_IF_ERROR(AddNpuWeight(q, &metadata, &tensors));
@@ -205,6 +208,20 @@ TEST(NpuGguf, MalformedFilesAreRefusedNamingTheTensor) {
   });
   EXPECT_NE(error.find("tensor '" + w + "'"), std::string::npos) << error;
   EXPECT_NE(error.find("block multiplier 0 is 0, expected 1..15"), std::string::npos) << error;
+}
+
+// Not a check: quantizes the GGUF at $KITE_NPU_QUANTIZE_IN to $KITE_NPU_QUANTIZE_OUT in layout
+// $KITE_NPU_QUANTIZE_TYPE (every block linear that fits; the rest as they are), to measure the
+// cpu backend on NPU layouts (`kite bench`) before `kite quantize` offers them. Skipped unless
+// the variables are set.
+TEST(NpuGguf, QuantizeTheFileTheEnvironmentNames) {
+  const char* in = std::getenv("KITE_NPU_QUANTIZE_IN");
+  const char* out = std::getenv("KITE_NPU_QUANTIZE_OUT");
+  const char* type = std::getenv("KITE_NPU_QUANTIZE_TYPE");
+  if (in == nullptr || out == nullptr || type == nullptr) GTEST_SKIP() << "not asked for";
+  const auto quantized = QuantizeFile(in, out, type);
+  ASSERT_TRUE(quantized.has_value()) << quantized.error().message;
+  std::cout << quantized->size() << " tensors in " << type << "\n";
 }
 
 }  // namespace

@@ -133,8 +133,8 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const in
 }
 
 // Legacy types (block 32): acc += d·(da·dot - offset) (+ m·offset for q4_1, whose offset is
-// da·Σq).
-template <int C, int G, int kBits, bool kMin>
+// da·Σq). d and m are f16, or f32 (kF32: encoded weights whose scales f16 cannot hold).
+template <int C, int G, int kBits, bool kMin, bool kF32 = false>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
                           float (&out)[C][G * kPackRows]) {
   constexpr int R = G * kVecs;
@@ -165,14 +165,16 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     DotSubBlock<C, G, kBits>(block, act, b * kQK, dot, dot2);
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
+    constexpr int kScaleBytes = kF32 ? 4 : 2;
     for (int v = 0; v < R; ++v) {
-      const uint8_t* tail = VecAt<G>(block, v, 2 * kLanes) + code_bytes;
-      const VF d = LoadF16(tail);
+      const uint8_t* tail = VecAt<G>(block, v, kScaleBytes * kLanes) + code_bytes;
+      const VF d = kF32 ? LoadF32(tail) : LoadF16(tail);
       for (int c = 0; c < C; ++c) {
         const VF da = hn::Set(df, scale[c][b]);
         const VF off = hn::Set(df, offset[c][b]);
         if constexpr (kMin) {
-          const VF m = LoadF16(tail + 2 * kPackRows);
+          const uint8_t* min = tail + kScaleBytes * kPackRows;
+          const VF m = kF32 ? LoadF32(min) : LoadF16(min);
           acc[c][v] = hn::MulAdd(d, hn::Mul(hn::ConvertTo(df, dot[c][v]), da), acc[c][v]);
           acc[c][v] = hn::MulAdd(m, off, acc[c][v]);
         } else {
@@ -432,13 +434,13 @@ void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
           HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
 }
 
-template <int kBits, bool kMin>
+template <int kBits, bool kMin, bool kF32 = false>
 struct Legacy {
   template <int C, int G>
   struct Tile {
     static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
                     float (&o)[C][G * kPackRows]) {
-      LegacyTile<C, G, kBits, kMin>(job, g, t0, o);
+      LegacyTile<C, G, kBits, kMin, kF32>(job, g, t0, o);
     }
   };
 };
@@ -476,6 +478,16 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, kLegacyStreams, Legacy<4, true>::Tile>(job, begin, end);
     case PackKernel::kLegacy8:
       return Groups<4, kLegacyStreams, Legacy<8, false>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8Min:
+      return Groups<4, kLegacyStreams, Legacy<8, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4F32:
+      return Groups<4, kLegacyStreams, Legacy<4, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4MinF32:
+      return Groups<4, kLegacyStreams, Legacy<4, true, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8F32:
+      return Groups<4, kLegacyStreams, Legacy<8, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8MinF32:
+      return Groups<4, kLegacyStreams, Legacy<8, true, true>::Tile>(job, begin, end);
     case PackKernel::kKQuant4Min:
       return Groups<4, kStreams, KQuant<4, true>::Tile>(job, begin, end);
     case PackKernel::kKQuant8Min:
