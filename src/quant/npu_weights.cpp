@@ -31,6 +31,19 @@ constexpr NpuWeightType kTypes[] = {
 
 constexpr int32_t kLpbqMultiplierBits = 4;
 constexpr int32_t kLpbqMaxMultiplier = (1 << kLpbqMultiplierBits) - 1;
+// Significant bits kept of an LPBQ channel scale: with a 4-bit multiplier, every block scale
+// then has at most 11, so it is exactly an f16 (in f16's normal range).
+constexpr int kLpbqChannelScaleBits = 7;
+
+// x > 0 rounded up to `bits` significant bits (never down: the block scales it makes cover
+// their blocks' ranges, so no code clips for it).
+float RoundUpToSignificantBits(float x, int bits) {
+  if (!(x > 0.0f) || !std::isfinite(x)) return x;
+  int exponent = 0;
+  const float mantissa = std::frexp(x, &exponent);  // in [0.5, 1)
+  const float steps = std::ldexp(1.0f, bits);
+  return std::ldexp(std::ceil(mantissa * steps) / steps, exponent);
+}
 // The clip search's ratios: 1, 0.95, ..., 0.5.
 constexpr int kClipSteps = 11;
 constexpr float kClipStep = 0.05f;
@@ -121,7 +134,8 @@ void QuantizeChannel(const float* w, int64_t k, const NpuWeightType& t, CodeRang
     block_scales[b] = AbsMax(w + b * t.block, t.block) * ratio / static_cast<float>(r.max);
     max_scale = std::max(max_scale, block_scales[b]);
   }
-  float channel = max_scale / static_cast<float>(kLpbqMaxMultiplier);
+  float channel = RoundUpToSignificantBits(max_scale / static_cast<float>(kLpbqMaxMultiplier),
+                                           kLpbqChannelScaleBits);
   if (!(channel > 0.0f)) channel = 1.0f;
   out->scales.push_back({channel, 0});
   for (int64_t b = 0; b < blocks; ++b) {

@@ -15,8 +15,11 @@
 //               scale = (hi - lo) / q_max (15 or 255; hi - lo in double, which cannot
 //               overflow); offset = round(lo / scale);
 //               q = clamp(round(w / scale) - offset, 0, q_max)
-//   lpbq        block scales s_b as symmetric 4-bit; channel scale c = max_b s_b / 15;
-//               multiplier m_b = clamp(round(s_b / c), 1, 15); codes against c · m_b
+//   lpbq        block scales s_b as symmetric 4-bit; channel scale c = max_b s_b / 15 rounded
+//               up to 7 significant bits (so that every block scale c · m_b, 11 bits at most,
+//               is exactly an f16: the cpu backend then runs LPBQ on q4_0's kernel, and f16
+//               hardware takes it without loss); multiplier m_b = clamp(round(s_b / c), 1, 15);
+//               codes against c · m_b
 // with round to nearest, ties to even. A range of zeros gets scale 1 (its codes are 0: any
 // positive scale is exact). The optional clip search tries shrinking each channel's range by
 // ratios 1, 0.95, ... 0.5 (all the channel's blocks by the same ratio) and keeps the ratio with

@@ -19,39 +19,43 @@ bool IsCodeType(DType dtype) {
 }
 
 void ReadCodes(DType dtype, const void* data, int64_t first, int64_t n, int32_t* out) {
+  // One loop per dtype: packing a model's weights reads every code through here.
   const auto* bytes = static_cast<const uint8_t*>(data);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t e = first + i;
-    switch (dtype) {
-      case DType::kI8:
-        out[i] = static_cast<int8_t>(bytes[e]);
-        break;
-      case DType::kU8:
-        out[i] = bytes[e];
-        break;
-      case DType::kI16: {
+  switch (dtype) {
+    case DType::kI8:
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int8_t>(bytes[first + i]);
+      return;
+    case DType::kU8:
+      for (int64_t i = 0; i < n; ++i) out[i] = bytes[first + i];
+      return;
+    case DType::kI16:
+      for (int64_t i = 0; i < n; ++i) {
         int16_t v;
-        std::memcpy(&v, bytes + 2 * e, 2);
+        std::memcpy(&v, bytes + 2 * (first + i), 2);
         out[i] = v;
-        break;
       }
-      case DType::kU16: {
+      return;
+    case DType::kU16:
+      for (int64_t i = 0; i < n; ++i) {
         uint16_t v;
-        std::memcpy(&v, bytes + 2 * e, 2);
+        std::memcpy(&v, bytes + 2 * (first + i), 2);
         out[i] = v;
-        break;
       }
-      case DType::kI4:
-      case DType::kU4: {
+      return;
+    case DType::kI4:
+    case DType::kU4: {
+      // Sign-extend the nibbles for i4: 8..15 stand for -8..-1.
+      const int32_t wrap = dtype == DType::kI4 ? 8 : 16;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t e = first + i;
         const int32_t nibble = (bytes[e / 2] >> (4 * (e % 2))) & 0xf;
-        // Sign-extend the nibble for i4: 8..15 stand for -8..-1.
-        out[i] = dtype == DType::kI4 && nibble >= 8 ? nibble - 16 : nibble;
-        break;
+        out[i] = nibble >= wrap ? nibble - 16 : nibble;
       }
-      default:
-        out[i] = 0;  // not a code type (IsCodeType); callers check first
-        break;
+      return;
     }
+    default:
+      for (int64_t i = 0; i < n; ++i) out[i] = 0;  // not a code type (IsCodeType); callers check
+      return;
   }
 }
 
