@@ -279,7 +279,7 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
 // awkward shapes (N not a multiple of 16, one and several tokens, K of one and of odd numbers of
 // blocks), with outliers so that scales differ between rows and blocks. ref decodes each code
 // exactly; the cpu backend repacks them into its legacy kernels (f16 scales where exact, else
-// f32). lpbq16's blocks are smaller than the kernels' 32: the cpu backend declines it, saying so.
+// f32; lpbq16: two f16 scales per block of 32).
 struct EncodedCase {
   std::string_view type;
   int64_t tokens;
@@ -305,7 +305,7 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
       {"int4-g32-asym", 4, 17, 96}, {"int4-g64", 1, 40, 128},  {"int4-g64-asym", 3, 31, 192},
       {"int4-g128", 1, 18, 256},   {"int4-g128-asym", 6, 150, 128},
       {"lpbq32", 1, 300, 96},      {"lpbq32", 5, 23, 64, true}, {"lpbq64", 1, 50, 128},
-      {"lpbq64", 8, 16, 320},      {"lpbq16", 1, 16, 64},
+      {"lpbq64", 8, 16, 320},      {"lpbq16", 1, 16, 64},      {"lpbq16", 6, 290, 96, true},
       {"int8", 3, 40, 64, false, true},      {"int8-asym", 1, 33, 96, true, true},
       {"int4", 1, 300, 64, false, true},     {"int4-asym", 4, 17, 128, false, true},
       {"int4-g64-asym", 1, 50, 128, false, true}, {"lpbq32", 2, 100, 96, true, true},
@@ -322,7 +322,7 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
     if (c.f16_scales) {
       for (float& scale : q->encoding->scales) scale = ThreeBits(scale);
     }
-    if (c.type != "lpbq16") {
+    {
       const auto layout = cpu::LayoutOfEncoded(q->dtype, *q->encoding, q->shape);
       ASSERT_TRUE(layout.has_value()) << layout.error().message;
       // LPBQ's channel scales have 7 significant bits: its block scales are f16s already.
@@ -369,13 +369,6 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
         ASSERT_NEAR(ref.out[t * c.n + n], sum, 1e-7 * magnitude + 1e-7) << "ref, t " << t;
       }
     }
-    if (c.type == "lpbq16") {
-      Outcome cpu = RunGraph(*backend_, nullptr, build, {F32("x", x)});
-      if (GetParam() == "cpu") {
-        EXPECT_TRUE(cpu.declined);
-      }
-      continue;
-    }
     const Pair p = RunBoth(build, {F32("x", x)});
     if (p.skipped) continue;
     MatMulCase as_case{DType::kF32, c.tokens, c.n, c.k, c.bias};
@@ -391,11 +384,13 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
   }
 }
 
-// The cpu backend says why it declines an encoded weight its kernels cannot take.
+// The cpu backend says why it declines an encoded weight its kernels cannot take (here LPBQ
+// scales per 16 that are not f16s).
 TEST(CpuEncodedWeights, DeclinesWithAReason) {
-  const auto q = QuantizeNpuWeight("blk.0.attn_q.weight", "lpbq16", Random(16 * 64, 7),
-                                   std::vector<int64_t>{16, 64});
+  auto q = QuantizeNpuWeight("blk.0.attn_q.weight", "lpbq16", Random(16 * 64, 7),
+                             std::vector<int64_t>{16, 64});
   ASSERT_TRUE(q.has_value());
+  q->encoding->scales[3] = 0.1f;  // 0.1 · multiplier is no f16
   GraphBuilder b;
   const ValueId x = *b.Input("x", DType::kF32, {1, 64});
   const ValueId w = *b.Weight({.name = "blk.0.attn_q.weight",
@@ -409,7 +404,9 @@ TEST(CpuEncodedWeights, DeclinesWithAReason) {
   CpuBackend cpu(1);
   const SupportResult support = cpu.Supports(graph, graph.nodes()[0]);
   EXPECT_FALSE(support.ok);
-  EXPECT_NE(support.reason.find("blocks of 16, not a multiple of 32"), std::string::npos)
+  EXPECT_NE(support.reason.find("runs blocks of 16 only for symmetric 4-bit codes whose scales "
+                                "are exact f16s"),
+            std::string::npos)
       << support.reason;
 }
 

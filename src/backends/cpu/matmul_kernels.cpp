@@ -134,7 +134,9 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const in
 
 // Legacy types (block 32): acc += d·(da·dot - offset) (+ m·offset for q4_1, whose offset is
 // da·Σq). d and m are f16, or f32 (kF32: encoded weights whose scales f16 cannot hold).
-template <int C, int G, int kBits, bool kMin, bool kF32 = false>
+// kHalves (4-bit, symmetric): a scale per 16 elements, d for elements 0..15 (dot) and d2 for
+// 16..31 (dot2), each with its own activation offset.
+template <int C, int G, int kBits, bool kMin, bool kF32 = false, bool kHalves = false>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
                           float (&out)[C][G * kPackRows]) {
   constexpr int R = G * kVecs;
@@ -150,7 +152,7 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   for (int c = 0; c < C; ++c) {
     act[c] = job.qs + (t0 + c) * k;
     scale[c] = job.scale + (t0 + c) * blocks;
-    offset[c] = job.offset + (t0 + c) * blocks;
+    offset[c] = job.offset + (t0 + c) * blocks * (kHalves ? 2 : 1);
   }
   VF acc[C][R];
   for (int c = 0; c < C; ++c)
@@ -163,6 +165,22 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
     DotSubBlock<C, G, kBits>(block, act, b * kQK, dot, dot2);
+    if constexpr (kHalves) {
+      for (int v = 0; v < R; ++v) {
+        const uint8_t* tail = VecAt<G>(block, v, 2 * kLanes) + code_bytes;
+        const VF d = LoadF16(tail);
+        const VF d2 = LoadF16(tail + 2 * kPackRows);
+        for (int c = 0; c < C; ++c) {
+          const VF da = hn::Set(df, scale[c][b]);
+          const VF off = hn::Set(df, offset[c][2 * b]);
+          const VF off2 = hn::Set(df, offset[c][2 * b + 1]);
+          acc[c][v] = hn::MulAdd(d, hn::MulSub(hn::ConvertTo(df, dot[c][v]), da, off), acc[c][v]);
+          acc[c][v] =
+              hn::MulAdd(d2, hn::MulSub(hn::ConvertTo(df, dot2[c][v]), da, off2), acc[c][v]);
+        }
+      }
+      continue;
+    }
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
     constexpr int kScaleBytes = kF32 ? 4 : 2;
@@ -434,13 +452,13 @@ void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
           HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
 }
 
-template <int kBits, bool kMin, bool kF32 = false>
+template <int kBits, bool kMin, bool kF32 = false, bool kHalves = false>
 struct Legacy {
   template <int C, int G>
   struct Tile {
     static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
                     float (&o)[C][G * kPackRows]) {
-      LegacyTile<C, G, kBits, kMin, kF32>(job, g, t0, o);
+      LegacyTile<C, G, kBits, kMin, kF32, kHalves>(job, g, t0, o);
     }
   };
 };
@@ -488,6 +506,8 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, kLegacyStreams, Legacy<8, false, true>::Tile>(job, begin, end);
     case PackKernel::kLegacy8MinF32:
       return Groups<4, kLegacyStreams, Legacy<8, true, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4Halves:
+      return Groups<4, kLegacyStreams, Legacy<4, false, false, true>::Tile>(job, begin, end);
     case PackKernel::kKQuant4Min:
       return Groups<4, kStreams, KQuant<4, true>::Tile>(job, begin, end);
     case PackKernel::kKQuant8Min:
@@ -524,6 +544,14 @@ void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
         hn::StoreU(hn::DemoteTo(d8, qi), d8, qb + i);
       }
       job.scale[t * blocks + b] = d;
+      if (l.half_scales) {  // an offset per half block (kHalves)
+        for (int h = 0; h < 2; ++h) {
+          int32_t sum = 0;
+          for (int i = 0; i < kQK / 2; ++i) sum += qb[h * kQK / 2 + i];
+          job.offset[(t * blocks + b) * 2 + h] = d * static_cast<float>(sum) * l.zero;
+        }
+        continue;
+      }
       for (int g = 0; g < l.block / group; ++g) {
         int32_t sum = 0;
         for (int i = 0; i < group; ++i) sum += qb[g * group + i];
@@ -565,7 +593,7 @@ uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k) {
   if (layout.family == PackFamily::kFloat) return 0;
   const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / layout.block);
-  return Align64(tokens * k) + Align64(blocks * 4) * 2 +
+  return Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2) +
          Align64(static_cast<uint64_t>(tokens) * (k / 16) * 4);
 }
 
@@ -577,8 +605,8 @@ void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   scratch += Align64(job->tokens * k);
   job->scale = reinterpret_cast<float*>(scratch);
   scratch += Align64(blocks * 4);
-  job->offset = reinterpret_cast<float*>(scratch);
-  scratch += Align64(blocks * 4);
+  job->offset = reinterpret_cast<float*>(scratch);  // one per block, or per half (half_scales)
+  scratch += Align64(blocks * 4 * 2);
   job->sums = reinterpret_cast<int32_t*>(scratch);
 }
 

@@ -118,10 +118,14 @@ Result<PackLayout> LayoutOfEncoded(DType dtype, const QuantEncoding& e,
   using G = EncodingGranularity;
   const bool channels = e.granularity == G::kPerAxis || e.granularity == G::kLpbq;
   const bool blocks = e.granularity == G::kPerBlock || e.granularity == G::kLpbq;
-  if ((channels && e.axis != 0) || (blocks && (e.block_axis != 1 || e.block_size % kQK != 0))) {
+  // Blocks of 16 fit as two scales per block of 32 (symmetric 4-bit codes, f16 scales: checked
+  // below).
+  const bool halves = blocks && e.block_size == kQK / 2;
+  if ((channels && e.axis != 0) ||
+      (blocks && (e.block_axis != 1 || (e.block_size % kQK != 0 && !halves)))) {
     return Unsupported("the cpu backend packs encoded weights with one scale per block of 32 "
-                       "of a row: the " + what + " has scales along another axis or in blocks "
-                       "of " + std::to_string(e.block_size) + ", not a multiple of 32");
+                       "(or 16) of a row: the " + what + " has scales along another axis or in "
+                       "blocks of " + std::to_string(e.block_size));
   }
   PackLayout l;
   l.family = PackFamily::kLegacy;
@@ -151,6 +155,16 @@ Result<PackLayout> LayoutOfEncoded(DType dtype, const QuantEncoding& e,
     }
   }
   l.f32_scale = !f16;
+  if (halves) {
+    if (l.code_bits != 4 || l.has_min || l.f32_scale) {
+      return Unsupported("the cpu backend runs blocks of 16 only for symmetric 4-bit codes "
+                         "whose scales are exact f16s; the " + what + " is not");
+    }
+    l.half_scales = true;
+    l.kernel = PackKernel::kLegacy4Halves;
+    l.block_bytes = CodeBytes(l) + kPackRows * 2 * 2;
+    return l;
+  }
   if (l.code_bits == 4) {
     l.kernel = l.f32_scale ? (l.has_min ? PackKernel::kLegacy4MinF32 : PackKernel::kLegacy4F32)
                            : (l.has_min ? PackKernel::kLegacy4Min : PackKernel::kLegacy4);
@@ -197,7 +211,9 @@ Result<PackedMatrix> PackedMatrix::PackEncoded(DType dtype, const QuantEncoding&
         out->d = so.scale;
         out->dmin = m;
         out->d16 = F32ToF16(so.scale);
-        out->m16 = F32ToF16(m);
+        out->m16 = layout.half_scales
+                       ? F32ToF16(ScaleOffsetAt(e, shape, first + kQK / 2).scale)
+                       : F32ToF16(m);
       },
       pool, release_source);
 }
@@ -250,7 +266,7 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
             std::memcpy(tail + scale_bytes * r, l.f32_scale ? static_cast<const void*>(&rb.d)
                                                             : static_cast<const void*>(&rb.d16),
                         scale_bytes);
-            if (l.has_min) {
+            if (l.has_min || l.half_scales) {
               std::memcpy(tail + scale_bytes * (kPackRows + r),
                           l.f32_scale ? static_cast<const void*>(&rb.dmin)
                                       : static_cast<const void*>(&rb.m16),

@@ -12,7 +12,8 @@
 // packed into the legacy layout, exactly: per block of 32 of a row, unsigned codes u = q - q_min,
 // d = the block's scale (LPBQ: channel scale × multiplier) and, when an offset makes it nonzero,
 // m = d·(offset + q_min), so that w = d·u + m = scale·(q + offset). The scales are f16 when
-// every one is exactly an f16, else f32 (kernels *F32).
+// every one is exactly an f16, else f32 (kernels *F32). Symmetric 4-bit weights with a scale per
+// 16 (lpbq16) keep two f16 scales per block of 32, one per half (kLegacy4Halves).
 // Codes of one sub-block of 32 for 16 rows: 4-bit codes (q4_0, q4_1, q4_K) fill 4 chunks of 64
 // bytes, chunk p holding for each row r (4 bytes at 4r) elements 4p..4p+3 in the low nibbles
 // and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned, q5_K, q6_K) fill 8
@@ -45,6 +46,7 @@ enum class PackKernel : uint8_t {
   kLegacy8Min,                         // encoded 8-bit weights with offsets
   kLegacy4F32, kLegacy4MinF32,         // encoded weights whose scales f16 cannot hold
   kLegacy8F32, kLegacy8MinF32,
+  kLegacy4Halves,                      // encoded 4-bit weights with a scale per 16 (lpbq16)
   kKQuant4Min, kKQuant8Min, kKQuant8,  // q4_K, q5_K, q6_K
 };
 
@@ -56,6 +58,7 @@ struct PackLayout {
   int32_t zero = 0;         // subtracted from codes (8 q4_0, 128 q8_0, 32 q6_K)
   bool has_min = false;     // q4_1 (f16 m), q4_K and q5_K (dmin · min)
   bool f32_scale = false;   // legacy family: d (and m) stored as f32 instead of f16
+  bool half_scales = false; // legacy 4-bit: an f16 scale per 16 elements (d[16] then d2[16])
   int64_t block_bytes = 0;  // bytes of one block of a 16-row group
 };
 
@@ -93,7 +96,8 @@ class PackedMatrix {
   uint64_t bytes() const { return data_.size(); }
 
  private:
-  // Block b of row `row` as codes and scales (UnpackedBlock; legacy f32 scales in d and dmin).
+  // Block b of row `row` as codes and scales (UnpackedBlock; legacy f32 scales in d and dmin;
+  // with half_scales, the second half's f16 scale in m16).
   using BlockSource = std::function<void(int64_t row, int64_t block, UnpackedBlock* out)>;
   // Packs the N x K matrix whose blocks `source` gives; `src`, `row_bytes`: the source rows, for
   // release_source (and float types, which are copied from them).
