@@ -184,13 +184,15 @@ Result<std::optional<EncodedWeight>> ReadEncodedWeight(const GgufFile& gguf,
       KITE_TRY(Companion(gguf, name, kScaleSuffix, true, DType::kF32, scale_shape));
   const GgufTensorInfo* offset =
       KITE_TRY(Companion(gguf, name, kOffsetSuffix, false, DType::kI32, scale_shape));
-  const GgufTensorInfo* mult = KITE_TRY(Companion(
-      gguf, name, kLpbqMultSuffix, lpbq, DType::kI8,
-      lpbq ? MultiplierFileShape(e, shape) : std::vector<int64_t>{}));
-  if (mult != nullptr && !lpbq) {
+  if (!lpbq && gguf.FindTensor(name + std::string(kLpbqMultSuffix)) != nullptr) {
     return InvalidInput(keys.Where() + ": companion '" + name + std::string(kLpbqMultSuffix) +
                         "' on a " + std::string(GranularityKeyName(e.granularity)) +
                         " encoding; only lpbq has block multipliers");
+  }
+  const GgufTensorInfo* mult = nullptr;
+  if (lpbq) {
+    mult = KITE_TRY(Companion(gguf, name, kLpbqMultSuffix, true, DType::kI8,
+                              MultiplierFileShape(e, shape)));
   }
   e.scales = ReadAll<float>(gguf, *scale);
   if (offset != nullptr) e.offsets = ReadAll<int32_t>(gguf, *offset);

@@ -203,6 +203,18 @@ TEST(NpuGguf, MalformedFilesAreRefusedNamingTheTensor) {
   EXPECT_NE(error.find("'kite.quantized_gguf.version' is 2; this Kite reads version 1"),
             std::string::npos)
       << error;
+  // Block multipliers on an encoding without blocks.
+  error = LoadError("stray_mult", "int8", [&](GgufWriter*, auto* tensors) {
+    tensors->push_back({w + ".lpbq_mult", DType::kI8, {128, 2},
+                        [](int64_t, int64_t, std::span<uint8_t> out) {
+                          std::fill(out.begin(), out.end(), 1);
+                          return Ok();
+                        }});
+  });
+  EXPECT_NE(error.find("tensor '" + w + "': companion '" + w +
+                       ".lpbq_mult' on a per_axis encoding; only lpbq has block multipliers"),
+            std::string::npos)
+      << error;
   // A multiplier out of range (ValidateEncoding's message, with the tensor).
   error = LoadError("multiplier", "lpbq32", [&](GgufWriter*, auto* tensors) {
     Find(tensors, w + ".lpbq_mult")->fill = [](int64_t, int64_t, std::span<uint8_t> out) {

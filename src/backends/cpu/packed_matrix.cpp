@@ -6,8 +6,8 @@
 
 #include "base/half.h"
 #include "base/mapped_file.h"
-#include "tensor/int_codes.h"
 #include "tensor/dtype_row.h"
+#include "tensor/int_codes.h"
 #include "tensor/quant_blocks.h"
 
 namespace kite::cpu {
@@ -42,6 +42,9 @@ void Interleave(const uint8_t* row, int64_t k, int r, uint8_t* group) {
 }
 
 int64_t CodeBytes(const PackLayout& l) { return int64_t{kPackRows} * l.block * l.code_bits / 8; }
+
+// Whether an f16 holds `x` exactly.
+bool ExactF16(float x) { return F16ToF32(F32ToF16(x)) == x; }
 
 }  // namespace
 
@@ -99,9 +102,6 @@ Result<PackLayout> LayoutOf(DType dtype) {
   }
   return no_kernel();
 }
-
-// The f16 of `x` when it holds x exactly.
-bool ExactF16(float x) { return F16ToF32(F32ToF16(x)) == x; }
 
 Result<PackLayout> LayoutOfEncoded(DType dtype, const QuantEncoding& e,
                                    std::span<const int64_t> shape) {
