@@ -15,10 +15,6 @@ constexpr std::array<EncodingGranularity, 4> kGranularities = {
     EncodingGranularity::kPerTensor, EncodingGranularity::kPerAxis,
     EncodingGranularity::kPerBlock, EncodingGranularity::kLpbq};
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // Reads the encoding keys of one tensor; messages name the file, the tensor and the key.
 class EncodingKeys {
  public:
@@ -244,7 +240,7 @@ Status CheckWeightEncodingKeys(const GgufFile& gguf) {
 
 bool IsEncodingCompanion(const GgufFile& gguf, std::string_view tensor) {
   for (std::string_view suffix : {kScaleSuffix, kOffsetSuffix, kLpbqMultSuffix}) {
-    if (!EndsWith(tensor, suffix)) continue;
+    if (!tensor.ends_with(suffix)) continue;
     const std::string_view base = tensor.substr(0, tensor.size() - suffix.size());
     if (gguf.Find(WeightEncodingKey(base, "bits")) != nullptr) return true;
   }
