@@ -286,9 +286,11 @@ struct EncodedCase {
   int64_t n;
   int64_t k;
   bool bias = false;
-  // Scales rounded to 3 significant bits, so that every block scale and min is exactly an f16:
-  // the cpu backend then packs f16 scales (the q4_0/q4_1/q8_0 kernels), else f32 ones.
-  bool f16_scales = false;
+  // kQuantized: the scales as the quantizer chose them (symmetric and LPBQ ones are exact f16s;
+  // asymmetric ones give mins d·(offset + q_min) that are not). kThreeBits: rounded to 3
+  // significant bits, so that mins are f16s too. kNotF16: nudged off f16, so that the cpu
+  // backend must pack them as f32 (its *F32 kernels).
+  enum Scales { kQuantized, kThreeBits, kNotF16 } scales = kQuantized;
 };
 
 float ThreeBits(float scale) {
@@ -306,9 +308,14 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
       {"int4-g128", 1, 18, 256},   {"int4-g128-asym", 6, 150, 128},
       {"lpbq32", 1, 300, 96},      {"lpbq32", 5, 23, 64, true}, {"lpbq64", 1, 50, 128},
       {"lpbq64", 8, 16, 320},      {"lpbq16", 1, 16, 64},      {"lpbq16", 6, 290, 96, true},
-      {"int8", 3, 40, 64, false, true},      {"int8-asym", 1, 33, 96, true, true},
-      {"int4", 1, 300, 64, false, true},     {"int4-asym", 4, 17, 128, false, true},
-      {"int4-g64-asym", 1, 50, 128, false, true}, {"lpbq32", 2, 100, 96, true, true},
+      {"int8-asym", 1, 33, 96, true, EncodedCase::kThreeBits},
+      {"int4-asym", 4, 17, 128, false, EncodedCase::kThreeBits},
+      {"int4-g64-asym", 1, 50, 128, false, EncodedCase::kThreeBits},
+      {"lpbq32", 2, 100, 96, true, EncodedCase::kThreeBits},
+      {"int8", 3, 40, 64, false, EncodedCase::kNotF16},
+      {"int4", 1, 300, 64, false, EncodedCase::kNotF16},
+      {"int4-g32", 5, 33, 96, true, EncodedCase::kNotF16},
+      {"lpbq64", 1, 20, 128, false, EncodedCase::kNotF16},
   };
   uint32_t seed = 1000;
   for (const EncodedCase& c : cases) {
@@ -319,15 +326,17 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
     for (int64_t n = 0; n < c.n; ++n) w_f32[n * c.k + (n * 7) % c.k] *= 4;
     auto q = QuantizeNpuWeight("w", c.type, w_f32, std::vector<int64_t>{c.n, c.k});
     ASSERT_TRUE(q.has_value()) << q.error().message;
-    if (c.f16_scales) {
-      for (float& scale : q->encoding->scales) scale = ThreeBits(scale);
+    for (float& scale : q->encoding->scales) {
+      if (c.scales == EncodedCase::kThreeBits) scale = ThreeBits(scale);
+      if (c.scales == EncodedCase::kNotF16) scale *= 1.0f + 0x1p-20f;
     }
     {
       const auto layout = cpu::LayoutOfEncoded(q->dtype, *q->encoding, q->shape);
       ASSERT_TRUE(layout.has_value()) << layout.error().message;
-      // LPBQ's channel scales have 7 significant bits: its block scales are f16s already.
-      EXPECT_EQ(layout->f32_scale, !c.f16_scales && !c.type.starts_with("lpbq"));
-      EXPECT_EQ(layout->has_min, c.type.ends_with("asym"));
+      const bool asym = c.type.ends_with("asym");
+      EXPECT_EQ(layout->f32_scale, c.scales == EncodedCase::kNotF16 ||
+                                       (c.scales == EncodedCase::kQuantized && asym));
+      EXPECT_EQ(layout->has_min, asym);
     }
     std::vector<float> w_dequant(c.n * c.k);
     for (int64_t i = 0; i < c.n * c.k; ++i) {

@@ -31,8 +31,11 @@ constexpr NpuWeightType kTypes[] = {
 
 constexpr int32_t kLpbqMultiplierBits = 4;
 constexpr int32_t kLpbqMaxMultiplier = (1 << kLpbqMultiplierBits) - 1;
+// Significant bits of an f16 (10 stored, 1 implied): a symmetric scale keeps that many, so it
+// is exactly an f16 (in f16's normal range).
+constexpr int kF16SignificantBits = 11;
 // Significant bits kept of an LPBQ channel scale: with a 4-bit multiplier, every block scale
-// then has at most 11, so it is exactly an f16 (in f16's normal range).
+// then has at most 11, so it is exactly an f16 too.
 constexpr int kLpbqChannelScaleBits = 7;
 
 // x > 0 rounded up to `bits` significant bits (never down: the block scales it makes cover
@@ -74,7 +77,8 @@ ScaleAndOffset ChooseScale(const float* w, int64_t n, const NpuWeightType& t, Co
                            float ratio) {
   if (!t.asymmetric) {
     const float amax = AbsMax(w, n) * ratio;
-    return {amax > 0.0f ? amax / static_cast<float>(r.max) : 1.0f, 0};
+    if (!(amax > 0.0f)) return {1.0f, 0};
+    return {RoundUpToSignificantBits(amax / static_cast<float>(r.max), kF16SignificantBits), 0};
   }
   float lo = 0.0f;
   float hi = 0.0f;

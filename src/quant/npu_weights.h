@@ -10,7 +10,9 @@
 // offset per scale (real = scale · (q + offset)). 4-bit codes are packed two a byte (i4/u4).
 //
 // The arithmetic, per channel (row of W) or per block of a row (the "range" r):
-//   symmetric   scale = max|r| / q_max (7 or 127); q = clamp(round(w / scale), q_min, q_max)
+//   symmetric   scale = max|r| / q_max (7 or 127) rounded up to 11 significant bits (an exact
+//               f16: the cpu backend then runs it on q4_0's / q8_0's kernel and bytes);
+//               q = clamp(round(w / scale), q_min, q_max)
 //   asymmetric  lo = min(min r, 0), hi = max(max r, 0) (real 0 stays exact);
 //               scale = (hi - lo) / q_max (15 or 255; hi - lo in double, which cannot
 //               overflow); offset = round(lo / scale);

@@ -26,6 +26,12 @@ struct Expected {
 
 float RoundEven(float x) { return std::nearbyint(x); }  // the default mode: ties to even
 
+// x > 0 rounded up to `bits` significant bits: ceil(x / ulp) · ulp.
+float RoundUp(float x, int bits) {
+  const float ulp = std::ldexp(1.0f, std::ilogb(x) - (bits - 1));
+  return std::ceil(x / ulp) * ulp;
+}
+
 Expected Reference(const NpuWeightType& t, const std::vector<float>& w, int64_t n, int64_t k) {
   Expected out;
   const int qmax = t.asymmetric ? (1 << t.bits) - 1 : (1 << (t.bits - 1)) - 1;
@@ -40,7 +46,7 @@ Expected Reference(const NpuWeightType& t, const std::vector<float>& w, int64_t 
     if (!t.asymmetric) {
       float amax = 0;
       for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(r[i]));
-      if (amax > 0) scale = amax / static_cast<float>(qmax);
+      if (amax > 0) scale = RoundUp(amax / static_cast<float>(qmax), 11);
     } else {
       float lo = 0, hi = 0;
       for (int64_t i = 0; i < len; ++i) {
@@ -75,10 +81,7 @@ Expected Reference(const NpuWeightType& t, const std::vector<float>& w, int64_t 
         block_scale.push_back(amax / 7.0f);
       }
       float c = *std::max_element(block_scale.begin(), block_scale.end()) / 15.0f;
-      if (c > 0) {  // rounded up to 7 significant bits: c = ceil(c / ulp) · ulp
-        const float ulp = std::ldexp(1.0f, std::ilogb(c) - 6);
-        c = std::ceil(c / ulp) * ulp;
-      }
+      if (c > 0) c = RoundUp(c, 7);
       if (c == 0) c = 1;
       out.scales.push_back(c);
       for (size_t b = 0; b < block_scale.size(); ++b) {
