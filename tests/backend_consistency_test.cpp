@@ -21,13 +21,16 @@
 #include "backends/registry.h"
 #include "backends/testing.h"
 #include "graph/builder.h"
+#include "graph/encoding.h"
 #include "graph/kv_cache.h"
+#include "quant/npu_weights.h"
 #include "reference_gguf.h"
 #include "runtime/engine.h"
 #include "runtime/kv_pool.h"
 #include "runtime/session.h"
 #include "runtime/testing.h"
 #include "tensor/dequantize.h"
+#include "tensor/int_codes.h"
 #include "tensor/quantize.h"
 
 namespace kite {
@@ -159,10 +162,13 @@ std::string Describe(const MatMulCase& c) {
 // (32 elements for q4_0/q4_1/q8_0, 256 for k-quants) to int8 with step amax/127, so each element
 // moves by at most amax/254, and the output by at most Σ_blocks amax/254 · Σ_block |w| — a
 // rigorous bound, which a kernel that reads a wrong code or scale exceeds by far.
+// Encoded weights (NPU layouts) run on the legacy kernels: blocks of 32 (pass kEncodedBlock).
+constexpr int64_t kEncodedBlock = 32;
 std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x,
-                                const std::vector<float>& w_dequant) {
+                                const std::vector<float>& w_dequant, int64_t encoded_block = 0) {
   const int64_t block =
-      c.dtype == DType::kQ4_0 || c.dtype == DType::kQ4_1 || c.dtype == DType::kQ8_0 ||
+      encoded_block > 0 ? encoded_block
+      : c.dtype == DType::kQ4_0 || c.dtype == DType::kQ4_1 || c.dtype == DType::kQ8_0 ||
               c.dtype == DType::kIQ4_NL
           ? 32
       : c.dtype == DType::kQ4_K || c.dtype == DType::kQ5_K || c.dtype == DType::kQ6_K ||
@@ -278,6 +284,150 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
       }
     }
   }
+}
+
+// NPU-layout weights (integer codes under an encoding, quant/npu_weights.h): every layout on
+// awkward shapes (N not a multiple of 16, one and several tokens, K of one and of odd numbers of
+// blocks), with outliers so that scales differ between rows and blocks. ref decodes each code
+// exactly; the cpu backend repacks them into its legacy kernels (f16 scales where exact, else
+// f32; lpbq16: two f16 scales per block of 32).
+struct EncodedCase {
+  std::string_view type;
+  int64_t tokens;
+  int64_t n;
+  int64_t k;
+  bool bias = false;
+  // kQuantized: the scales as the quantizer chose them (symmetric and LPBQ ones are exact f16s;
+  // asymmetric ones give mins d·(offset + q_min) that are not). kThreeBits: rounded to 3
+  // significant bits, so that mins are f16s too. kNotF16: nudged off f16, so that the cpu
+  // backend must pack them as f32 (its *F32 kernels).
+  enum Scales { kQuantized, kThreeBits, kNotF16 } scales = kQuantized;
+};
+
+float ThreeBits(float scale) {
+  int exponent = 0;
+  const float mantissa = std::frexp(scale, &exponent);
+  return std::ldexp(std::round(mantissa * 8.0f) / 8.0f, exponent);
+}
+
+TEST_P(ConsistencyTest, MatMulEncodedWeights) {
+  const std::vector<EncodedCase> cases = {
+      {"int8", 1, 1, 32},          {"int8", 7, 33, 96, true},  {"int8-asym", 1, 47, 64},
+      {"int8-asym", 5, 300, 160},  {"int4", 1, 19, 32},        {"int4", 6, 21, 96},
+      {"int4-asym", 1, 64, 224},   {"int4-asym", 9, 35, 96},   {"int4-g32", 1, 290, 64, true},
+      {"int4-g32-asym", 4, 17, 96}, {"int4-g64", 1, 40, 128},  {"int4-g64-asym", 3, 31, 192},
+      {"int4-g128", 1, 18, 256},   {"int4-g128-asym", 6, 150, 128},
+      {"lpbq32", 1, 300, 96},      {"lpbq32", 5, 23, 64, true}, {"lpbq64", 1, 50, 128},
+      {"lpbq64", 8, 16, 320},      {"lpbq16", 1, 16, 64},      {"lpbq16", 6, 290, 96, true},
+      {"int8-asym", 1, 33, 96, true, EncodedCase::kThreeBits},
+      {"int4-asym", 4, 17, 128, false, EncodedCase::kThreeBits},
+      {"int4-g64-asym", 1, 50, 128, false, EncodedCase::kThreeBits},
+      {"lpbq32", 2, 100, 96, true, EncodedCase::kThreeBits},
+      {"int8", 3, 40, 64, false, EncodedCase::kNotF16},
+      {"int4", 1, 300, 64, false, EncodedCase::kNotF16},
+      {"int4-g32", 5, 33, 96, true, EncodedCase::kNotF16},
+      {"lpbq64", 1, 20, 128, false, EncodedCase::kNotF16},
+  };
+  uint32_t seed = 1000;
+  for (const EncodedCase& c : cases) {
+    SCOPED_TRACE(std::string(c.type) + " T=" + std::to_string(c.tokens) +
+                 " N=" + std::to_string(c.n) + " K=" + std::to_string(c.k));
+    const std::vector<float> x = Random(c.tokens * c.k, seed++);
+    std::vector<float> w_f32 = Random(c.n * c.k, seed++);
+    for (int64_t n = 0; n < c.n; ++n) w_f32[n * c.k + (n * 7) % c.k] *= 4;
+    auto q = QuantizeNpuWeight("w", c.type, w_f32, std::vector<int64_t>{c.n, c.k});
+    ASSERT_TRUE(q.has_value()) << q.error().message;
+    for (float& scale : q->encoding->scales) {
+      if (c.scales == EncodedCase::kThreeBits) scale = ThreeBits(scale);
+      if (c.scales == EncodedCase::kNotF16) scale *= 1.0f + 0x1p-20f;
+    }
+    {
+      const auto layout = cpu::LayoutOfEncoded(q->dtype, *q->encoding, q->shape);
+      ASSERT_TRUE(layout.has_value()) << layout.error().message;
+      const bool asym = c.type.ends_with("asym");
+      EXPECT_EQ(layout->f32_scale, c.scales == EncodedCase::kNotF16 ||
+                                       (c.scales == EncodedCase::kQuantized && asym));
+      EXPECT_EQ(layout->has_min, asym);
+    }
+    std::vector<float> w_dequant(c.n * c.k);
+    for (int64_t i = 0; i < c.n * c.k; ++i) {
+      int32_t code = 0;
+      ReadCodes(q->dtype, q->bytes.data(), i, 1, &code);
+      const ScaleOffset so = ScaleOffsetAt(*q->encoding, q->shape, i);
+      w_dequant[i] = so.scale * static_cast<float>(code + so.offset);
+    }
+    const std::vector<float> bias = Random(c.n, seed++);
+    const BuildFn build = [&](GraphBuilder& b) -> Result<ValueId> {
+      const ValueId xv = KITE_TRY(b.Input("x", DType::kF32, {c.tokens, c.k}));
+      const ValueId wv = KITE_TRY(b.Weight({.name = "w",
+                                            .dtype = q->dtype,
+                                            .shape = q->shape,
+                                            .data = q->bytes.data(),
+                                            .bytes = q->bytes.size()},
+                                           q->encoding));
+      std::optional<ValueId> bv;
+      if (c.bias) {
+        bv = KITE_TRY(b.Weight({.name = "b",
+                                .dtype = DType::kF32,
+                                .shape = {c.n},
+                                .data = bias.data(),
+                                .bytes = static_cast<uint64_t>(c.n) * 4}));
+      }
+      return b.MatMul("mm", xv, wv, bv);
+    };
+    // ref: x · decoded(w)ᵀ, summed in double (f32 rounding of the result only).
+    const Outcome ref = RunGraph(ref_, nullptr, build, {F32("x", x)});
+    ASSERT_FALSE(ref.declined);
+    ASSERT_EQ(ref.out.size(), static_cast<size_t>(c.tokens * c.n));
+    for (int64_t t = 0; t < c.tokens; ++t) {
+      for (int64_t n = 0; n < c.n; ++n) {
+        double sum = c.bias ? bias[n] : 0.0, magnitude = 0.0;
+        for (int64_t i = 0; i < c.k; ++i) {
+          sum += static_cast<double>(x[t * c.k + i]) * w_dequant[n * c.k + i];
+          magnitude += std::abs(static_cast<double>(x[t * c.k + i]) * w_dequant[n * c.k + i]);
+        }
+        ASSERT_NEAR(ref.out[t * c.n + n], sum, 1e-7 * magnitude + 1e-7) << "ref, t " << t;
+      }
+    }
+    const Pair p = RunBoth(build, {F32("x", x)});
+    if (p.skipped) continue;
+    MatMulCase as_case{DType::kF32, c.tokens, c.n, c.k, c.bias};
+    const std::vector<double> bound = MatMulBound(as_case, x, w_dequant, kEncodedBlock);
+    ASSERT_EQ(p.cpu.size(), bound.size());
+    int misses = 0;
+    for (size_t i = 0; i < bound.size(); ++i) {
+      if (!(std::abs(p.cpu[i] - p.ref[i]) <= bound[i]) && ++misses <= 3) {
+        ADD_FAILURE() << "output " << i << ": cpu " << p.cpu[i] << ", ref " << p.ref[i]
+                      << ", allowed error " << bound[i];
+      }
+    }
+  }
+}
+
+// The cpu backend says why it declines an encoded weight its kernels cannot take (here LPBQ
+// scales per 16 that are not f16s).
+TEST(CpuEncodedWeights, DeclinesWithAReason) {
+  auto q = QuantizeNpuWeight("blk.0.attn_q.weight", "lpbq16", Random(16 * 64, 7),
+                             std::vector<int64_t>{16, 64});
+  ASSERT_TRUE(q.has_value());
+  q->encoding->scales[3] = 0.1f;  // 0.1 · multiplier is no f16
+  GraphBuilder b;
+  const ValueId x = *b.Input("x", DType::kF32, {1, 64});
+  const ValueId w = *b.Weight({.name = "blk.0.attn_q.weight",
+                               .dtype = q->dtype,
+                               .shape = q->shape,
+                               .data = q->bytes.data(),
+                               .bytes = q->bytes.size()},
+                              q->encoding);
+  ASSERT_TRUE(b.MarkOutput(*b.MatMul("mm", x, w)));
+  const Graph graph = *std::move(b).Finish();
+  CpuBackend cpu(1);
+  const SupportResult support = cpu.Supports(graph, graph.nodes()[0]);
+  EXPECT_FALSE(support.ok);
+  EXPECT_NE(support.reason.find("runs blocks of 16 only for symmetric 4-bit codes whose scales "
+                                "are exact f16s"),
+            std::string::npos)
+      << support.reason;
 }
 
 // ---------------------------------------------------------------------------------------------

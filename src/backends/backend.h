@@ -35,6 +35,9 @@ struct TensorArg {
   std::vector<int64_t> shape;    // outermost first
   std::vector<int64_t> strides;  // in elements; block-quantized values are contiguous rows
   std::byte* data = nullptr;     // element 0
+  // The value's encoding when it holds quantized integer codes (graph/encoding.h), else null;
+  // it points into the graph, which outlives the runs.
+  const QuantEncoding* encoding = nullptr;
 
   int64_t elements() const {
     int64_t count = 1;

@@ -46,12 +46,18 @@ Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& conte
   return Ok();
 }
 
-SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend) {
+SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend,
+                             bool matmul_weights) {
   // The ops whose job is to write or read quantized values.
   if (node.op() == OpKind::kQuantize || node.op() == OpKind::kDequantize) {
     return SupportResult::Yes();
   }
-  const Value* encoded = graph.EncodedOperand(node);
+  const Value* encoded = nullptr;
+  for (size_t i = 0; i < node.inputs.size() && encoded == nullptr; ++i) {
+    const bool weight = matmul_weights && node.op() == OpKind::kMatMul && i == 1;
+    if (!weight && graph.value(node.inputs[i]).encoding) encoded = &graph.value(node.inputs[i]);
+  }
+  if (encoded == nullptr && graph.value(node.output).encoding) encoded = &graph.value(node.output);
   if (encoded == nullptr) return SupportResult::Yes();
   return SupportResult::No("'" + encoded->name + "' is quantized (" +
                            EncodingString(*encoded->encoding) + "); the " + std::string(backend) +

@@ -17,8 +17,10 @@ Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& conte
 
 // A backend that computes in float only declines a node reading or writing a quantized value
 // (one carrying an encoding), naming it; Yes otherwise, and for quantize and dequantize, whose
-// kernels convert between the two.
-SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend);
+// kernels convert between the two. With `matmul_weights`, a matmul's encoded weight (input 1) is
+// let through: the backend's matmul runs encoded weights.
+SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend,
+                             bool matmul_weights = false);
 
 // table [vocab, dim] (any dequantizable dtype), ids [T] i32 -> out [T, dim] f32; an id outside
 // the table is InvalidInput naming it and its index.

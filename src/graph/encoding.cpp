@@ -51,6 +51,7 @@ int32_t QuantEncoding::q_min() const { return is_signed ? -(1 << (bits - 1)) : 0
 int32_t QuantEncoding::q_max() const { return is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1; }
 
 DType StorageDType(const QuantEncoding& encoding) {
+  if (encoding.bits <= 4) return encoding.is_signed ? DType::kI4 : DType::kU4;
   if (encoding.bits <= 8) return encoding.is_signed ? DType::kI8 : DType::kU8;
   return encoding.is_signed ? DType::kI16 : DType::kU16;
 }

@@ -49,7 +49,8 @@ struct QuantEncoding {
   bool operator==(const QuantEncoding&) const = default;
 };
 
-// The integer dtype that holds q of `encoding` (4-bit values take a byte each): i8, u8, i16, u16.
+// The integer dtype that holds q of `encoding`: i4, u4 (Kite's packed 4-bit codes, two a byte;
+// tensor/int_codes.h), i8, u8, i16, u16.
 DType StorageDType(const QuantEncoding& encoding);
 
 // "u8 per-axis(0) [64 scales]", for messages and graph dumps.
@@ -62,8 +63,8 @@ int64_t ScaleCount(const QuantEncoding& encoding, std::span<const int64_t> shape
 // InvalidInput naming what is wrong: the bit width, an axis outside the shape, a block size that
 // does not divide its dim, a scale or multiplier count that disagrees with the shape, a scale
 // that is not finite and > 0, an offset that puts real 0 outside q's range, a multiplier outside
-// 1 .. 2^multiplier_bits - 1, or a storage `dtype` other than StorageDType (weights included:
-// 4-bit values are stored a byte each).
+// 1 .. 2^multiplier_bits - 1, or a storage `dtype` other than StorageDType (4-bit values are
+// packed two a byte, as i4/u4).
 Status ValidateEncoding(const QuantEncoding& encoding, std::span<const int64_t> shape, DType dtype);
 
 // The scale and offset of the element at row-major `index` of a value of `shape` (validated).

@@ -74,7 +74,8 @@ TEST(QuantEncoding, RangesAndStorage) {
   const QuantEncoding s4 = PerTensor(4, true, 0.1f, 0);
   EXPECT_EQ(s4.q_min(), -8);
   EXPECT_EQ(s4.q_max(), 7);
-  EXPECT_EQ(StorageDType(s4), DType::kI8);  // a byte each
+  EXPECT_EQ(StorageDType(s4), DType::kI4);  // packed, two a byte
+  EXPECT_EQ(StorageDType(PerTensor(4, false, 0.1f, 0)), DType::kU4);
   EXPECT_EQ(StorageDType(PerTensor(16, false, 1, 0)), DType::kU16);
 }
 
@@ -83,8 +84,8 @@ TEST(QuantEncoding, AcceptsEachGranularity) {
   EXPECT_EQ(Problem(PerAxis(8, true, 0, {1, 2, 3}), {3, 64}, DType::kI8), "");
   const QuantEncoding per_block =
       PerBlock(4, false, 1, 32, std::vector<float>(3 * 2, 0.1f), std::vector<int32_t>(6, -8));
-  EXPECT_EQ(Problem(per_block, {3, 64}, DType::kU8), "");
-  EXPECT_EQ(Problem(Lpbq(), {4, 8}, DType::kI8), "");
+  EXPECT_EQ(Problem(per_block, {3, 64}, DType::kU4), "");
+  EXPECT_EQ(Problem(Lpbq(), {4, 8}, DType::kI4), "");
 }
 
 TEST(QuantEncoding, ErrorsNameWhatIsWrong) {
@@ -98,6 +99,9 @@ TEST(QuantEncoding, ErrorsNameWhatIsWrong) {
                        "offset 0 is 1: real 0 would be q = -1, outside u8 range [0, 255]"));
   EXPECT_TRUE(Contains(Problem(PerTensor(8, true, 1, -128), {4}, DType::kI8),
                        "outside i8 range [-128, 127]"));
+  // 4-bit codes are packed two a byte: a byte each is refused.
+  EXPECT_TRUE(Contains(Problem(PerTensor(4, true, 1, 0), {4}, DType::kI8),
+                       "signed 4-bit encoding is stored as i4, not i8"));
 
   QuantEncoding per_axis = PerAxis(8, false, 2, {1, 2, 3});
   EXPECT_TRUE(Contains(Problem(per_axis, {3, 64}, DType::kU8), "axis 2 is outside shape [3, 64]"));
@@ -125,25 +129,25 @@ TEST(QuantEncoding, ErrorsNameWhatIsWrong) {
 TEST(QuantEncoding, LpbqErrors) {
   QuantEncoding e = Lpbq();
   e.block_axis = 0;
-  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI8), "axis and block_axis are both 0"));
+  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI4), "axis and block_axis are both 0"));
   e = Lpbq();
   e.multipliers.pop_back();
-  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI8),
+  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI4),
                        "7 block multipliers on shape [4, 8], expected 8 (one per block of 4 "
                        "along dim 1)"));
   e = Lpbq();
   e.multipliers[3] = 0;
   EXPECT_TRUE(
-      Contains(Problem(e, {4, 8}, DType::kI8), "block multiplier 3 is 0, expected 1..15 (4 bits)"));
+      Contains(Problem(e, {4, 8}, DType::kI4), "block multiplier 3 is 0, expected 1..15 (4 bits)"));
   e = Lpbq();
   e.multiplier_bits = 3;  // 15 no longer fits
-  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI8), "block multiplier 7 is 15, expected 1..7"));
+  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI4), "block multiplier 7 is 15, expected 1..7"));
   e.multiplier_bits = 9;
-  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI8), "multiplier_bits 9 is not in 1..8"));
+  EXPECT_TRUE(Contains(Problem(e, {4, 8}, DType::kI4), "multiplier_bits 9 is not in 1..8"));
   e = Lpbq();
   e.scales.push_back(1.0f);
   EXPECT_TRUE(
-      Contains(Problem(e, {4, 8}, DType::kI8), "5 scales for lpbq on shape [4, 8], expected 4"));
+      Contains(Problem(e, {4, 8}, DType::kI4), "5 scales for lpbq on shape [4, 8], expected 4"));
 }
 
 TEST(QuantEncoding, ScaleOffsetAtFindsTheElementsChannelAndBlock) {

@@ -56,7 +56,9 @@ class LlamaBuilder {
   Result<ValueId> W(const std::string& name) {
     if (auto it = weights_.find(name); it != weights_.end()) return it->second;
     const TensorView* view = KITE_TRY(model_.Weight(name));
-    const ValueId id = KITE_TRY(b_.Weight(*view));
+    const QuantEncoding* encoding = model_.WeightEncoding(name);
+    const ValueId id = KITE_TRY(b_.Weight(
+        *view, encoding ? std::optional<QuantEncoding>(*encoding) : std::nullopt));
     weights_.emplace(name, id);
     return id;
   }

@@ -10,11 +10,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "format/gguf.h"
 #include "models/activation_encodings_gguf.h"
+#include "models/encoded_weight_gguf.h"
 #include "models/load_model.h"
 
 namespace kite {
@@ -185,12 +187,19 @@ Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> ggu
   const GgufFile& file = *gguf;
   const auto file_name = [](const std::string& name) { return name; };
   WeightStore store;
+  // Weights stored as integer codes with an encoding (docs/quantized_gguf.md) are bound with
+  // their logical shape and code dtype; the model keeps their encodings.
+  KITE_RETURN_IF_ERROR(CheckWeightEncodingKeys(file));
+  std::map<std::string, QuantEncoding, std::less<>> encodings;
   KITE_RETURN_IF_ERROR(BindWeights(
       config, architecture->tensors(config),
       [&](const std::string& name) -> Result<std::optional<TensorView>> {
         const GgufTensorInfo* info = file.FindTensor(name);
         if (info == nullptr) return std::optional<TensorView>();
-        return std::optional<TensorView>(file.View(*info));
+        std::optional<EncodedWeight> encoded = KITE_TRY(ReadEncodedWeight(file, name));
+        if (!encoded) return std::optional<TensorView>(file.View(*info));
+        encodings.emplace(name, std::move(encoded->encoding));
+        return std::optional<TensorView>(std::move(encoded->view));
       },
       file_name, &store));
   std::vector<std::string> file_tensors;
@@ -198,12 +207,17 @@ Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> ggu
   KITE_RETURN_IF_ERROR(RefuseUnusedTensors(
       config, store, file_name, file_tensors,
       // rope_freqs.weight (Llama 3.x GGUFs) is not a graph weight: SetRopeScaling read it into
-      // config.rope above.
-      [](std::string_view name) { return name == "rope_freqs.weight"; },
+      // config.rope above. An encoded weight's companions were read with it.
+      [&](std::string_view name) {
+        return name == "rope_freqs.weight" || IsEncodingCompanion(file, name);
+      },
       "key '" + keys.Key("block_count") + "'"));
 
   store.Keep(std::move(gguf));
-  return architecture->create(std::move(config), std::move(store), file_name);
+  std::unique_ptr<Model> model =
+      architecture->create(std::move(config), std::move(store), file_name);
+  model->SetWeightEncodings(std::move(encodings));
+  return model;
 }
 
 }  // namespace kite

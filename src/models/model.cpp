@@ -10,4 +10,9 @@ Result<const TensorView*> Model::Weight(std::string_view name) const {
   return view;
 }
 
+const QuantEncoding* Model::WeightEncoding(std::string_view name) const {
+  const auto it = encodings_.find(name);
+  return it == encodings_.end() ? nullptr : &it->second;
+}
+
 }  // namespace kite

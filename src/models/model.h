@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -56,6 +57,14 @@ class Model {
   const WeightStore& weights() const { return weights_; }
   // NotFound naming the tensor and the model when absent.
   Result<const TensorView*> Weight(std::string_view name) const;
+  // The encoding of a weight stored as quantized integer codes (an NPU layout: the weight's
+  // dtype is then i8/u8/i4/u4), or nullptr for a plain weight. The graphs carry it into the ops.
+  const QuantEncoding* WeightEncoding(std::string_view name) const;
+  // Set by the loader that read the codes (models/encoded_weight_gguf.h), before the model is
+  // shared.
+  void SetWeightEncodings(std::map<std::string, QuantEncoding, std::less<>> encodings) {
+    encodings_ = std::move(encodings);
+  }
   // How the file spells the canonical weight `name` (transformers' names in an HF folder).
   std::string FileName(const std::string& name) const { return file_names_(name); }
 
@@ -79,6 +88,7 @@ class Model {
   ModelConfig config_;
   WeightStore weights_;
   FileNames file_names_;
+  std::map<std::string, QuantEncoding, std::less<>> encodings_;
 };
 
 }  // namespace kite

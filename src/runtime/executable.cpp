@@ -61,6 +61,10 @@ Result<std::unique_ptr<Executable>> Executable::Compile(Graph graph,
   }
   // The partitions keep a reference to the graph: it is in its final place first.
   compiled->graph_ = std::move(graph);
+  for (int32_t i = 0; i < compiled->graph_.num_values(); ++i) {
+    const auto& encoding = compiled->graph_.value(ValueId{i}).encoding;
+    if (encoding) compiled->args_[i].encoding = &*encoding;
+  }
   for (const Partition& partition : compiled->placement_.partitions) {
     const Backend& backend = *backends[partition.backend];
     auto part = backend.Compile(compiled->graph_, partition, compiled->args_);

@@ -14,7 +14,7 @@ namespace {
 // The families, in the order AllRows lists them (tensor/types/families.h).
 constexpr std::span<const DTypeRow> (*kFamilies[])() = {
     internal::FloatTypeRows, internal::LegacyQuantRows, internal::KQuantRows,
-    internal::NonLinearQuantRows, internal::OtherTypeRows};
+    internal::NonLinearQuantRows, internal::OtherTypeRows, internal::PackedInt4Rows};
 
 // Built once from the rows. Type ids are ggml's small numbers, so a row is found by indexing.
 struct Registry {

@@ -49,6 +49,11 @@ enum class DType : uint32_t {
   // activations of a quantized graph (graph/encoding.h), as NPUs keep them. Never in a file.
   kU8 = 1024,
   kU16 = 1025,
+  // 4-bit integer codes of an encoded weight, two per byte, element 2j in the low nibble of byte
+  // j (tensor/int_codes.h reads and writes them). A file holds them as i8 of half the columns
+  // (docs/quantized_gguf.md), never under these ids.
+  kI4 = 1026,
+  kU4 = 1027,
 };
 
 struct DTypeTraits {
@@ -62,7 +67,7 @@ struct DTypeTraits {
 inline constexpr uint32_t kFirstKiteOnlyTypeId = 1024;
 
 // Traits of a ggml type id as a file holds it, or nullopt for an id Kite does not know (a newer
-// ggml type) or one of Kite's own (kU8, kU16: never in a file).
+// ggml type) or one of Kite's own (kU8, kU16, kI4, kU4: never in a file).
 std::optional<DTypeTraits> LookupDType(uint32_t type_id);
 const DTypeTraits& Traits(DType dtype);
 std::string_view DTypeName(DType dtype);

@@ -27,7 +27,7 @@ constexpr DType kAllTypes[] = {
     DType::kQ6_K,   DType::kQ8_K,  DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ3_XXS, DType::kIQ1_S,
     DType::kIQ4_NL, DType::kIQ3_S, DType::kIQ2_S,   DType::kIQ4_XS, DType::kI8,      DType::kI16,
     DType::kI32,    DType::kI64,   DType::kF64,     DType::kIQ1_M,  DType::kBF16,    DType::kTQ1_0,
-    DType::kTQ2_0,  DType::kU8,    DType::kU16,
+    DType::kTQ2_0,  DType::kU8,    DType::kU16,     DType::kI4,     DType::kU4,
 };
 
 // llama.cpp's tensor_type_fallback (llama-quant.cpp) for the super-block types: what a tensor
@@ -45,6 +45,9 @@ TEST(DTypeRowTest, SuperBlockTypesFallBackAsLlamaCpp) {
 TEST(DTypeRowTest, KiteOnlyTypesAreNeverReadFromAFile) {
   EXPECT_FALSE(LookupDType(static_cast<uint32_t>(DType::kU8)).has_value());
   EXPECT_FALSE(LookupDType(static_cast<uint32_t>(DType::kU16)).has_value());
+  EXPECT_FALSE(LookupDType(static_cast<uint32_t>(DType::kI4)).has_value());
+  EXPECT_EQ(Traits(DType::kU4).block_size, 2);  // two codes a byte
+  EXPECT_EQ(Traits(DType::kU4).block_bytes, 1);
   EXPECT_TRUE(LookupDType(static_cast<uint32_t>(DType::kQ4_0)).has_value());
   EXPECT_EQ(Traits(DType::kU16).block_bytes, 2);
 }
@@ -54,7 +57,8 @@ TEST(DTypeRowTest, OneRowPerTypeIdAndName) {
   std::set<std::string> names;
   size_t rows = 0;
   for (auto family : {internal::FloatTypeRows, internal::LegacyQuantRows, internal::KQuantRows,
-                      internal::NonLinearQuantRows, internal::OtherTypeRows}) {
+                      internal::NonLinearQuantRows, internal::OtherTypeRows,
+                      internal::PackedInt4Rows}) {
     for (const DTypeRow& row : family()) {
       ++rows;
       EXPECT_TRUE(ids.insert(static_cast<uint32_t>(row.dtype)).second)

@@ -22,7 +22,11 @@ const bool kRegistered = RegisterBackend(
 }  // namespace
 
 SupportResult CpuBackend::Supports(const Graph& graph, const Node& node) const {
-  if (SupportResult encoded = DeclineEncoded(graph, node, name()); !encoded.ok) return encoded;
+  // Encoded matmul weights are repacked (PackedMatrix::PackEncoded); other encoded values not.
+  if (SupportResult encoded = DeclineEncoded(graph, node, name(), /*matmul_weights=*/true);
+      !encoded.ok) {
+    return encoded;
+  }
   return std::visit([&](const auto& attrs) { return cpu::Support(attrs, graph, node); },
                     node.attrs);
 }
@@ -45,8 +49,11 @@ Result<std::shared_ptr<const cpu::PackedMatrix>> CpuBackend::PackedWeight(
   if (auto shared = packed_[key].lock()) return shared;
   // The kernels read only the packed copy; a weight mapped from the model file need not stay in
   // memory too (it is read back from the file if another op, or a later Compile, touches it).
-  auto packed =
-      cpu::PackedMatrix::Pack(w.dtype, w.data, key.n, key.k, &pool_, /*release_source=*/true);
+  auto packed = weight.encoding
+                    ? cpu::PackedMatrix::PackEncoded(w.dtype, *weight.encoding, w.data, key.n,
+                                                     key.k, &pool_, /*release_source=*/true)
+                    : cpu::PackedMatrix::Pack(w.dtype, w.data, key.n, key.k, &pool_,
+                                              /*release_source=*/true);
   if (!packed) {
     return std::unexpected(std::move(packed.error()).WithContext("weight '" + weight.name + "'"));
   }

@@ -12,6 +12,12 @@ int64_t Tokens(const Value& x) { return x.elements() / x.shape.back(); }
 
 uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 
+// The packed layout of weight `w`: by its dtype, or (integer codes) by its encoding.
+Result<PackLayout> WeightLayout(const Value& w) {
+  if (w.encoding) return LayoutOfEncoded(w.dtype, *w.encoding, w.shape);
+  return LayoutOf(w.dtype);
+}
+
 }  // namespace
 
 SupportResult Support(const MatMulAttrs&, const Graph& graph, const Node& node) {
@@ -23,7 +29,7 @@ SupportResult Support(const MatMulAttrs&, const Graph& graph, const Node& node) 
   }
   if (!w.contiguous()) return SupportResult::No("weight '" + w.name + "' is a strided view");
   if (!x.contiguous()) return SupportResult::No("input '" + x.name + "' is a strided view");
-  const auto layout = LayoutOf(w.dtype);
+  const auto layout = WeightLayout(w);
   if (!layout) return SupportResult::No(layout.error().message);
   if (w.shape[1] % layout->block != 0) {
     return SupportResult::No("K " + std::to_string(w.shape[1]) + " is not a multiple of " +
@@ -39,7 +45,7 @@ SupportResult Support(const MatMulAttrs&, const Graph& graph, const Node& node) 
 // Scratch: the dequantized bias [N], then the quantized activations (integer weights).
 uint64_t Scratch(const MatMulAttrs&, const Graph& graph, const Node& node) {
   const Value& w = graph.value(node.inputs[1]);
-  const auto layout = LayoutOf(w.dtype);
+  const auto layout = WeightLayout(w);
   if (!layout) return 0;
   return Align64(w.shape[0] * sizeof(float)) +
          ActivationScratchBytes(*layout, Tokens(graph.value(node.inputs[0])), w.shape[1]);

@@ -176,8 +176,12 @@ struct LevelTable {
 };
 
 // Legacy types (block 32): acc += d·(da·dot - offset) (+ m·offset for q4_1, whose offset is
-// da·Σq).
-template <int C, int G, int kBits, bool kMin, bool kLevels>
+// da·Σq). d and m are f16, or f32 (kF32: encoded weights whose scales f16 cannot hold).
+// kLevels: non-linear 4-bit codes (iq4_nl) read through the layout's level table.
+// kHalves (4-bit, symmetric): a scale per 16 elements, d for elements 0..15 (dot) and d2 for
+// 16..31 (dot2), each with its own activation offset.
+template <int C, int G, int kBits, bool kMin, bool kLevels = false, bool kF32 = false,
+          bool kHalves = false>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
                           float (&out)[C][G * kPackRows]) {
   constexpr int R = G * kVecs;
@@ -194,7 +198,7 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   for (int c = 0; c < C; ++c) {
     act[c] = job.qs + (t0 + c) * k;
     scale[c] = job.scale + (t0 + c) * blocks;
-    offset[c] = job.offset + (t0 + c) * blocks;
+    offset[c] = job.offset + (t0 + c) * blocks * (kHalves ? 2 : 1);
   }
   VF acc[C][R];
   for (int c = 0; c < C; ++c)
@@ -207,16 +211,34 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
     DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot2, table.biased);
+    if constexpr (kHalves) {
+      for (int v = 0; v < R; ++v) {
+        const uint8_t* tail = VecAt<G>(block, v, 2 * kLanes) + code_bytes;
+        const VF d = LoadF16(tail);
+        const VF d2 = LoadF16(tail + 2 * kPackRows);
+        for (int c = 0; c < C; ++c) {
+          const VF da = hn::Set(df, scale[c][b]);
+          const VF off = hn::Set(df, offset[c][2 * b]);
+          const VF off2 = hn::Set(df, offset[c][2 * b + 1]);
+          acc[c][v] = hn::MulAdd(d, hn::MulSub(hn::ConvertTo(df, dot[c][v]), da, off), acc[c][v]);
+          acc[c][v] =
+              hn::MulAdd(d2, hn::MulSub(hn::ConvertTo(df, dot2[c][v]), da, off2), acc[c][v]);
+        }
+      }
+      continue;
+    }
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
+    constexpr int kScaleBytes = kF32 ? 4 : 2;
     for (int v = 0; v < R; ++v) {
-      const uint8_t* tail = VecAt<G>(block, v, 2 * kLanes) + code_bytes;
-      const VF d = LoadF16(tail);
+      const uint8_t* tail = VecAt<G>(block, v, kScaleBytes * kLanes) + code_bytes;
+      const VF d = kF32 ? LoadF32(tail) : LoadF16(tail);
       for (int c = 0; c < C; ++c) {
         const VF da = hn::Set(df, scale[c][b]);
         const VF off = hn::Set(df, offset[c][b]);
         if constexpr (kMin) {
-          const VF m = LoadF16(tail + 2 * kPackRows);
+          const uint8_t* min = tail + kScaleBytes * kPackRows;
+          const VF m = kF32 ? LoadF32(min) : LoadF16(min);
           acc[c][v] = hn::MulAdd(d, hn::Mul(hn::ConvertTo(df, dot[c][v]), da), acc[c][v]);
           acc[c][v] = hn::MulAdd(m, off, acc[c][v]);
         } else {
@@ -477,13 +499,13 @@ void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
           HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
 }
 
-template <int kBits, bool kMin, bool kLevels = false>
+template <int kBits, bool kMin, bool kLevels = false, bool kF32 = false, bool kHalves = false>
 struct Legacy {
   template <int C, int G>
   struct Tile {
     static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
                     float (&o)[C][G * kPackRows]) {
-      LegacyTile<C, G, kBits, kMin, kLevels>(job, g, t0, o);
+      LegacyTile<C, G, kBits, kMin, kLevels, kF32, kHalves>(job, g, t0, o);
     }
   };
 };
@@ -521,6 +543,18 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, kLegacyStreams, Legacy<4, true>::Tile>(job, begin, end);
     case PackKernel::kLegacy8:
       return Groups<4, kLegacyStreams, Legacy<8, false>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8Min:
+      return Groups<4, kLegacyStreams, Legacy<8, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4F32:
+      return Groups<4, kLegacyStreams, Legacy<4, false, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4MinF32:
+      return Groups<4, kLegacyStreams, Legacy<4, true, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8F32:
+      return Groups<4, kLegacyStreams, Legacy<8, false, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8MinF32:
+      return Groups<4, kLegacyStreams, Legacy<8, true, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4Halves:
+      return Groups<4, kLegacyStreams, Legacy<4, false, false, false, true>::Tile>(job, begin, end);
     case PackKernel::kKQuant4Min:
       return Groups<4, kStreams, KQuant<4, true>::Tile>(job, begin, end);
     case PackKernel::kKQuant8Min:
@@ -561,6 +595,14 @@ void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
         hn::StoreU(hn::DemoteTo(d8, qi), d8, qb + i);
       }
       job.scale[t * blocks + b] = d;
+      if (l.half_scales) {  // an offset per half block (kHalves)
+        for (int h = 0; h < 2; ++h) {
+          int32_t sum = 0;
+          for (int i = 0; i < kQK / 2; ++i) sum += qb[h * kQK / 2 + i];
+          job.offset[(t * blocks + b) * 2 + h] = d * static_cast<float>(sum) * l.zero;
+        }
+        continue;
+      }
       for (int g = 0; g < l.block / group; ++g) {
         int32_t sum = 0;
         for (int i = 0; i < group; ++i) sum += qb[g * group + i];
@@ -602,7 +644,7 @@ uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k) {
   if (layout.family == PackFamily::kFloat) return 0;
   const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / layout.block);
-  return Align64(tokens * k) + Align64(blocks * 4) * 2 +
+  return Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2) +
          Align64(static_cast<uint64_t>(tokens) * (k / 16) * 4);
 }
 
@@ -614,8 +656,8 @@ void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   scratch += Align64(job->tokens * k);
   job->scale = reinterpret_cast<float*>(scratch);
   scratch += Align64(blocks * 4);
-  job->offset = reinterpret_cast<float*>(scratch);
-  scratch += Align64(blocks * 4);
+  job->offset = reinterpret_cast<float*>(scratch);  // one per block, or per half (half_scales)
+  scratch += Align64(blocks * 4 * 2);
   job->sums = reinterpret_cast<int32_t*>(scratch);
 }
 

@@ -4,8 +4,10 @@
 #include <cstring>
 #include <string>
 
+#include "base/half.h"
 #include "base/mapped_file.h"
 #include "tensor/dtype_row.h"
+#include "tensor/int_codes.h"
 #include "tensor/quant_blocks.h"
 
 namespace kite::cpu {
@@ -40,6 +42,9 @@ void Interleave(const uint8_t* row, int64_t k, int r, uint8_t* group) {
 }
 
 int64_t CodeBytes(const PackLayout& l) { return int64_t{kPackRows} * l.block * l.code_bits / 8; }
+
+// Whether an f16 holds `x` exactly.
+bool ExactF16(float x) { return F16ToF32(F32ToF16(x)) == x; }
 
 }  // namespace
 
@@ -106,11 +111,128 @@ Result<PackLayout> LayoutOf(DType dtype) {
   return no_kernel();
 }
 
+Result<PackLayout> LayoutOfEncoded(DType dtype, const QuantEncoding& e,
+                                   std::span<const int64_t> shape) {
+  const std::string what = std::string(DTypeName(dtype)) + " " + EncodingString(e) + " weight";
+  if (!IsCodeType(dtype) || e.bits > 8 || shape.size() != 2) {
+    return Unsupported("the cpu backend has no matmul kernel for a " + what +
+                       " (it packs 4- and 8-bit codes of a matrix)");
+  }
+  const int64_t k = shape[1];
+  if (k % kQK != 0) {
+    return Unsupported("the cpu backend packs encoded weights in blocks of 32 along K; K " +
+                       std::to_string(k) + " of the " + what + " is not a multiple of 32");
+  }
+  using G = EncodingGranularity;
+  const bool channels = e.granularity == G::kPerAxis || e.granularity == G::kLpbq;
+  const bool blocks = e.granularity == G::kPerBlock || e.granularity == G::kLpbq;
+  // Blocks of 16 fit as two scales per block of 32 (symmetric 4-bit codes, f16 scales: checked
+  // below).
+  const bool halves = blocks && e.block_size == kQK / 2;
+  if ((channels && e.axis != 0) ||
+      (blocks && (e.block_axis != 1 || (e.block_size % kQK != 0 && !halves)))) {
+    return Unsupported("the cpu backend packs encoded weights with one scale per block of 32 "
+                       "(or 16) of a row: the " + what + " has scales along another axis or in "
+                       "blocks of " + std::to_string(e.block_size));
+  }
+  PackLayout l;
+  l.family = PackFamily::kLegacy;
+  l.block = kQK;
+  l.code_bits = e.bits <= 4 ? 4 : 8;
+  const int32_t q_min = e.q_min();
+  // With u = q - q_min: w = d·(u + offset + q_min). When offset + q_min is one value for every
+  // scale (symmetric codes: offset 0), that is the kernels' constant zero, w = d·(u - zero);
+  // otherwise a min per block, w = d·u + m.
+  const int32_t first_offset = e.offsets.empty() ? 0 : e.offsets[0];
+  for (int32_t offset : e.offsets) l.has_min = l.has_min || offset != first_offset;
+  l.zero = l.has_min ? 0 : -(first_offset + q_min);
+  // The block scales (and mins) as the kernels will read them: f16 when all are exact.
+  auto exact = [&](float d, int32_t offset) {
+    return ExactF16(d) && (!l.has_min || ExactF16(d * static_cast<float>(offset + q_min)));
+  };
+  bool f16 = true;
+  for (size_t i = 0; i < e.scales.size() && f16; ++i) {
+    const int32_t offset = e.offsets.empty() ? 0 : e.offsets[i];
+    if (e.granularity == G::kLpbq) {
+      const int64_t per_channel = k / e.block_size;
+      for (int64_t b = 0; b < per_channel && f16; ++b) {
+        f16 = exact(e.scales[i] * static_cast<float>(e.multipliers[i * per_channel + b]), offset);
+      }
+    } else {
+      f16 = exact(e.scales[i], offset);
+    }
+  }
+  l.f32_scale = !f16;
+  if (halves) {
+    if (l.code_bits != 4 || l.has_min || l.f32_scale) {
+      return Unsupported("the cpu backend runs blocks of 16 only for symmetric 4-bit codes "
+                         "whose scales are exact f16s; the " + what + " is not");
+    }
+    l.half_scales = true;
+    l.kernel = PackKernel::kLegacy4Halves;
+    l.block_bytes = CodeBytes(l) + kPackRows * 2 * 2;
+    return l;
+  }
+  if (l.code_bits == 4) {
+    l.kernel = l.f32_scale ? (l.has_min ? PackKernel::kLegacy4MinF32 : PackKernel::kLegacy4F32)
+                           : (l.has_min ? PackKernel::kLegacy4Min : PackKernel::kLegacy4);
+  } else {
+    l.kernel = l.f32_scale ? (l.has_min ? PackKernel::kLegacy8MinF32 : PackKernel::kLegacy8F32)
+                           : (l.has_min ? PackKernel::kLegacy8Min : PackKernel::kLegacy8);
+  }
+  l.block_bytes = CodeBytes(l) + kPackRows * (l.f32_scale ? 4 : 2) * (l.has_min ? 2 : 1);
+  return l;
+}
+
 Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, int64_t k,
                                         ThreadPool* pool, bool release_source) {
+  const PackLayout layout = KITE_TRY(LayoutOf(dtype));
+  const int64_t row_bytes = KITE_TRY(BytesFor(dtype, k));
+  const int64_t src_block_bytes =
+      layout.family == PackFamily::kFloat ? 0 : row_bytes / std::max<int64_t>(1, k / layout.block);
+  const auto* src = static_cast<const uint8_t*>(w);
+  const UnpackBlockFn unpack = FindRow(dtype)->unpack;  // LayoutOf found the row
+  return PackBlocks(
+      dtype, layout, w, row_bytes, n, k,
+      [&](int64_t row, int64_t b, UnpackedBlock* out) {
+        unpack(src + row * row_bytes + b * src_block_bytes, out);
+      },
+      pool, release_source);
+}
+
+Result<PackedMatrix> PackedMatrix::PackEncoded(DType dtype, const QuantEncoding& e, const void* w,
+                                               int64_t n, int64_t k, ThreadPool* pool,
+                                               bool release_source) {
+  const std::vector<int64_t> shape = {n, k};
+  const PackLayout layout = KITE_TRY(LayoutOfEncoded(dtype, e, shape));
+  const int32_t q_min = e.q_min();
+  return PackBlocks(
+      dtype, layout, w, KITE_TRY(BytesFor(dtype, k)), n, k,
+      [&](int64_t row, int64_t b, UnpackedBlock* out) {
+        const int64_t first = row * k + b * kQK;
+        int32_t q[kQK];
+        ReadCodes(dtype, w, first, kQK, q);
+        for (int i = 0; i < kQK; ++i) out->codes[i] = static_cast<uint8_t>(q[i] - q_min);
+        // One scale and offset for the whole block (LayoutOfEncoded checked the granularity).
+        const ScaleOffset so = ScaleOffsetAt(e, shape, first);
+        const float m = so.scale * static_cast<float>(so.offset + q_min);
+        out->d = so.scale;
+        out->dmin = m;
+        out->d16 = F32ToF16(so.scale);
+        out->m16 = layout.half_scales
+                       ? F32ToF16(ScaleOffsetAt(e, shape, first + kQK / 2).scale)
+                       : F32ToF16(m);
+      },
+      pool, release_source);
+}
+
+Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& layout,
+                                              const void* w, int64_t row_bytes, int64_t n,
+                                              int64_t k, const BlockSource& source,
+                                              ThreadPool* pool, bool release_source) {
   PackedMatrix m;
   m.dtype_ = dtype;
-  m.layout_ = KITE_TRY(LayoutOf(dtype));
+  m.layout_ = layout;
   m.n_ = n;
   m.k_ = k;
   const PackLayout& l = m.layout_;
@@ -123,18 +245,17 @@ Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, i
   m.group_bytes_ = blocks * l.block_bytes;
   m.data_ = KITE_TRY(AlignedBuffer::Allocate(static_cast<uint64_t>(m.groups() * m.group_bytes_)));
   const auto* src = static_cast<const uint8_t*>(w);
-  const int64_t row_bytes = KITE_TRY(BytesFor(dtype, k));
-  const int64_t src_block_bytes =
-      l.family == PackFamily::kFloat ? Traits(dtype).block_bytes : row_bytes / blocks;
-  const UnpackBlockFn unpack = FindRow(dtype)->unpack;  // LayoutOf found the row
+  const int64_t elem_bytes = Traits(dtype).block_bytes;  // float types: one element a block
+  const int scale_bytes = l.f32_scale ? 4 : 2;
   auto pack_groups = [&](int64_t begin, int64_t end) {
     UnpackedBlock rb;
     for (int64_t g = begin; g < end; ++g) {
       auto* group = reinterpret_cast<uint8_t*>(m.data_.data() + g * m.group_bytes_);
       for (int r = 0; r < kPackRows && g * kPackRows + r < n; ++r) {
-        const uint8_t* row = src + (g * kPackRows + r) * row_bytes;
+        const int64_t row_index = g * kPackRows + r;
         if (l.family == PackFamily::kFloat) {
-          if (src_block_bytes == 2) {
+          const uint8_t* row = src + row_index * row_bytes;
+          if (elem_bytes == 2) {
             Interleave<2>(row, k, r, group);
           } else {
             Interleave<4>(row, k, r, group);
@@ -142,7 +263,7 @@ Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, i
           continue;
         }
         for (int64_t b = 0; b < blocks; ++b) {
-          unpack(row + b * src_block_bytes, &rb);
+          source(row_index, b, &rb);
           uint8_t* block = group + b * l.block_bytes;
           const int64_t sub_bytes = CodeBytes(l) / (l.block / kSub);
           for (int s = 0; s < l.block / kSub; ++s) {
@@ -150,8 +271,15 @@ Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, i
           }
           uint8_t* tail = block + CodeBytes(l);
           if (l.family == PackFamily::kLegacy) {
-            std::memcpy(tail + 2 * r, &rb.d16, 2);
-            if (l.has_min) std::memcpy(tail + 2 * kPackRows + 2 * r, &rb.m16, 2);
+            std::memcpy(tail + scale_bytes * r, l.f32_scale ? static_cast<const void*>(&rb.d)
+                                                            : static_cast<const void*>(&rb.d16),
+                        scale_bytes);
+            if (l.has_min || l.half_scales) {
+              std::memcpy(tail + scale_bytes * (kPackRows + r),
+                          l.f32_scale ? static_cast<const void*>(&rb.dmin)
+                                      : static_cast<const void*>(&rb.m16),
+                          scale_bytes);
+            }
             continue;
           }
           std::memcpy(tail + 4 * r, &rb.d, 4);

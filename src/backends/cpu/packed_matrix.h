@@ -9,6 +9,12 @@
 //   m[16]);
 //   k-quants (q4_K, q5_K, q6_K, iq4_xs), per super-block of 256: 8 sub-blocks of codes, f32 d[16],
 //   (q4_K, q5_K: f32 dmin[16], u8 scale[8][16], u8 min[8][16]; q6_K: i8 scale[16][16]).
+// Encoded weights (integer codes under a QuantEncoding: NPU layouts, graph/encoding.h) are
+// packed into the legacy layout, exactly: per block of 32 of a row, unsigned codes u = q - q_min,
+// d = the block's scale (LPBQ: channel scale × multiplier) and, when an offset makes it nonzero,
+// m = d·(offset + q_min), so that w = d·u + m = scale·(q + offset). The scales are f16 when
+// every one is exactly an f16, else f32 (kernels *F32). Symmetric 4-bit weights with a scale per
+// 16 (lpbq16) keep two f16 scales per block of 32, one per half (kLegacy4Halves).
 // Codes of one sub-block of 32 for 16 rows: 4-bit codes (q4_0, q4_1, q4_K) fill 4 chunks of 64
 // bytes, chunk p holding for each row r (4 bytes at 4r) elements 4p..4p+3 in the low nibbles
 // and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned, q5_K, q6_K) fill 8
@@ -18,9 +24,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "graph/encoding.h"
 #include "tensor/aligned_buffer.h"
 #include "tensor/dtype.h"
 #include "tensor/dtype_row.h"
@@ -37,6 +46,10 @@ using PackFamily = BlockFamily;
 enum class PackKernel : uint8_t {
   kF32, kF16, kBF16,                   // float element types
   kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1, q8_0
+  kLegacy8Min,                         // encoded 8-bit weights with offsets
+  kLegacy4F32, kLegacy4MinF32,         // encoded weights whose scales f16 cannot hold
+  kLegacy8F32, kLegacy8MinF32,
+  kLegacy4Halves,                      // encoded 4-bit weights with a scale per 16 (lpbq16)
   kKQuant4Min, kKQuant8Min, kKQuant8,  // q4_K, q5_K, q6_K
   kLegacy4Levels, kKQuant4Levels,      // iq4_nl, iq4_xs: 4-bit indices into 16 levels
 };
@@ -50,12 +63,19 @@ struct PackLayout {
   bool has_min = false;     // q4_1 (f16 m), q4_K and q5_K (dmin · min)
   // Non-linear codes (iq4_nl, iq4_xs): the kernel reads code q as levels[q] + 128 (zero 128).
   const int8_t* levels = nullptr;
+  bool f32_scale = false;   // legacy family: d (and m) stored as f32 instead of f16
+  bool half_scales = false; // legacy 4-bit: an f16 scale per 16 elements (d[16] then d2[16])
   int64_t block_bytes = 0;  // bytes of one block of a 16-row group
 };
 
 // The layout of a dtype, from its row's code facts (any type whose codes and scales fit one of
 // the kernels packs and runs on it), or Unsupported naming it.
 Result<PackLayout> LayoutOf(DType dtype);
+// The layout of a weight of `shape` [N, K] holding codes of `dtype` under `encoding`, or
+// Unsupported saying why the kernels cannot take it (a scale that changes within a block of 32
+// of a row, K not a multiple of 32, codes wider than 8 bits).
+Result<PackLayout> LayoutOfEncoded(DType dtype, const QuantEncoding& encoding,
+                                   std::span<const int64_t> shape);
 
 class PackedMatrix {
  public:
@@ -65,6 +85,12 @@ class PackedMatrix {
   // which reads them back if touched again), so the process never holds the whole matrix twice.
   static Result<PackedMatrix> Pack(DType dtype, const void* w, int64_t n, int64_t k,
                                    ThreadPool* pool = nullptr, bool release_source = false);
+  // The same for an encoded weight: w holds N·K codes of `dtype` (i8, u8, i4, u4) under
+  // `encoding` (validated for [N, K]).
+  static Result<PackedMatrix> PackEncoded(DType dtype, const QuantEncoding& encoding,
+                                          const void* w, int64_t n, int64_t k,
+                                          ThreadPool* pool = nullptr,
+                                          bool release_source = false);
 
   DType dtype() const { return dtype_; }
   const PackLayout& layout() const { return layout_; }
@@ -76,6 +102,16 @@ class PackedMatrix {
   uint64_t bytes() const { return data_.size(); }
 
  private:
+  // Block b of row `row` as codes and scales (UnpackedBlock; legacy f32 scales in d and dmin;
+  // with half_scales, the second half's f16 scale in m16).
+  using BlockSource = std::function<void(int64_t row, int64_t block, UnpackedBlock* out)>;
+  // Packs the N x K matrix whose blocks `source` gives; `src`, `row_bytes`: the source rows, for
+  // release_source (and float types, which are copied from them).
+  static Result<PackedMatrix> PackBlocks(DType dtype, const PackLayout& layout, const void* src,
+                                         int64_t row_bytes, int64_t n, int64_t k,
+                                         const BlockSource& source, ThreadPool* pool,
+                                         bool release_source);
+
   DType dtype_ = DType::kF32;
   PackLayout layout_;
   int64_t n_ = 0;

@@ -26,7 +26,10 @@ SupportResult ref::ReadableWeight(const Value& value, std::string_view role) {
 }
 
 SupportResult RefBackend::Supports(const Graph& graph, const Node& node) const {
-  if (SupportResult encoded = DeclineEncoded(graph, node, name()); !encoded.ok) return encoded;
+  if (SupportResult encoded = DeclineEncoded(graph, node, name(), /*matmul_weights=*/true);
+      !encoded.ok) {
+    return encoded;
+  }
   return std::visit([&](const auto& attrs) { return ref::Support(attrs, graph, node); },
                     node.attrs);
 }

@@ -25,5 +25,6 @@ std::span<const DTypeRow> LegacyQuantRows();  // q4_0, q4_1, q5_0, q5_1, q8_0, q
 std::span<const DTypeRow> KQuantRows();       // q2_K … q8_K
 std::span<const DTypeRow> NonLinearQuantRows();  // iq4_nl, iq4_xs
 std::span<const DTypeRow> OtherTypeRows();    // types Kite only knows the size of
+std::span<const DTypeRow> PackedInt4Rows();   // i4, u4: Kite's packed 4-bit weight codes
 
 }  // namespace kite::internal
