@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Accuracy of Kite's quantization recipes against the float model and against llama.cpp's own
+# quantizer (llama-imatrix + llama-quantize) on the same model and text, judged by one evaluator
+# (`kite eval compare`: PPL ratio and KL divergence over the whole vocabulary, per token, against
+# the float model's distributions) so that the numbers compare.
+#
+#   bench/quant_accuracy.sh [--model HF_FOLDER] [--llama-bin DIR] [--work DIR] [--recipes LIST]
+#
+# Protocol:
+#   model   by default the bundled demo model given LLM-like outlier channels by
+#           tools/make_outlier_model.py (function-preserving; MLP padded to 768 so k-quants fit);
+#           the float reference is that folder converted to F32 GGUF by `kite convert`.
+#   text    models/demo/heldout.txt: its first 40% (by lines) is the calibration text for every
+#           recipe, Kite's and llama.cpp's alike; the rest is scored, in windows of 256 tokens
+#           (the demo's context), Kite's protocol (every token after the first of a window).
+#   peer    llama-imatrix and llama-quantize built from the llama.cpp source bundled in the pinned
+#           node-llama-cpp (bench/build_llamacpp_tools.sh), outside the repository.
+# Prints a markdown table: recipe, bits/weight over the block linears, file size, PPL change,
+# mean / p99 KLD, top-1 agreement.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+kite="$root/build/kite"
+work=${TMPDIR:-/tmp}/kite-quant-accuracy
+model=""
+llama_bin=${LLAMA_BIN:-$HOME/.cache/kite-bench/llama.cpp/build/bin}
+recipes="q4_0 q4_k_m q4_k_m+imatrix q4_k_m+imatrix+gptq q4_k_m+imatrix+awq lpbq32+a16+kv8 int8+a16 int8+a8 int8+a8+smoothquant"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --model) model="$2"; shift 2 ;;
+    --llama-bin) llama_bin="$2"; shift 2 ;;
+    --work) work="$2"; shift 2 ;;
+    --recipes) recipes="$2"; shift 2 ;;
+    --kite) kite="$2"; shift 2 ;;
+    *) echo "quant_accuracy.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$work"
+if [[ -z "$model" ]]; then
+  model="$work/demo-outliers"
+  [[ -f "$model/model.safetensors" ]] ||
+    /usr/bin/python3 "$root/tools/make_outlier_model.py" "$root/models/demo" "$model" >&2
+fi
+text="$root/models/demo/heldout.txt"
+lines=$(wc -l < "$text")
+head -n $((lines * 4 / 10)) "$text" > "$work/calib.txt"
+tail -n +$((lines * 4 / 10 + 1)) "$text" > "$work/eval.txt"
+float="$work/float-f32.gguf"
+[[ -f "$float" ]] || "$kite" convert "$model" -o "$float" --type f32 -q
+calib_tokens=4096
+window=256
+
+# Kite's recipes: "+"-separated words, the first the --type.
+kite_args() {
+  local recipe="$1" words
+  IFS=+ read -ra words <<< "$recipe"
+  local args=(--type "${words[0]}" --calib "$work/calib.txt" --calib-tokens "$calib_tokens")
+  for w in "${words[@]:1}"; do
+    case "$w" in
+      imatrix) args+=(--imatrix "$work/kite.imatrix.gguf") ;;
+      a16) args+=(--act-bits 16) ;;
+      a8) args+=(--act-bits 8) ;;
+      kv8) args+=(--kv-bits 8) ;;
+      gptq | awq | smoothquant | hadamard | seqmse) args+=("--$w") ;;
+      *) echo "quant_accuracy.sh: unknown recipe word $w" >&2; exit 2 ;;
+    esac
+  done
+  printf '%s\n' "${args[@]}"
+}
+
+[[ -f "$work/kite.imatrix.gguf" ]] ||
+  "$kite" imatrix -m "$float" --calib "$work/calib.txt" --calib-tokens "$calib_tokens" \
+    -o "$work/kite.imatrix.gguf" >&2
+
+declare -A files
+for recipe in $recipes; do
+  out="$work/kite-${recipe//+/-}.gguf"
+  mapfile -t args < <(kite_args "$recipe")
+  start=$(date +%s.%N)
+  "$kite" quantize "$float" -o "$out" "${args[@]}" -q
+  echo "kite $recipe: $(echo "$(date +%s.%N) - $start" | bc) s" >&2
+  files["kite $recipe"]="$out"
+done
+
+if [[ -x "$llama_bin/llama-quantize" ]]; then
+  peer_imatrix="$work/llama.imatrix.gguf"
+  [[ -f "$peer_imatrix" ]] ||
+    "$llama_bin/llama-imatrix" -m "$float" -f "$work/calib.txt" -c "$window" \
+      --chunks $((calib_tokens / window)) -o "$peer_imatrix" -t 2 > "$work/llama-imatrix.log" 2>&1
+  "$llama_bin/llama-quantize" "$float" "$work/llama-q4_0.gguf" Q4_0 2 > /dev/null 2>&1
+  "$llama_bin/llama-quantize" "$float" "$work/llama-q4_k_m.gguf" Q4_K_M 2 > /dev/null 2>&1
+  "$llama_bin/llama-quantize" --imatrix "$peer_imatrix" "$float" "$work/llama-q4_k_m-imatrix.gguf" \
+    Q4_K_M 2 > /dev/null 2>&1
+  files["llama.cpp q4_0"]="$work/llama-q4_0.gguf"
+  files["llama.cpp q4_k_m"]="$work/llama-q4_k_m.gguf"
+  files["llama.cpp q4_k_m+imatrix"]="$work/llama-q4_k_m-imatrix.gguf"
+else
+  echo "quant_accuracy.sh: no llama-quantize in $llama_bin (bench/build_llamacpp_tools.sh); peer rows left out" >&2
+fi
+
+echo "| recipe | bits/weight (block linears) | file | PPL vs float | mean KLD | p99 KLD | same top-1 |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+for name in $(printf '%s\n' "${!files[@]}" | sed 's/ /@/' | sort); do
+  name=${name/@/ }
+  file=${files[$name]}
+  bpw=$("$kite" quantize "$file" -o "$work/unused.gguf" --type f32 --dry-run --json 2>/dev/null |
+        jq -r '.source_block_linear_bpw // empty' || true)
+  "$kite" eval compare -m "$file" --ref "$float" -f "$work/eval.txt" --ctx "$window" \
+    --ref-logits "$work/ref.logits" --json -q > "$work/compare.json"
+  jq -r --arg name "$name" --arg bpw "${bpw:--}" --arg size "$(stat -c %s "$file")" \
+    '"| \($name) | \($bpw) | \(($size|tonumber)/1048576*100|round/100) MiB | \((.ppl_ratio - 1) * 100 * 100 | round / 100)% | \(.kld.mean * 1e4 | round / 1e4) | \(.kld.p99 * 1e4 | round / 1e4) | \(.same_top1 * 1000 | round / 10)% |"' \
+    "$work/compare.json"
+done
