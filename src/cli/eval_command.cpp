@@ -1,5 +1,7 @@
 // `kite eval ppl -m MODEL -f TEXT [--protocol kite|llama] [--ctx N] [--chunks N] [--json]`:
 // perplexity (see eval/perplexity.h and eval/scoring_plan.h).
+// `kite eval compare -m QUANT --ref FLOAT -f TEXT [--ref-logits FILE] [--json]`: a quantized
+// model against its reference (eval/compare.h).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -9,8 +11,11 @@
 
 #include "base/mapped_file.h"
 #include "cli/command.h"
+#include "cli/eval_compare_report.h"
 #include "cli/eval_progress.h"
 #include "cli/setting_flags.h"
+#include "eval/compare.h"
+#include "eval/compare_stats.h"
 #include "eval/perplexity.h"
 #include "runtime/model_files.h"
 
@@ -24,38 +29,51 @@ constexpr int32_t kDefaultWindow = 512;
 // --ctx 512), so a figure is quick and the same from run to run whatever the file's length.
 constexpr int64_t kDefaultLlamaChunks = 32;
 
-struct PplOptions {
+// What every `kite eval` subcommand takes.
+struct EvalOptions {
   std::string model;
   std::string text_file;
   std::optional<int32_t> window;  // --ctx
-  std::string protocol = "kite";
+  std::string protocol;
   std::optional<int64_t> chunks;  // --chunks
-  std::string backend = "cpu";
-  int32_t threads = 0;
-  bool check_tensors = false;
-  DType kv_type = DType::kF16;
+  RunSettings settings;
   bool json = false;
 };
 
-Status RunPerplexity(const PplOptions& options) {
-  const ScoringProtocol protocol = KITE_TRY(ParseScoringProtocol(options.protocol));
-  const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
-  ModelFiles files = KITE_TRY(LoadModelFiles(options.model));
-  // Past its trained positions a model predicts worse: the default window never goes there.
-  const int32_t window = options.window.value_or(std::min(kDefaultWindow, files.model->config().context_length));
+// Loads `path` for scoring windows of `*window` tokens; without --ctx the window is the default,
+// or the model's trained context when shorter (past its trained positions a model predicts
+// worse), and `*window` is set to it.
+Result<std::unique_ptr<Engine>> LoadForEval(const std::string& path, const EvalOptions& options,
+                                            std::optional<int32_t>* window) {
+  ModelFiles files = KITE_TRY(LoadModelFiles(path));
+  if (!window->has_value()) *window = std::min(kDefaultWindow, files.model->config().context_length);
   EngineOptions engine_options;
-  engine_options.context_length = window;
-  engine_options.backend = options.backend;
-  engine_options.threads = options.threads;
-  engine_options.check_tensors = options.check_tensors;
-  engine_options.kv_dtype = options.kv_type;
+  engine_options.backend = options.settings.engine.backend;
+  engine_options.threads = options.settings.engine.threads;
+  engine_options.check_tensors = options.settings.engine.check_tensors;
+  engine_options.kv_dtype = options.settings.engine.kv_dtype;
+  engine_options.context_length = **window;
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
-  engine_options.prefill_chunk = window;
+  engine_options.prefill_chunk = **window;
   auto engine = KITE_TRY(Engine::Create(std::move(files), engine_options));
   PrintWarnings(engine->warnings());
+  return engine;
+}
+
+Result<ScoringOptions> ScoringFor(const EvalOptions& options, int32_t window) {
+  const ScoringProtocol protocol = KITE_TRY(ParseScoringProtocol(options.protocol));
   ScoringOptions scoring{.protocol = protocol, .ctx = window};
   scoring.max_windows =
       options.chunks.value_or(protocol == ScoringProtocol::kLlama ? kDefaultLlamaChunks : 0);
+  return scoring;
+}
+
+Status RunPerplexity(const EvalOptions& options) {
+  KITE_TRY(ParseScoringProtocol(options.protocol));
+  const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
+  std::optional<int32_t> window = options.window;
+  auto engine = KITE_TRY(LoadForEval(options.model, options, &window));
+  const ScoringOptions scoring = KITE_TRY(ScoringFor(options, *window));
   const EtaProgress eta("window");
   const auto progress = [&](int64_t done, int64_t total, double ppl) {
     char figure[32];
@@ -70,15 +88,77 @@ Status RunPerplexity(const PplOptions& options) {
                                         {"tokens", result.tokens},
                                         {"windows", result.windows},
                                         {"nll", result.nll},
-                                        {"ctx", window},
-                                        {"kv_type", std::string(DTypeName(options.kv_type))}};
+                                        {"ctx", *window},
+                                        {"kv_type", std::string(DTypeName(options.settings.engine.kv_dtype))}};
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("perplexity %.4f +/- %.5f over %lld tokens in %lld windows of %d, %s protocol (NLL %.4f nats)\n",
                 result.ppl, result.ppl_error, static_cast<long long>(result.tokens),
-                static_cast<long long>(result.windows), window, options.protocol.c_str(), result.nll);
+                static_cast<long long>(result.windows), *window, options.protocol.c_str(), result.nll);
   }
   return Ok();
+}
+
+struct CompareCliOptions {
+  std::string reference;   // --ref
+  std::string ref_logits;  // --ref-logits
+  std::string dump;        // --dump
+};
+
+Status RunCompare(const EvalOptions& options, const CompareCliOptions& compare) {
+  KITE_TRY(ParseScoringProtocol(options.protocol));
+  const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
+  std::optional<int32_t> window = options.window;
+  auto quant = KITE_TRY(LoadForEval(options.model, options, &window));
+  std::unique_ptr<Engine> reference;
+  if (!compare.reference.empty()) reference = KITE_TRY(LoadForEval(compare.reference, options, &window));
+  CompareOptions compare_options;
+  compare_options.scoring = KITE_TRY(ScoringFor(options, *window));
+  compare_options.ref_logits = compare.ref_logits;
+  compare_options.dump = compare.dump;
+  compare_options.inputs = {options.model, options.text_file};
+  if (!compare.reference.empty()) compare_options.inputs.push_back(compare.reference);
+  const EtaProgress eta("window");
+  const auto progress = [&](int64_t done, int64_t total, double kld) {
+    char figure[32];
+    std::snprintf(figure, sizeof(figure), "KLD %.6f", kld);
+    eta.Update(done, total, figure);
+  };
+  const CompareRun run = KITE_TRY(CompareModels(*quant, reference.get(), text, compare_options, progress));
+  const CompareStats stats = Summarize(run.tokens);
+  const std::string source = run.reference_from_cache ? "cache" : "model";
+  if (options.json) {
+    nlohmann::ordered_json out = {{"protocol", options.protocol},
+                                  {"ctx", *window},
+                                  {"windows", run.windows},
+                                  {"reference", source}};
+    out.update(CompareJson(stats));
+    std::printf("%s\n", out.dump().c_str());
+  } else {
+    std::printf("%lld windows of %d, %s protocol; reference from the %s%s\n\n",
+                static_cast<long long>(run.windows), *window, options.protocol.c_str(),
+                run.reference_from_cache ? "cache " : "model",
+                run.reference_from_cache ? compare.ref_logits.c_str() : "");
+    std::printf("%s", CompareText(stats).c_str());
+  }
+  return Ok();
+}
+
+// -m, -f, --protocol, --ctx, --chunks, the run settings and --json on `command`; the callback
+// fills options->settings from the flags.
+std::shared_ptr<SettingFlags> AddEvalFlags(CLI::App* command, const std::shared_ptr<EvalOptions>& options,
+                                           const std::string& model_help, const std::string& protocol_help) {
+  command->add_option("-m,--model", options->model, model_help)->required();
+  command->add_option("-f,--file", options->text_file, "The text to score")->required();
+  command->add_option("--protocol", options->protocol, protocol_help);
+  command->add_option_function<int32_t>(
+      "-c,--ctx,--ctx-size", [options](const int32_t& window) { options->window = window; },
+      "Window length in tokens (default 512, or the model's trained context when shorter)");
+  command->add_option_function<int64_t>(
+      "--chunks", [options](const int64_t& chunks) { options->chunks = chunks; },
+      "Score only the first N windows (0: all; default: all for kite, 32 for llama)");
+  return std::make_shared<SettingFlags>(
+      command, std::vector<std::string>{"backend", "threads", "check_tensors", "kv_type"});
 }
 
 }  // namespace
@@ -86,33 +166,47 @@ Status RunPerplexity(const PplOptions& options) {
 void AddEvalCommand(CLI::App& app, int* exit_code) {
   CLI::App* eval = app.add_subcommand("eval", "Measure a model");
   eval->require_subcommand(1);
-  auto options = std::make_shared<PplOptions>();
+
+  auto options = std::make_shared<EvalOptions>();
+  options->protocol = "kite";
   CLI::App* ppl = eval->add_subcommand(
       "ppl",
       "Perplexity, ppl = exp(total NLL / scored tokens). --protocol kite: the text is tokenized "
       "once without BOS, cut into windows of --ctx tokens, each scored from [BOS] + window[:-1]. "
       "--protocol llama: llama.cpp perplexity's chunks of --ctx tokens, BOS first, the second "
       "half of each scored");
-  ppl->add_option("-m,--model", options->model, "A Hugging Face model folder or a .gguf file")->required();
-  ppl->add_option("-f,--file", options->text_file, "The text to score")->required();
-  ppl->add_option_function<int32_t>(
-      "-c,--ctx,--ctx-size", [options](const int32_t& window) { options->window = window; },
-      "Window length in tokens (default 512, or the model's trained context when shorter)");
-  ppl->add_option("--protocol", options->protocol, "Scoring windows: kite (default) or llama");
-  ppl->add_option_function<int64_t>(
-      "--chunks", [options](const int64_t& chunks) { options->chunks = chunks; },
-      "Score only the first N windows (0: all; default: all for kite, 32 for llama)");
-  auto settings = std::make_shared<SettingFlags>(
-      ppl, std::vector<std::string>{"backend", "threads", "check_tensors", "kv_type"});
-  ppl->add_flag("--json", options->json, "Print {ppl, ppl_error, protocol, tokens, windows, nll, ctx, kv_type} as JSON");
+  auto settings = AddEvalFlags(ppl, options, "A Hugging Face model folder or a .gguf file",
+                               "Scoring windows: kite (default) or llama");
+  ppl->add_flag("--json", options->json,
+                "Print {ppl, ppl_error, protocol, tokens, windows, nll, ctx, kv_type} as JSON");
   ppl->callback([options, settings, exit_code] {
-    RunSettings chosen;
-    PrintWarnings(settings->ApplyTo(&chosen));
-    options->backend = chosen.engine.backend;
-    options->threads = chosen.engine.threads;
-    options->check_tensors = chosen.engine.check_tensors;
-    options->kv_type = chosen.engine.kv_dtype;
+    PrintWarnings(settings->ApplyTo(&options->settings));
     if (auto status = RunPerplexity(*options); !status) *exit_code = ReportError(status.error());
+  });
+
+  auto compare_options = std::make_shared<EvalOptions>();
+  compare_options->protocol = "llama";
+  auto compare = std::make_shared<CompareCliOptions>();
+  CLI::App* compare_command = eval->add_subcommand(
+      "compare",
+      "A quantized model against its reference on the same windows: per token KL(P_ref || P_quant) "
+      "over the whole vocabulary, top-1 agreement, Δp (probability of the correct token, quant - "
+      "ref) and both NLLs, summarised as llama-perplexity --kl-divergence does");
+  auto compare_settings = AddEvalFlags(compare_command, compare_options, "The quantized model",
+                                       "Scoring windows: llama (default) or kite");
+  compare_command->add_option("--ref", compare->reference,
+                              "The reference (float) model; not needed when --ref-logits exists");
+  compare_command->add_option(
+      "--ref-logits", compare->ref_logits,
+      "Cache of the reference's distributions: written when absent, read when present (checked "
+      "against the text, windows and --ref model)");
+  compare_command->add_option("--dump", compare->dump,
+                              "Write the quantized model's logits of every scored position to this file "
+                              "(for tools/compare_reference.py)");
+  compare_command->add_flag("--json", compare_options->json, "Print the statistics as JSON");
+  compare_command->callback([compare_options, compare, compare_settings, exit_code] {
+    PrintWarnings(compare_settings->ApplyTo(&compare_options->settings));
+    if (auto status = RunCompare(*compare_options, *compare); !status) *exit_code = ReportError(status.error());
   });
 }
 
