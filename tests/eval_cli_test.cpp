@@ -179,5 +179,38 @@ TEST_F(CliEvalCompare, ReferenceLogitsAreCachedAndChecked) {
   std::filesystem::remove(other_text);
 }
 
+// `kite eval sqnr`: the JSON report (layers in order, tensors worst first) and the SVG plot.
+TEST_F(CliEvalCompare, SqnrReportsEveryLinearAndPlotsTheLayers) {
+  const std::string plot = ::testing::TempDir() + "kite_eval_sqnr.svg";
+  std::filesystem::remove(plot);
+  CommandResult result = RunKite({"eval", "sqnr", "-m", Model("q4_0"), "--ref", Model("f32"), "-f",
+                                  SourcePath("models/demo/heldout.txt"), "--chunks", "2", "--plot", plot, "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const json out = json::parse(result.out);
+  EXPECT_EQ(out["windows"], 2);
+  EXPECT_EQ(out["tokens"], 256);
+  EXPECT_EQ(out["mode"], "isolated");
+  ASSERT_EQ(out["layers"].size(), 3u);
+  EXPECT_EQ(out["layers"][0]["layer"], "0");
+  EXPECT_EQ(out["layers"][2]["layer"], "head");
+  // 7 linears per block (q, k, v, output, gate, up, down) and the head.
+  ASSERT_EQ(out["tensors"].size(), 15u);
+  for (size_t i = 1; i < out["tensors"].size(); ++i) {
+    EXPECT_LE(out["tensors"][i - 1]["sqnr_db"].get<double>(), out["tensors"][i]["sqnr_db"].get<double>());
+  }
+  // Q4_0 of random weights: about 21 dB everywhere (4-bit, 16 levels), none flagged.
+  for (const json& tensor : out["tensors"]) {
+    EXPECT_EQ(tensor["kind"], "linear");
+    EXPECT_NEAR(tensor["sqnr_db"].get<double>(), 21.5, 2.0) << tensor["name"];
+    EXPECT_FALSE(tensor["flagged"].get<bool>());
+  }
+  std::ifstream in(plot);
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(svg.starts_with("<svg")) << svg.substr(0, 100);
+  EXPECT_NE(svg.find(">SQNR (dB)</text>"), std::string::npos);
+  EXPECT_NE(svg.find("kite_eval_compare_q4_0.gguf vs kite_eval_compare_f32.gguf"), std::string::npos);
+  std::filesystem::remove(plot);
+}
+
 }  // namespace
 }  // namespace kite::testing

@@ -2,21 +2,28 @@
 // perplexity (see eval/perplexity.h and eval/scoring_plan.h).
 // `kite eval compare -m QUANT --ref FLOAT -f TEXT [--ref-logits FILE] [--json]`: a quantized
 // model against its reference (eval/compare.h).
+// `kite eval sqnr -m QUANT --ref FLOAT -f TEXT [--plot FILE.svg] [--json]`: per-layer and
+// per-tensor SQNR (eval/sqnr.h).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "base/atomic_output.h"
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/eval_compare_report.h"
 #include "cli/eval_progress.h"
+#include "cli/eval_sqnr_report.h"
 #include "cli/setting_flags.h"
 #include "eval/compare.h"
 #include "eval/compare_stats.h"
 #include "eval/perplexity.h"
+#include "eval/sqnr.h"
+#include "eval/sqnr_plot.h"
 #include "runtime/model_files.h"
 
 namespace kite::cli {
@@ -25,6 +32,9 @@ namespace {
 
 // The window without --ctx, unless the model was trained on fewer positions.
 constexpr int32_t kDefaultWindow = 512;
+// SQNR needs fewer tokens than a perplexity: by default 4 windows of 128.
+constexpr int32_t kDefaultSqnrWindow = 128;
+constexpr int64_t kDefaultSqnrChunks = 4;
 // The llama protocol scores a fixed subset by default: the first 32 chunks (16,384 tokens at
 // --ctx 512), so a figure is quick and the same from run to run whatever the file's length.
 constexpr int64_t kDefaultLlamaChunks = 32;
@@ -144,6 +154,50 @@ Status RunCompare(const EvalOptions& options, const CompareCliOptions& compare) 
   return Ok();
 }
 
+struct SqnrCliOptions {
+  std::string reference;  // --ref
+  std::string plot;       // --plot
+  bool propagate = false;
+  double flag_db = 6.0;
+  int32_t top = 20;
+};
+
+std::string FileName(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  return name.empty() ? path : name;
+}
+
+Status RunSqnr(EvalOptions options, const SqnrCliOptions& sqnr) {
+  const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
+  std::optional<int32_t> window = options.window.value_or(kDefaultSqnrWindow);
+  auto quant = KITE_TRY(LoadForEval(options.model, options, &window));
+  auto reference = KITE_TRY(LoadForEval(sqnr.reference, options, &window));
+  KITE_RETURN_IF_ERROR(CheckWindowFits(*quant, *window));
+  const SqnrOptions sqnr_options{
+      .scoring = {.protocol = ScoringProtocol::kKite, .ctx = *window,
+                  .max_windows = options.chunks.value_or(kDefaultSqnrChunks)},
+      .propagate = sqnr.propagate,
+      .flag_db = sqnr.flag_db};
+  // The plot is written atomically, and not over an input.
+  std::optional<AtomicOutput> plot;
+  if (!sqnr.plot.empty()) {
+    plot.emplace(KITE_TRY(AtomicOutput::Create(sqnr.plot, {options.model, sqnr.reference, options.text_file})));
+  }
+  const EtaProgress eta("window");
+  const auto progress = [&](int64_t done, int64_t total) { eta.Update(done, total, "SQNR"); };
+  const SqnrReport report = KITE_TRY(ComputeSqnr(*quant, *reference, text, sqnr_options, progress));
+  if (plot) {
+    KITE_RETURN_IF_ERROR(plot->Write(SqnrPlotSvg(report, "SQNR per layer: " + FileName(options.model) + " vs " + FileName(sqnr.reference))));
+    KITE_RETURN_IF_ERROR(plot->Commit());
+  }
+  if (options.json) {
+    std::printf("%s\n", SqnrJson(report, sqnr_options).dump().c_str());
+  } else {
+    std::printf("%s", SqnrText(report, sqnr_options, sqnr.top).c_str());
+  }
+  return Ok();
+}
+
 // -m, -f, --protocol, --ctx, --chunks, the run settings and --json on `command`; the callback
 // fills options->settings from the flags.
 std::shared_ptr<SettingFlags> AddEvalFlags(CLI::App* command, const std::shared_ptr<EvalOptions>& options,
@@ -207,6 +261,36 @@ void AddEvalCommand(CLI::App& app, int* exit_code) {
   compare_command->callback([compare_options, compare, compare_settings, exit_code] {
     PrintWarnings(compare_settings->ApplyTo(&compare_options->settings));
     if (auto status = RunCompare(*compare_options, *compare); !status) *exit_code = ReportError(status.error());
+  });
+
+  auto sqnr_options = std::make_shared<EvalOptions>();
+  auto sqnr = std::make_shared<SqnrCliOptions>();
+  CLI::App* sqnr_command = eval->add_subcommand(
+      "sqnr",
+      "Which layer broke the model: the quantized and the reference model run the same windows side by "
+      "side; for every linear output and quantized activation SQNR = 10 log10(Σref² / Σ(ref-quant)²), "
+      "per tensor and per layer, worst first, offenders flagged. Each node computes from the "
+      "reference's inputs unless --propagate");
+  sqnr_command->add_option("-m,--model", sqnr_options->model, "The quantized model")->required();
+  sqnr_command->add_option("--ref", sqnr->reference, "The reference (float) model")->required();
+  sqnr_command->add_option("-f,--file", sqnr_options->text_file, "The text whose tokens both models run")->required();
+  sqnr_command->add_option_function<int32_t>(
+      "-c,--ctx,--ctx-size", [sqnr_options](const int32_t& window) { sqnr_options->window = window; },
+      "Window length in tokens (default 128)");
+  sqnr_command->add_option_function<int64_t>(
+      "--chunks", [sqnr_options](const int64_t& chunks) { sqnr_options->chunks = chunks; },
+      "Run the first N windows of the text (default 4; 0: all)");
+  sqnr_command->add_flag("--propagate", sqnr->propagate,
+                         "Let errors accumulate down the layers (each model computes from its own values)");
+  sqnr_command->add_option("--flag-db", sqnr->flag_db, "Flag what is more than this many dB below the median (default 6)");
+  sqnr_command->add_option("--top", sqnr->top, "Tensors listed in the text report (default 20; 0: all)");
+  sqnr_command->add_option("--plot", sqnr->plot, "Write an SVG bar chart of per-layer SQNR to this file");
+  sqnr_command->add_flag("--json", sqnr_options->json, "Print the report as JSON");
+  auto sqnr_settings = std::make_shared<SettingFlags>(
+      sqnr_command, std::vector<std::string>{"backend", "threads", "check_tensors", "kv_type"});
+  sqnr_command->callback([sqnr_options, sqnr, sqnr_settings, exit_code] {
+    PrintWarnings(sqnr_settings->ApplyTo(&sqnr_options->settings));
+    if (auto status = RunSqnr(*sqnr_options, *sqnr); !status) *exit_code = ReportError(status.error());
   });
 }
 
