@@ -167,12 +167,11 @@ std::string FileName(const std::string& path) {
   return name.empty() ? path : name;
 }
 
-Status RunSqnr(EvalOptions options, const SqnrCliOptions& sqnr) {
+Status RunSqnr(const EvalOptions& options, const SqnrCliOptions& sqnr) {
   const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
   std::optional<int32_t> window = options.window.value_or(kDefaultSqnrWindow);
   auto quant = KITE_TRY(LoadForEval(options.model, options, &window));
   auto reference = KITE_TRY(LoadForEval(sqnr.reference, options, &window));
-  KITE_RETURN_IF_ERROR(CheckWindowFits(*quant, *window));
   const SqnrOptions sqnr_options{
       .scoring = {.protocol = ScoringProtocol::kKite, .ctx = *window,
                   .max_windows = options.chunks.value_or(kDefaultSqnrChunks)},

@@ -108,9 +108,9 @@ class LogitsDump {
 
 Result<CompareRun> CompareModels(const Engine& quant, const Engine* reference, std::string_view text,
                                  const CompareOptions& options, const CompareProgress& progress) {
+  const ScoringPlan plan = KITE_TRY(PlanScoring(quant.tokenizer(), text, options.scoring));
   KITE_RETURN_IF_ERROR(CheckWindowFits(quant, options.scoring.ctx));
   if (reference != nullptr) KITE_RETURN_IF_ERROR(CheckWindowFits(*reference, options.scoring.ctx));
-  const ScoringPlan plan = KITE_TRY(PlanScoring(quant.tokenizer(), text, options.scoring));
   if (reference != nullptr) {
     const ScoringPlan reference_plan = KITE_TRY(PlanScoring(reference->tokenizer(), text, options.scoring));
     if (HeaderFor(reference_plan, options.scoring, 0, 0).tokens_hash != HeaderFor(plan, options.scoring, 0, 0).tokens_hash) {

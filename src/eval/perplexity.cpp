@@ -29,8 +29,8 @@ Status CheckWindowFits(const Engine& engine, int32_t window) {
 Result<PerplexityResult> ComputePerplexity(const Engine& engine, std::string_view text,
                                            const ScoringOptions& options,
                                            const PerplexityProgress& progress) {
-  if (options.ctx >= 2) KITE_RETURN_IF_ERROR(CheckWindowFits(engine, options.ctx));
   const ScoringPlan plan = KITE_TRY(PlanScoring(engine.tokenizer(), text, options));
+  KITE_RETURN_IF_ERROR(CheckWindowFits(engine, options.ctx));
   const int32_t vocab = engine.config().vocab;
   const auto total_windows = static_cast<int64_t>(plan.windows.size());
 

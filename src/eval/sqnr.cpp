@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/half.h"
+#include "eval/perplexity.h"
 #include "graph/encoding.h"
 #include "runtime/executable.h"
 #include "runtime/observer.h"
@@ -183,6 +184,8 @@ std::vector<double> Finite(std::vector<double> values) {
 Result<SqnrReport> ComputeSqnr(const Engine& quant, const Engine& reference, std::string_view text,
                                const SqnrOptions& options, const SqnrProgress& progress) {
   const ScoringPlan plan = KITE_TRY(PlanScoring(quant.tokenizer(), text, options.scoring));
+  KITE_RETURN_IF_ERROR(CheckWindowFits(quant, options.scoring.ctx));
+  KITE_RETURN_IF_ERROR(CheckWindowFits(reference, options.scoring.ctx));
   const int32_t n_layers = quant.config().n_layers;
   Recorder recorder;
   Comparer comparer(recorder, options.propagate, n_layers);
