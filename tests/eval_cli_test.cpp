@@ -112,7 +112,12 @@ TEST_F(CliEvalCompare, StatisticsMatchTheFloat64Reference) {
   EXPECT_EQ(out["windows"], 8);
   EXPECT_EQ(out["reference"], "model");
   ExpectNear(out, golden, "");
+  EXPECT_NE(result.err.find("reference window 8/8"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("window 8/8  KLD 0.0090"), std::string::npos) << result.err;
+  // Without --ref-logits the reference pass went to a temporary file, removed at the end.
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
+    EXPECT_FALSE(entry.path().filename().string().starts_with("kite-ref-logits-")) << entry.path();
+  }
 
   CommandResult text = RunKite(Compare("q4_0", {"--ref", Model("f32")}));
   ASSERT_EQ(text.exit_code, 0) << text.err;

@@ -4,6 +4,8 @@
 // model against its reference (eval/compare.h).
 // `kite eval sqnr -m QUANT --ref FLOAT -f TEXT [--plot FILE.svg] [--json]`: per-layer and
 // per-tensor SQNR (eval/sqnr.h).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -25,6 +27,7 @@
 #include "eval/sqnr.h"
 #include "eval/sqnr_plot.h"
 #include "runtime/model_files.h"
+#include "runtime/model_identity.h"
 
 namespace kite::cli {
 
@@ -49,6 +52,18 @@ struct EvalOptions {
   RunSettings settings;
   bool json = false;
 };
+
+EngineOptions EngineOptionsFor(const RunSettings& settings, int32_t window) {
+  EngineOptions engine_options;
+  engine_options.context_length = window;
+  engine_options.backend = settings.engine.backend;
+  engine_options.threads = settings.engine.threads;
+  engine_options.check_tensors = settings.engine.check_tensors;
+  engine_options.kv_dtype = settings.engine.kv_dtype;
+  // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
+  engine_options.prefill_chunk = window;
+  return engine_options;
+}
 
 // Loads `path` for scoring windows of `*window` tokens; without --ctx the window is the default,
 // or the model's trained context when shorter (past its trained positions a model predicts
@@ -115,40 +130,75 @@ struct CompareCliOptions {
   std::string dump;        // --dump
 };
 
+// Removes a temporary reference-logits file however the command ends.
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit() {
+    std::error_code ignored;
+    if (!path.empty()) std::filesystem::remove(path, ignored);
+  }
+};
+
 Status RunCompare(const EvalOptions& options, const CompareCliOptions& compare) {
   KITE_TRY(ParseScoringProtocol(options.protocol));
   const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
-  std::optional<int32_t> window = options.window;
-  auto quant = KITE_TRY(LoadForEval(options.model, options, &window));
-  std::unique_ptr<Engine> reference;
-  if (!compare.reference.empty()) reference = KITE_TRY(LoadForEval(compare.reference, options, &window));
+  std::error_code error;
+  const bool cached = !compare.ref_logits.empty() && std::filesystem::exists(compare.ref_logits, error);
+  if (!cached && compare.reference.empty()) {
+    return InvalidInput(compare.ref_logits.empty()
+                            ? std::string("give the reference model (--ref) or its cached logits (--ref-logits)")
+                            : compare.ref_logits + ": no such file, and no --ref model to compute it from");
+  }
   CompareOptions compare_options;
-  compare_options.scoring = KITE_TRY(ScoringFor(options, *window));
-  compare_options.ref_logits = compare.ref_logits;
   compare_options.dump = compare.dump;
   compare_options.inputs = {options.model, options.text_file};
   if (!compare.reference.empty()) compare_options.inputs.push_back(compare.reference);
+  // Without --ref-logits the reference's distributions still go to a file (a temporary one), so
+  // that the two models are never in memory together.
+  RemoveOnExit temporary;
+  compare_options.ref_logits = compare.ref_logits;
+  if (compare.ref_logits.empty()) {
+    temporary.path = (std::filesystem::temp_directory_path() /
+                      ("kite-ref-logits-" + std::to_string(::getpid()) + ".tmp")).string();
+    compare_options.ref_logits = temporary.path;
+  }
+  // The quantized model's files are opened (mapped, not read) first: its trained context sets
+  // the default window.
+  ModelFiles quant_files = KITE_TRY(LoadModelFiles(options.model));
+  const int32_t window = options.window.value_or(std::min(kDefaultWindow, quant_files.model->config().context_length));
+  compare_options.scoring = KITE_TRY(ScoringFor(options, window));
+  EngineOptions engine_options = EngineOptionsFor(options.settings, window);
+  if (!cached) {
+    auto reference = KITE_TRY(Engine::Create(KITE_TRY(LoadModelFiles(compare.reference)), engine_options));
+    PrintWarnings(reference->warnings());
+    const EtaProgress eta("reference window");
+    KITE_RETURN_IF_ERROR(WriteReferenceLogits(*reference, text, compare_options,
+                                              [&](int64_t done, int64_t total, double) { eta.Update(done, total, ""); }));
+  } else if (!compare.reference.empty()) {
+    const ModelFiles reference = KITE_TRY(LoadModelFiles(compare.reference));
+    compare_options.reference_identity = ModelIdentity(*reference.model);
+  }
+  auto quant = KITE_TRY(Engine::Create(std::move(quant_files), engine_options));
+  PrintWarnings(quant->warnings());
   const EtaProgress eta("window");
   const auto progress = [&](int64_t done, int64_t total, double kld) {
     char figure[32];
     std::snprintf(figure, sizeof(figure), "KLD %.6f", kld);
     eta.Update(done, total, figure);
   };
-  const CompareRun run = KITE_TRY(CompareModels(*quant, reference.get(), text, compare_options, progress));
+  const CompareRun run = KITE_TRY(CompareModels(*quant, text, compare_options, progress));
   const CompareStats stats = Summarize(run.tokens);
-  const std::string source = run.reference_from_cache ? "cache" : "model";
   if (options.json) {
     nlohmann::ordered_json out = {{"protocol", options.protocol},
-                                  {"ctx", *window},
+                                  {"ctx", window},
                                   {"windows", run.windows},
-                                  {"reference", source}};
+                                  {"reference", cached ? "cache" : "model"}};
     out.update(CompareJson(stats));
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("%lld windows of %d, %s protocol; reference from the %s%s\n\n",
-                static_cast<long long>(run.windows), *window, options.protocol.c_str(),
-                run.reference_from_cache ? "cache " : "model",
-                run.reference_from_cache ? compare.ref_logits.c_str() : "");
+                static_cast<long long>(run.windows), window, options.protocol.c_str(),
+                cached ? "cache " : "model", cached ? compare.ref_logits.c_str() : "");
     std::printf("%s", CompareText(stats).c_str());
   }
   return Ok();

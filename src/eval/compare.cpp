@@ -2,8 +2,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <filesystem>
-#include <memory>
 #include <optional>
 
 #include "base/atomic_output.h"
@@ -15,74 +13,9 @@ namespace kite {
 
 namespace {
 
-// The reference rows of one window, computed or read from the cache.
-class ReferenceSource {
- public:
-  static Result<ReferenceSource> Make(const Engine& quant, const Engine* reference, const ScoringPlan& plan,
-                                      const CompareOptions& options) {
-    ReferenceSource source;
-    const int32_t vocab = quant.config().vocab;
-    const uint64_t identity = reference != nullptr ? ModelIdentity(reference->model()) : 0;
-    const ReferenceLogitsHeader header = HeaderFor(plan, options.scoring, vocab, identity);
-    std::error_code error;
-    if (!options.ref_logits.empty() && std::filesystem::exists(options.ref_logits, error)) {
-      source.reader_.emplace(KITE_TRY(ReferenceLogitsReader::Open(options.ref_logits, header)));
-      return source;
-    }
-    if (reference == nullptr) {
-      return InvalidInput(options.ref_logits.empty()
-                              ? std::string("give the reference model (--ref) or its cached logits (--ref-logits)")
-                              : options.ref_logits + ": no such file, and no --ref model to compute it from");
-    }
-    if (reference->config().vocab != vocab) {
-      return InvalidInput("the reference model has " + std::to_string(reference->config().vocab) +
-                          " logits per position and the quantized one " + std::to_string(vocab) +
-                          ": they must share the vocabulary");
-    }
-    source.reference_ = reference;
-    source.session_ = std::make_unique<Session>(*reference);
-    if (!options.ref_logits.empty()) {
-      source.writer_.emplace(KITE_TRY(ReferenceLogitsWriter::Create(options.ref_logits, header, options.inputs)));
-    }
-    return source;
-  }
-
-  Status Next(const ScoringWindow& window, std::vector<uint8_t>* rows) {
-    if (reader_) return reader_->Read(static_cast<int64_t>(window.targets.size()), rows);
-    const int32_t vocab = reference_->config().vocab;
-    const size_t row_bytes = ReferenceRowBytes(vocab);
-    rows->resize(window.targets.size() * row_bytes);
-    session_->Reset();
-    const std::span<const float> logits = KITE_TRY(session_->Feed(window.input, /*all_logits=*/true));
-    for (size_t t = 0; t < window.targets.size(); ++t) {
-      const size_t row = window.first_row + t;
-      const std::span<const float> row_logits = logits.subspan(row * vocab, vocab);
-      if (!std::isfinite(NegativeLogLikelihood(row_logits, window.targets[t]))) {
-        return InvalidInput("the reference model's logits predicting token " +
-                            std::to_string(window.first_target + t) +
-                            " of the text are not finite; run with --check-tensors");
-      }
-      EncodeReferenceRow(row_logits, window.targets[t], std::span<uint8_t>(rows->data() + t * row_bytes, row_bytes));
-    }
-    if (writer_) KITE_RETURN_IF_ERROR(writer_->Write(*rows));
-    return Ok();
-  }
-
-  Status Finish() { return writer_ ? writer_->Commit() : Ok(); }
-  bool from_cache() const { return reader_.has_value(); }
-  bool caching() const { return writer_.has_value(); }
-
- private:
-  const Engine* reference_ = nullptr;
-  std::unique_ptr<Session> session_;  // not movable: held by pointer
-  std::optional<ReferenceLogitsReader> reader_;
-  std::optional<ReferenceLogitsWriter> writer_;
-};
-
 class LogitsDump {
  public:
-  static Result<std::optional<LogitsDump>> Make(const CompareOptions& options, int32_t vocab, int64_t rows) {
-    if (options.dump.empty()) return std::optional<LogitsDump>();
+  static Result<LogitsDump> Create(const CompareOptions& options, int32_t vocab, int64_t rows) {
     AtomicOutput out = KITE_TRY(AtomicOutput::Create(options.dump, options.inputs));
     uint8_t header[24];
     const uint32_t version = 1;
@@ -91,7 +24,7 @@ class LogitsDump {
     std::memcpy(header + 12, &vocab, 4);
     std::memcpy(header + 16, &rows, 8);
     KITE_RETURN_IF_ERROR(out.Write(std::span<const uint8_t>(header, sizeof header)));
-    return std::optional<LogitsDump>(LogitsDump(std::move(out)));
+    return LogitsDump(std::move(out));
   }
   Status Write(int32_t target, std::span<const float> logits) {
     KITE_RETURN_IF_ERROR(out_.Write(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&target), 4)));
@@ -104,34 +37,61 @@ class LogitsDump {
   AtomicOutput out_;
 };
 
+Result<ScoringPlan> Plan(const Engine& engine, std::string_view text, const CompareOptions& options) {
+  ScoringPlan plan = KITE_TRY(PlanScoring(engine.tokenizer(), text, options.scoring));
+  KITE_RETURN_IF_ERROR(CheckWindowFits(engine, options.scoring.ctx));
+  return plan;
+}
+
 }  // namespace
 
-Result<CompareRun> CompareModels(const Engine& quant, const Engine* reference, std::string_view text,
-                                 const CompareOptions& options, const CompareProgress& progress) {
-  const ScoringPlan plan = KITE_TRY(PlanScoring(quant.tokenizer(), text, options.scoring));
-  KITE_RETURN_IF_ERROR(CheckWindowFits(quant, options.scoring.ctx));
-  if (reference != nullptr) KITE_RETURN_IF_ERROR(CheckWindowFits(*reference, options.scoring.ctx));
-  if (reference != nullptr) {
-    const ScoringPlan reference_plan = KITE_TRY(PlanScoring(reference->tokenizer(), text, options.scoring));
-    if (HeaderFor(reference_plan, options.scoring, 0, 0).tokens_hash != HeaderFor(plan, options.scoring, 0, 0).tokens_hash) {
-      return InvalidInput("the quantized and the reference model tokenize the text differently: compare "
-                          "models that share a tokenizer");
+Status WriteReferenceLogits(const Engine& reference, std::string_view text, const CompareOptions& options,
+                            const CompareProgress& progress) {
+  const ScoringPlan plan = KITE_TRY(Plan(reference, text, options));
+  const int32_t vocab = reference.config().vocab;
+  ReferenceLogitsWriter writer = KITE_TRY(ReferenceLogitsWriter::Create(
+      options.ref_logits, HeaderFor(plan, options.scoring, vocab, ModelIdentity(reference.model())),
+      options.inputs));
+  const size_t row_bytes = ReferenceRowBytes(vocab);
+  std::vector<uint8_t> rows;
+  Session session(reference);
+  int64_t done = 0;
+  for (const ScoringWindow& window : plan.windows) {
+    session.Reset();
+    const std::span<const float> logits = KITE_TRY(session.Feed(window.input, /*all_logits=*/true));
+    rows.resize(window.targets.size() * row_bytes);
+    for (size_t t = 0; t < window.targets.size(); ++t) {
+      const std::span<const float> row_logits = logits.subspan((window.first_row + t) * vocab, vocab);
+      if (!std::isfinite(NegativeLogLikelihood(row_logits, window.targets[t]))) {
+        return InvalidInput("the reference model's logits predicting token " +
+                            std::to_string(window.first_target + t) +
+                            " of the text are not finite; run with --check-tensors");
+      }
+      EncodeReferenceRow(row_logits, window.targets[t], std::span<uint8_t>(rows.data() + t * row_bytes, row_bytes));
     }
+    KITE_RETURN_IF_ERROR(writer.Write(rows));
+    if (progress) progress(++done, static_cast<int64_t>(plan.windows.size()), 0.0);
   }
-  ReferenceSource source = KITE_TRY(ReferenceSource::Make(quant, reference, plan, options));
+  return writer.Commit();
+}
+
+Result<CompareRun> CompareModels(const Engine& quant, std::string_view text, const CompareOptions& options,
+                                 const CompareProgress& progress) {
+  const ScoringPlan plan = KITE_TRY(Plan(quant, text, options));
   const int32_t vocab = quant.config().vocab;
-  std::optional<LogitsDump> dump = KITE_TRY(LogitsDump::Make(options, vocab, plan.scored_tokens()));
+  ReferenceLogitsReader reader = KITE_TRY(ReferenceLogitsReader::Open(
+      options.ref_logits, HeaderFor(plan, options.scoring, vocab, options.reference_identity)));
+  std::optional<LogitsDump> dump;
+  if (!options.dump.empty()) dump.emplace(KITE_TRY(LogitsDump::Create(options, vocab, plan.scored_tokens())));
 
   CompareRun run;
   run.tokens.reserve(static_cast<size_t>(plan.scored_tokens()));
-  run.reference_from_cache = source.from_cache();
-  run.reference_cached = source.caching();
   Session session(quant);
   std::vector<uint8_t> reference_rows;
   const size_t row_bytes = ReferenceRowBytes(vocab);
   double kld_sum = 0.0;
   for (const ScoringWindow& window : plan.windows) {
-    KITE_RETURN_IF_ERROR(source.Next(window, &reference_rows));
+    KITE_RETURN_IF_ERROR(reader.Read(static_cast<int64_t>(window.targets.size()), &reference_rows));
     session.Reset();
     const std::span<const float> logits = KITE_TRY(session.Feed(window.input, /*all_logits=*/true));
     for (size_t t = 0; t < window.targets.size(); ++t) {
@@ -152,7 +112,6 @@ Result<CompareRun> CompareModels(const Engine& quant, const Engine* reference, s
     ++run.windows;
     if (progress) progress(run.windows, static_cast<int64_t>(plan.windows.size()), kld_sum / run.tokens.size());
   }
-  KITE_RETURN_IF_ERROR(source.Finish());
   if (dump) KITE_RETURN_IF_ERROR(dump->Commit());
   return run;
 }

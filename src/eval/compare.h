@@ -1,8 +1,11 @@
 // `kite eval compare`: a quantized model against its reference (float) model, position by
 // position on the same windows (eval/scoring_plan.h): KL divergence over the whole vocabulary,
 // top-1 agreement, Δp and both NLLs per scored token, summarised by eval/compare_stats.h.
-// The reference's distributions can be cached in a file (eval/reference_logits.h): written when
-// absent, read when present (then the reference model need not be loaded at all).
+//
+// Two passes, so only one model is in memory at a time (a 1B F16 reference beside its Q4_0 is
+// over 4 GB): the reference's distributions go to a file (eval/reference_logits.h), which is
+// also the cache that spares the reference pass next time, then the quantized model runs
+// against the file.
 #pragma once
 
 #include <cstdint>
@@ -20,27 +23,32 @@ namespace kite {
 
 struct CompareOptions {
   ScoringOptions scoring;
-  std::string ref_logits;           // the cache file; "": none
-  std::vector<std::string> inputs;  // files the command reads (a cache may not replace one)
+  std::string ref_logits;           // the reference's distributions (written by the first pass)
+  std::vector<std::string> inputs;  // files the command reads (the outputs may not replace one)
+  // The reference model's identity (runtime/model_identity.h) the file must have been written
+  // for; 0: not checked (no --ref given).
+  uint64_t reference_identity = 0;
   // Writes the quantized model's logits of every scored position here (for tools/
   // compare_reference.py): "KITEDUMP", u32 version 1, i32 vocab, i64 rows, then per row
   // i32 target and f32 logits[vocab]. "": none.
   std::string dump;
 };
 
+// (windows done, windows in all, the running figure: mean KLD, or 0 for the reference pass)
+using CompareProgress = std::function<void(int64_t, int64_t, double)>;
+
+// The first pass: runs `reference` over the windows and writes options.ref_logits.
+Status WriteReferenceLogits(const Engine& reference, std::string_view text, const CompareOptions& options,
+                            const CompareProgress& progress = nullptr);
+
 struct CompareRun {
   std::vector<TokenComparison> tokens;
   int64_t windows = 0;
-  bool reference_from_cache = false;  // read from options.ref_logits
-  bool reference_cached = false;      // written to options.ref_logits by this run
 };
 
-// (windows done, windows in all, running mean KLD)
-using CompareProgress = std::function<void(int64_t, int64_t, double)>;
-
-// `reference` may be null when options.ref_logits names an existing cache; when given with a
-// cache, the cache must have been written for it.
-Result<CompareRun> CompareModels(const Engine& quant, const Engine* reference, std::string_view text,
-                                 const CompareOptions& options, const CompareProgress& progress = nullptr);
+// The second pass: `quant` against options.ref_logits, which must have been written for the same
+// windows and vocabulary (and options.reference_identity, when not 0).
+Result<CompareRun> CompareModels(const Engine& quant, std::string_view text, const CompareOptions& options,
+                                 const CompareProgress& progress = nullptr);
 
 }  // namespace kite
