@@ -94,7 +94,7 @@ Result<ScoringOptions> ScoringFor(const EvalOptions& options, int32_t window) {
 }
 
 Status RunPerplexity(const EvalOptions& options) {
-  KITE_TRY(ParseScoringProtocol(options.protocol));
+  KITE_RETURN_IF_ERROR(ParseScoringProtocol(options.protocol));
   const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
   std::optional<int32_t> window = options.window;
   auto engine = KITE_TRY(LoadForEval(options.model, options, &window));
@@ -140,7 +140,7 @@ struct RemoveOnExit {
 };
 
 Status RunCompare(const EvalOptions& options, const CompareCliOptions& compare) {
-  KITE_TRY(ParseScoringProtocol(options.protocol));
+  KITE_RETURN_IF_ERROR(ParseScoringProtocol(options.protocol));
   const std::string text = KITE_TRY(ReadTextFile(options.text_file, kTextFileLimit));
   std::error_code error;
   const bool cached = !compare.ref_logits.empty() && std::filesystem::exists(compare.ref_logits, error);

@@ -200,8 +200,8 @@ Result<SqnrReport> ComputeSqnr(const Engine& quant, const Engine& reference, std
     quant_session.Reset();
     recorder.Reset();
     comparer.Reset();
-    KITE_TRY(reference_session.Feed(window.input, /*all_logits=*/true));
-    KITE_TRY(quant_session.Feed(window.input, /*all_logits=*/true));
+    KITE_RETURN_IF_ERROR(reference_session.Feed(window.input, /*all_logits=*/true));
+    KITE_RETURN_IF_ERROR(quant_session.Feed(window.input, /*all_logits=*/true));
     report.tokens += static_cast<int64_t>(window.input.size());
     ++report.windows;
     if (progress) progress(report.windows, static_cast<int64_t>(plan.windows.size()));
@@ -236,8 +236,9 @@ Result<SqnrReport> ComputeSqnr(const Engine& quant, const Engine& reference, std
     layer.flagged = layer.sqnr_db < report.median_layer_db - options.flag_db;
     report.layers.push_back(layer);
   }
-  std::stable_sort(report.tensors.begin(), report.tensors.end(),
-                   [](const TensorSqnr& a, const TensorSqnr& b) { return a.sqnr_db < b.sqnr_db; });
+  std::sort(report.tensors.begin(), report.tensors.end(), [](const TensorSqnr& a, const TensorSqnr& b) {
+    return a.sqnr_db != b.sqnr_db ? a.sqnr_db < b.sqnr_db : a.name < b.name;
+  });
   return report;
 }
 
