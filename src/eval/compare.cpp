@@ -6,7 +6,6 @@
 
 #include "base/atomic_output.h"
 #include "eval/perplexity.h"
-#include "runtime/model_identity.h"
 #include "runtime/session.h"
 
 namespace kite {
@@ -50,7 +49,7 @@ Status WriteReferenceLogits(const Engine& reference, std::string_view text, cons
   const ScoringPlan plan = KITE_TRY(Plan(reference, text, options));
   const int32_t vocab = reference.config().vocab;
   ReferenceLogitsWriter writer = KITE_TRY(ReferenceLogitsWriter::Create(
-      options.ref_logits, HeaderFor(plan, options.scoring, vocab, ModelIdentity(reference.model())),
+      options.ref_logits, HeaderFor(plan, options.scoring, vocab, options.reference_identity),
       options.inputs));
   const size_t row_bytes = ReferenceRowBytes(vocab);
   std::vector<uint8_t> rows;

@@ -25,8 +25,10 @@ struct CompareOptions {
   ScoringOptions scoring;
   std::string ref_logits;           // the reference's distributions (written by the first pass)
   std::vector<std::string> inputs;  // files the command reads (the outputs may not replace one)
-  // The reference model's identity (runtime/model_identity.h) the file must have been written
-  // for; 0: not checked (no --ref given).
+  // The reference model's identity (runtime/model_identity.h): written into the file by the
+  // first pass, and checked by the second (0: not checked, no --ref given). The caller takes it
+  // from the model files before creating the engine: reading it after the weights were packed
+  // would fault the file pages the packing let go back into memory (1B: +1.2 GB).
   uint64_t reference_identity = 0;
   // Writes the quantized model's logits of every scored position here (for tools/
   // compare_reference.py): "KITEDUMP", u32 version 1, i32 vocab, i64 rows, then per row
@@ -37,7 +39,8 @@ struct CompareOptions {
 // (windows done, windows in all, the running figure: mean KLD, or 0 for the reference pass)
 using CompareProgress = std::function<void(int64_t, int64_t, double)>;
 
-// The first pass: runs `reference` over the windows and writes options.ref_logits.
+// The first pass: runs `reference` over the windows and writes options.ref_logits, stamped with
+// options.reference_identity.
 Status WriteReferenceLogits(const Engine& reference, std::string_view text, const CompareOptions& options,
                             const CompareProgress& progress = nullptr);
 
