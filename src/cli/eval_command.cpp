@@ -163,8 +163,7 @@ Status RunCompare(const EvalOptions& options, const CompareCliOptions& compare) 
     compare_options.ref_logits = temporary.path;
   }
   // The quantized model's trained context sets the default window. Its files are closed again
-  // until the reference pass is over: loading touches their pages, which would stay resident
-  // beside the reference model (1B: +0.7 GB at the peak).
+  // until the reference pass is over, so that one model at a time is open.
   int32_t window = 0;
   {
     const ModelFiles probe = KITE_TRY(LoadModelFiles(options.model));
