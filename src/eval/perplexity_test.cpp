@@ -38,7 +38,7 @@ TEST(PerplexityTest, LogitRowsSpanTheWholeEmbeddingPastTheTokenizer) {
   ASSERT_TRUE(testing::WriteTestModel(path, model).has_value());
   auto engine = LoadTestModel(path);
   ASSERT_TRUE(engine);
-  auto result = ComputePerplexity(*engine, kText, 16);
+  auto result = ComputePerplexity(*engine, kText, ScoringOptions{.ctx = 16});
   ASSERT_TRUE(result.has_value()) << result.error().message;
   ASSERT_GT(result->tokens, 16);  // more than one window
   const double logit = 32.0 / std::sqrt(1.0 + 1e-5);
@@ -53,7 +53,7 @@ TEST(PerplexityTest, NonFiniteLogitsAreAnErrorNotPerplexityNan) {
                   .has_value());
   auto engine = LoadTestModel(path);
   ASSERT_TRUE(engine);
-  auto result = ComputePerplexity(*engine, kText, 16);
+  auto result = ComputePerplexity(*engine, kText, ScoringOptions{.ctx = 16});
   ASSERT_FALSE(result.has_value()) << "ppl " << result->ppl;
   EXPECT_EQ(result.error().code, ErrorCode::kInvalidInput);
   EXPECT_TRUE(Contains(result.error().message, "of the text (window 1, position 0) are not finite"))

@@ -1,6 +1,6 @@
 // Session::Save / Session::Load: a session's history and KV cache rows as a GGUF file.
 //   kite.session.version        u32   2
-//   kite.session.model          u64   the model's identity (ModelIdentity below)
+//   kite.session.model          u64   the model's identity (runtime/model_identity.h)
 //   kite.session.checksum       u64   FNV-1a 64 over every tensor's bytes, in file order
 //   kite.session.{n_layers, n_kv_heads, head_dim, vocab}  u32
 //   kite.session.kv_type        str   "f16" / "f32" / "q8_0"
@@ -18,6 +18,7 @@
 #include "base/hash.h"
 #include "format/gguf.h"
 #include "runtime/context_limit.h"
+#include "runtime/model_identity.h"
 #include "runtime/session.h"
 
 namespace kite {
@@ -30,34 +31,6 @@ std::string Hex(uint64_t value) {
   char text[19];
   std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(value));
   return text;
-}
-
-// What identifies the loaded weights, cheaply and the same on every load: the architecture and
-// shapes, every tensor's name, type and shape, and 16 windows of 4 KiB spread over each tensor's
-// bytes (all of a tensor up to 64 KiB). Another model of the same shape, or a fine-tune that kept
-// the embeddings, differs in the sampled bytes of its changed tensors; hashing every byte would
-// read the whole model on each /save and /load.
-uint64_t ModelIdentity(const Model& model) {
-  const ModelConfig& spec = model.config();
-  uint64_t hash = Fnv1aString(spec.architecture);
-  for (int32_t v : {spec.n_layers, spec.hidden, spec.n_heads, spec.n_kv_heads, spec.head_dim,
-                    spec.ffn, spec.vocab}) {
-    hash = Fnv1a(&v, sizeof v, hash);
-  }
-  constexpr uint64_t kWindows = 16, kWindow = 4096;
-  for (const auto& [name, view] : model.weights().weights()) {
-    hash = Fnv1aString(name, hash);
-    hash = Fnv1aString(DTypeName(view.dtype), hash);
-    for (int64_t dim : view.shape) hash = Fnv1a(&dim, sizeof dim, hash);
-    const auto* data = static_cast<const uint8_t*>(view.data);
-    if (view.bytes <= kWindows * kWindow) {
-      hash = Fnv1a(data, view.bytes, hash);
-      continue;
-    }
-    const uint64_t step = (view.bytes - kWindow) / (kWindows - 1);
-    for (uint64_t w = 0; w < kWindows; ++w) hash = Fnv1a(data + w * step, kWindow, hash);
-  }
-  return hash;
 }
 
 // kite.session.* keys of type u64 (GgufFile::GetInt reads only values that fit in an int64).
