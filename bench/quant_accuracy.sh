@@ -12,7 +12,8 @@
 #           the float reference is that folder converted to F32 GGUF by `kite convert`.
 #   text    models/demo/heldout.txt: its first 40% (by lines) is the calibration text for every
 #           recipe, Kite's and llama.cpp's alike; the rest is scored, in windows of 256 tokens
-#           (the demo's context), Kite's protocol (every token after the first of a window).
+#           (the demo's context), llama.cpp's protocol (BOS first, the second half of each window
+#           scored), every window of the text.
 #   peer    llama-imatrix and llama-quantize built from the llama.cpp source bundled in the pinned
 #           node-llama-cpp (bench/build_llamacpp_tools.sh), outside the repository.
 # Prints a markdown table: recipe, bits/weight over the block linears, file size, PPL change,
@@ -53,14 +54,15 @@ window=256
 kite_args() {
   local recipe="$1" words
   IFS=+ read -ra words <<< "$recipe"
-  local args=(--type "${words[0]}" --calib "$work/calib.txt" --calib-tokens "$calib_tokens")
+  local args=(--type "${words[0]}") calib=(--calib "$work/calib.txt" --calib-tokens "$calib_tokens")
   for w in "${words[@]:1}"; do
     case "$w" in
       imatrix) args+=(--imatrix "$work/kite.imatrix.gguf") ;;
-      a16) args+=(--act-bits 16) ;;
-      a8) args+=(--act-bits 8) ;;
+      a16) args+=(--act-bits 16 "${calib[@]}") ;;
+      a8) args+=(--act-bits 8 "${calib[@]}") ;;
       kv8) args+=(--kv-bits 8) ;;
-      gptq | awq | smoothquant | hadamard | seqmse) args+=("--$w") ;;
+      hadamard) args+=(--hadamard) ;;
+      gptq | awq | smoothquant | seqmse) args+=("--$w" "${calib[@]}") ;;
       *) echo "quant_accuracy.sh: unknown recipe word $w" >&2; exit 2 ;;
     esac
   done
@@ -69,14 +71,14 @@ kite_args() {
 
 [[ -f "$work/kite.imatrix.gguf" ]] ||
   "$kite" imatrix -m "$float" --calib "$work/calib.txt" --calib-tokens "$calib_tokens" \
-    -o "$work/kite.imatrix.gguf" >&2
+    -o "$work/kite.imatrix.gguf" 2>/dev/null >&2
 
 declare -A files
 for recipe in $recipes; do
   out="$work/kite-${recipe//+/-}.gguf"
   mapfile -t args < <(kite_args "$recipe")
   start=$(date +%s.%N)
-  "$kite" quantize "$float" -o "$out" "${args[@]}" -q
+  "$kite" quantize "$float" -o "$out" "${args[@]}" -q > /dev/null
   echo "kite $recipe: $(echo "$(date +%s.%N) - $start" | bc) s" >&2
   files["kite $recipe"]="$out"
 done
@@ -97,16 +99,30 @@ else
   echo "quant_accuracy.sh: no llama-quantize in $llama_bin (bench/build_llamacpp_tools.sh); peer rows left out" >&2
 fi
 
+"$kite" inspect "$float" --json > "$work/float.inspect.json"
+# Bits per weight over the block linears: every byte a file spends on blk.* tensors other than
+# norms (NPU layouts' scale, offset and multiplier companions included), over the float
+# model's 2-D block weights' element count.
+block_bpw() {
+  "$kite" inspect "$1" --json | python3 -c '
+import json, math, sys
+q = json.load(sys.stdin)
+f = json.load(open(sys.argv[1]))
+elements = sum(math.prod(t["shape"]) for t in f["tensors"]
+               if t["name"].startswith("blk.") and len(t["shape"]) == 2)
+bytes_ = sum(t["bytes"] for t in q["tensors"]
+             if t["name"].startswith("blk.") and "norm" not in t["name"])
+print(f"{8 * bytes_ / elements:.3f}")' "$work/float.inspect.json"
+}
+
 echo "| recipe | bits/weight (block linears) | file | PPL vs float | mean KLD | p99 KLD | same top-1 |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for name in $(printf '%s\n' "${!files[@]}" | sed 's/ /@/' | sort); do
   name=${name/@/ }
   file=${files[$name]}
-  bpw=$("$kite" quantize "$file" -o "$work/unused.gguf" --type f32 --dry-run --json 2>/dev/null |
-        jq -r '.source_block_linear_bpw // empty' || true)
-  "$kite" eval compare -m "$file" --ref "$float" -f "$work/eval.txt" --ctx "$window" \
-    --ref-logits "$work/ref.logits" --json -q > "$work/compare.json"
-  jq -r --arg name "$name" --arg bpw "${bpw:--}" --arg size "$(stat -c %s "$file")" \
-    '"| \($name) | \($bpw) | \(($size|tonumber)/1048576*100|round/100) MiB | \((.ppl_ratio - 1) * 100 * 100 | round / 100)% | \(.kld.mean * 1e4 | round / 1e4) | \(.kld.p99 * 1e4 | round / 1e4) | \(.same_top1 * 1000 | round / 10)% |"' \
+  "$kite" eval compare -m "$file" --ref "$float" -f "$work/eval.txt" --ctx "$window" --chunks 0 \
+    --ref-logits "$work/ref.logits" --json 2>/dev/null > "$work/compare.json"
+  jq -r --arg name "$name" --arg bpw "$(block_bpw "$file")" --arg size "$(stat -c %s "$file")" \
+    '"| \($name) | \($bpw) | \(($size|tonumber)/1048576*100|round/100) MiB | \((.ppl_ratio.value - 1) * 10000 | round / 100)% ± \(.ppl_ratio.error * 10000 | round / 100) | \(.kld.value * 1e4 | round / 1e4) | \(.kld_quantiles[] | select(.fraction == 0.99) | .value * 1e4 | round / 1e4) | \(.same_top.value * 1000 | round / 10)% |"' \
     "$work/compare.json"
 done

@@ -73,14 +73,7 @@ Result<std::unique_ptr<Engine>> LoadForEval(const std::string& path, const EvalO
                                             std::optional<int32_t>* window) {
   ModelFiles files = KITE_TRY(LoadModelFiles(path));
   if (!window->has_value()) *window = std::min(kDefaultWindow, files.model->config().context_length);
-  EngineOptions engine_options;
-  engine_options.backend = options.settings.engine.backend;
-  engine_options.threads = options.settings.engine.threads;
-  engine_options.check_tensors = options.settings.engine.check_tensors;
-  engine_options.kv_dtype = options.settings.engine.kv_dtype;
-  engine_options.context_length = **window;
-  // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
-  engine_options.prefill_chunk = **window;
+  const EngineOptions engine_options = EngineOptionsFor(options.settings, **window);
   auto engine = KITE_TRY(Engine::Create(std::move(files), engine_options));
   PrintWarnings(engine->warnings());
   return engine;
