@@ -24,7 +24,7 @@ kite="$root/build/kite"
 work=${TMPDIR:-/tmp}/kite-quant-accuracy
 model=""
 llama_bin=${LLAMA_BIN:-$HOME/.cache/kite-bench/llama.cpp/build/bin}
-recipes="q4_0 q4_k_m q4_k_m+imatrix q4_k_m+imatrix+gptq q4_k_m+imatrix+awq lpbq32+a16+kv8 int8+a16 int8+a8 int8+a8+smoothquant"
+recipes="q4_0 q4_k_m q4_k_m+imatrix q4_k_s+imatrix+awq q4_0+hadamard+gptq lpbq32+a16+kv8 lpbq32+hadamard+gptq+a16+kv8 int8+a16 int8+a16+awq int8+a8 int8+a8+smoothquant"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -54,18 +54,19 @@ window=256
 kite_args() {
   local recipe="$1" words
   IFS=+ read -ra words <<< "$recipe"
-  local args=(--type "${words[0]}") calib=(--calib "$work/calib.txt" --calib-tokens "$calib_tokens")
+  local args=(--type "${words[0]}") calibrate=0
   for w in "${words[@]:1}"; do
     case "$w" in
       imatrix) args+=(--imatrix "$work/kite.imatrix.gguf") ;;
-      a16) args+=(--act-bits 16 "${calib[@]}") ;;
-      a8) args+=(--act-bits 8 "${calib[@]}") ;;
+      a16) args+=(--act-bits 16); calibrate=1 ;;
+      a8) args+=(--act-bits 8); calibrate=1 ;;
       kv8) args+=(--kv-bits 8) ;;
       hadamard) args+=(--hadamard) ;;
-      gptq | awq | smoothquant | seqmse) args+=("--$w" "${calib[@]}") ;;
+      gptq | awq | smoothquant | seqmse) args+=("--$w"); calibrate=1 ;;
       *) echo "quant_accuracy.sh: unknown recipe word $w" >&2; exit 2 ;;
     esac
   done
+  ((calibrate)) && args+=(--calib "$work/calib.txt" --calib-tokens "$calib_tokens")
   printf '%s\n' "${args[@]}"
 }
 
