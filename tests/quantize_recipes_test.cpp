@@ -86,7 +86,9 @@ TEST(QuantizeRecipesTest, NpuLayoutsWriteFilesThatRunAndDryRunsSizeThem) {
   for (const char* tensor : {"blk.1.ffn_down.weight.scale", "blk.1.ffn_down.weight.lpbq_mult"}) {
     EXPECT_NE(file->FindTensor(tensor), nullptr) << tensor;
   }
-  EXPECT_EQ(file->FindTensor("blk.0.attn_q.weight")->dtype, DType::kI4);
+  // 4-bit codes two a byte, as i8 of half the columns (docs/quantized_gguf.md).
+  EXPECT_EQ(file->FindTensor("blk.0.attn_q.weight")->dtype, DType::kI8);
+  EXPECT_EQ(file->FindTensor("blk.0.attn_q.weight")->shape, (std::vector<int64_t>{576, 288}));
   EXPECT_EQ(file->FindTensor("token_embd.weight")->dtype, DType::kQ8_0);
   const auto inspect = RunKite({"inspect", Dir() + "/lpbq32.gguf"});
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
