@@ -15,6 +15,7 @@
 #include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "export/convert.h"
+#include "export/llama_gguf.h"
 #include "format/gguf.h"
 #include "models/load_model.h"
 #include "models/activation_encodings_gguf.h"
@@ -49,7 +50,30 @@ struct Source {
   std::vector<SourceTensorInfo> tensors;
   std::vector<ReadRows> rows;
   std::vector<const uint8_t*> stored;  // nullptr for a folder
+  // A folder's q/k rows are written permuted (export/convert.h): what is read from `model`
+  // (rotated or replaced weights) is permuted the same way.
+  int64_t qk_permute_head_dim = 0;
 };
+
+// Whether weight `name`'s rows differ between the model and the file (a folder's q/k).
+bool PermutedInFile(const Source& source, const std::string& name) {
+  return source.qk_permute_head_dim > 0 && (name.find(".attn_q.") != std::string::npos ||
+                                            name.find(".attn_k.") != std::string::npos);
+}
+
+// Packed rows (of `row_bytes`) of weight `name` in the model's layout -> the output file's: q/k
+// rows permuted per head when the source is a folder of arch llama (export/convert.h).
+void ToFileLayout(const Source& source, const std::string& name, std::span<uint8_t> values,
+                  size_t row_bytes) {
+  if (!PermutedInFile(source, name)) return;
+  const int64_t head_dim = source.qk_permute_head_dim;
+  const std::vector<uint8_t> model(values.begin(), values.end());
+  const int64_t rows = static_cast<int64_t>(values.size() / row_bytes);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(values.data() + r * row_bytes,
+                model.data() + PermutedSourceRow(r, head_dim) * row_bytes, row_bytes);
+  }
+}
 
 Result<Source> ReadFolder(const std::string& folder, uint32_t file_type) {
   const auto as_f32 = [](const std::string&, const std::vector<int64_t>&) { return DType::kF32; };
@@ -57,6 +81,7 @@ Result<Source> ReadFolder(const std::string& folder, uint32_t file_type) {
   Source source;
   source.model = std::move(hf.model);
   source.metadata = std::move(hf.metadata);
+  source.qk_permute_head_dim = hf.qk_permute_head_dim;
   for (StreamedTensor& tensor : hf.tensors) {
     source.tensors.push_back({tensor.name, tensor.shape, DType::kF32});
     const int64_t columns = tensor.shape.back();
@@ -350,14 +375,41 @@ std::string AlgorithmNames(const QuantizeModelOptions& o) {
   return names;
 }
 
-// Rows read from a model's weight (the rotated model of --hadamard).
-ReadRows ModelRows(const TensorView* view, int64_t columns) {
-  return [view, columns](int64_t first, int64_t rows, float* out) -> Status {
-    const uint64_t row_bytes = KITE_TRY(BytesFor(view->dtype, columns));
-    return Dequantize(view->dtype, static_cast<const uint8_t*>(view->data) + first * row_bytes,
-                      out, rows * columns);
+// The rows of weight `name` as the output file lays them out, from `model_rows` reading the
+// model's layout (the two differ for a folder's q/k: ToFileLayout).
+ReadRows FileLayoutRows(const Source& source, const std::string& name,
+                        const std::vector<int64_t>& shape, ReadRows model_rows) {
+  if (!PermutedInFile(source, name)) return model_rows;
+  const int64_t head_dim = source.qk_permute_head_dim;
+  const int64_t columns = shape.back();
+  if (shape.size() == 1) {  // a bias: its elements
+    return [model_rows, columns, head_dim](int64_t, int64_t, float* out) -> Status {
+      std::vector<float> model(static_cast<size_t>(columns));
+      KITE_RETURN_IF_ERROR(model_rows(0, 1, model.data()));
+      for (int64_t c = 0; c < columns; ++c) out[c] = model[PermutedSourceRow(c, head_dim)];
+      return Ok();
+    };
+  }
+  return [model_rows, columns, head_dim](int64_t first, int64_t rows, float* out) -> Status {
+    for (int64_t r = 0; r < rows; ++r) {
+      KITE_RETURN_IF_ERROR(
+          model_rows(PermutedSourceRow(first + r, head_dim), 1, out + r * columns));
+    }
+    return Ok();
   };
 }
+
+// Rows read from a model's weight (the rotated model of --hadamard), in the file's layout.
+ReadRows ModelRows(const Source& source, const TensorView* view) {
+  const int64_t columns = view->shape.back();
+  return FileLayoutRows(
+      source, view->name, view->shape, [view, columns](int64_t first, int64_t rows, float* out) -> Status {
+        const uint64_t row_bytes = KITE_TRY(BytesFor(view->dtype, columns));
+        return Dequantize(view->dtype, static_cast<const uint8_t*>(view->data) + first * row_bytes,
+                          out, rows * columns);
+      });
+}
+
 
 }  // namespace
 
@@ -455,7 +507,7 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
       SourceTensorInfo& info = source.tensors[i];
       const TensorView* view = KITE_TRY(rotated->Weight(info.name));
       info.stored = DType::kF32;  // never the source's bytes
-      source.rows[i] = ModelRows(view, info.shape.back());
+      source.rows[i] = ModelRows(source, view);
       source.stored[i] = nullptr;
     }
   }
@@ -602,8 +654,10 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
             const size_t i = index_of(name);
             if (i == source.tensors.size() || npu[i] || !PackableOnGgml(choices[i].dtype)) continue;
             const SourceTensorInfo& info = source.tensors[i];
-            packed[name] = KITE_TRY(PackOnGgml(choices[i].dtype, codes.codes, codes.scales,
-                                               info.shape[0], info.shape.back()));
+            std::vector<uint8_t> bytes = KITE_TRY(PackOnGgml(
+                choices[i].dtype, codes.codes, codes.scales, info.shape[0], info.shape.back()));
+            ToFileLayout(source, name, bytes, bytes.size() / static_cast<size_t>(info.shape[0]));
+            packed[name] = std::move(bytes);
           }
           for (const auto& [name, values] : q.weights) replaced[name] = values;
           return std::move(q.weights);
@@ -633,10 +687,13 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
         return Internal("an algorithm replaced '" + name + "', which the model's file lacks");
       }
       const int64_t columns = source.tensors[i].shape.back();
-      source.rows[i] = [&values = values, columns](int64_t first, int64_t rows, float* out) {
-        std::memcpy(out, values.data() + first * columns, static_cast<size_t>(rows * columns) * 4);
-        return Ok();
-      };
+      source.rows[i] = FileLayoutRows(
+          source, name, source.tensors[i].shape,
+          [&values = values, columns](int64_t first, int64_t rows, float* out) {
+            std::memcpy(out, values.data() + first * columns,
+                        static_cast<size_t>(rows * columns) * sizeof(float));
+            return Ok();
+          });
       source.stored[i] = nullptr;
       source.tensors[i].stored = DType::kF32;
       const auto bytes = packed.find(name);
