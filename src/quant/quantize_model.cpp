@@ -19,6 +19,7 @@
 #include "format/gguf.h"
 #include "models/load_model.h"
 #include "models/activation_encodings_gguf.h"
+#include "models/encoded_weight_gguf.h"
 #include "quant/activation_encodings.h"
 #include "quant/calibrate.h"
 #include "quant/fold_scales.h"
@@ -343,12 +344,9 @@ Result<std::unique_ptr<WeightGrid>> GridOf(DType dtype, const NpuWeightType* lay
     if (grid.starts_with("lpbq")) grid = "int4-g" + grid.substr(4);
     std::replace(grid.begin(), grid.end(), '-', '_');
   } else {
-    if (!IsQuantized(dtype)) {
-      if (!weight.starts_with("blk.")) return std::unique_ptr<WeightGrid>();
-      return InvalidInput(flags + ": weight '" + weight + "' is " +
-                          std::string(DTypeName(dtype)) +
-                          ", which has nothing to round to: give a quantized --type");
-    }
+    // Float weights (a type's fallback for rows its blocks do not divide) are written as they
+    // are; QuantizeModel refuses a type that leaves every block linear float.
+    if (!IsQuantized(dtype)) return std::unique_ptr<WeightGrid>();
     grid = std::string(DTypeName(dtype));
     std::transform(grid.begin(), grid.end(), grid.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -617,6 +615,16 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   if (!options.dry_run && (algo.any() || !options.imatrix_out.empty())) {
     const std::string flags = options.gptq ? "--gptq" : options.awq ? "--awq"
                               : options.seqmse ? "--seqmse" : "--smoothquant";
+    const bool rounds = options.gptq || options.awq || options.seqmse;
+    const bool any_quantized = std::ranges::any_of(source.tensors, [&](const SourceTensorInfo& t) {
+      const size_t i = index_of(t.name);
+      return t.name.starts_with("blk.") && (npu[i] || IsQuantized(choices[i].dtype));
+    });
+    if (rounds && !any_quantized) {
+      return InvalidInput(flags + ": --type " + options.type +
+                          " leaves every block linear unquantized: nothing to round to (give a "
+                          "quantized type)");
+    }
     const GridForWeight grid_for = [&](const std::string& name)
         -> Result<std::unique_ptr<WeightGrid>> {
       const size_t i = index_of(name);
@@ -720,6 +728,7 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   }
   if (!activations.by_node.empty()) {
     KITE_RETURN_IF_ERROR(WriteActivationEncodingKeys(activations, metadata));
+    metadata.SetUint32(std::string(kQuantizedGgufVersionKey), kQuantizedGgufVersion);
     for (const auto& [name, encoding] : activations.by_node) {
       report.encodings.activations[name] = encoding;
     }
