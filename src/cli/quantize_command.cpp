@@ -160,8 +160,9 @@ void AddQuantizeCommand(CLI::App& app, int* exit_code) {
                       "Weight and activation encodings from a vendor JSON (AIMET encodings "
                       "1.0.0 or QNN --quantization_overrides, told apart by shape). Every name "
                       "must be a weight of the model (whose shape the encoding must fit) or a "
-                      "node of its graph (\"blk.0.attn_norm\"); they are kept in the file as "
-                      "kite.quantize.imported_encodings");
+                      "node of its graph (\"blk.0.attn_norm\"); the activation encodings are "
+                      "applied (kite.activations.*, over --act-bits' for the same node), the "
+                      "weight encodings kept in kite.quantize.imported_encodings");
   command->add_option("--export-encodings", o.export_encodings,
                       "Write the output's encodings (imported ones included) to this JSON");
   command
@@ -233,7 +234,8 @@ void AddQuantizeCommand(CLI::App& app, int* exit_code) {
                       "Threads (default: every usable CPU); the file is the same for any count");
   command->add_flag("--dry-run", o.dry_run,
                     "Choose the types and report sizes (per type, block linears, head, "
-                    "embedding, the exact file size) without quantizing or writing");
+                    "embedding, the exact file size) without quantizing or writing; nothing is "
+                    "calibrated, so --act-bits' keys (a few KB) are not counted");
   command->add_flag("--json", flags->json, "The report as one JSON object on stdout");
   command->add_flag("-q,--quiet", flags->quiet, "No progress on stderr");
   command->callback([flags, exit_code, command] {

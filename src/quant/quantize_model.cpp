@@ -547,8 +547,8 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
   if (!options.overrides.empty())
     metadata.SetStringArray("kite.quantize.overrides", options.overrides);
   if (!options.import_encodings.empty()) {
-    // Kept whole (AIMET's form) until the NPU layouts and static activation encodings apply
-    // them to the weights and values they name.
+    // Kept whole (AIMET's form): the activation encodings are applied below, the weight
+    // encodings not yet (the weights take --type's layout).
     metadata.SetString("kite.quantize.imported_encodings",
                        KITE_TRY(WriteVendorJson(report.encodings, VendorFormat::kAimet)));
   }

@@ -106,8 +106,8 @@ struct QuantizeReport {
   TypeTotals all;
   uint64_t file_bytes = 0;
   std::string target;                 // the budget solved for, "" for none
-  // The weight and activation encodings of the output (--import-encodings' so far; the NPU
-  // layouts and static activation encodings add theirs), which --export-encodings writes.
+  // The weight and activation encodings of the output (the NPU layouts', the static activation
+  // encodings' and --import-encodings'), which --export-encodings writes.
   VendorEncodings encodings;
   std::vector<std::string> warnings;  // importance missing for a weight, requantized input, ...
   double seconds = 0;
