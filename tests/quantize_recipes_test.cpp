@@ -150,6 +150,24 @@ TEST(QuantizeRecipesTest, FolderInputKeepsTheFilesLayoutThroughTheAlgorithms) {
   EXPECT_NE(measured->FindTensor("blk.0.attn_q.weight.in_sum2"), nullptr);
 }
 
+// SmoothQuant's folds and the Hadamard rotation do not change what the model computes, so with
+// f32 weights the file's perplexity is the float one: on a tied synth model (whose head becomes
+// output.weight) and on a folder (whose q/k rows the file permutes).
+TEST(QuantizeRecipesTest, SmoothQuantAndHadamardKeepTheFunctionThroughTheFile) {
+  for (const std::string in : {Synth(), SourcePath("models/demo")}) {
+    SCOPED_TRACE(in);
+    const std::string out = Dir() + "/function.gguf";
+    const auto run =
+        RunKite(Quantize(in, out, {"--type", "f32", "--smoothquant", "--hadamard"}));
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const double float_ppl = Ppl(in);
+    EXPECT_NEAR(Ppl(out), float_ppl, 1e-4 * float_ppl);
+    auto file = GgufFile::Open(out);
+    ASSERT_TRUE(file.has_value());
+    EXPECT_NE(file->FindTensor("output.weight"), nullptr);
+  }
+}
+
 TEST(QuantizeRecipesTest, ImportedActivationEncodingsAreApplied) {
   VendorEncodings encodings;
   QuantEncoding e;
