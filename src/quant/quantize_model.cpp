@@ -667,7 +667,11 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
             ToFileLayout(source, name, bytes, bytes.size() / static_cast<size_t>(info.shape[0]));
             packed[name] = std::move(bytes);
           }
-          for (const auto& [name, values] : q.weights) replaced[name] = values;
+          // GPTQ's packed weights need no floats of their own unless activation encodings
+          // are calibrated on the model with them (f32 of a 1B model is 5 GB).
+          for (const auto& [name, values] : q.weights) {
+            if (!packed.contains(name) || options.activation_bits > 0) replaced[name] = values;
+          }
           return std::move(q.weights);
         },
         options.calibration_progress));
@@ -704,11 +708,11 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
           });
       source.stored[i] = nullptr;
       source.tensors[i].stored = DType::kF32;
-      const auto bytes = packed.find(name);
-      if (bytes != packed.end()) {  // written as GPTQ made them
-        source.tensors[i].stored = choices[i].dtype;
-        source.stored[i] = bytes->second.data();
-      }
+    }
+    for (const auto& [name, bytes] : packed) {  // written as GPTQ made them
+      const size_t i = index_of(name);
+      source.tensors[i].stored = choices[i].dtype;
+      source.stored[i] = bytes.data();
     }
   }
   ActivationEncodingKeys activations;
