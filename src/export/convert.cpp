@@ -92,6 +92,7 @@ Result<HfGgufSource> ReadHfAsGguf(const std::string& folder, uint32_t file_type,
     source.tensors.push_back(FromFloats("rope_freqs.weight", Llama3RopeFreqs(spec)));
   }
   const bool permute = header.arch == "llama";
+  if (permute) source.qk_permute_head_dim = spec.head_dim;
   for (const ExpectedTensor& expected : LlamaTensors(spec)) {
     const TensorView* view = KITE_TRY(source.model->Weight(expected.name));
     const bool qk = expected.name.find(".attn_q.") != std::string::npos ||

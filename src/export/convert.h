@@ -28,6 +28,9 @@ struct HfGgufSource {
   std::unique_ptr<Model> model;
   GgufWriter metadata;
   std::vector<StreamedTensor> tensors;
+  // The q/k rows of `tensors` are permuted per head of this many rows (arch "llama",
+  // PermutedSourceRow); `model`'s are not. 0: no permutation.
+  int64_t qk_permute_head_dim = 0;
 };
 using ChooseStoredType =
     std::function<DType(const std::string& name, const std::vector<int64_t>& shape)>;

@@ -13,6 +13,7 @@
 #include "runtime/kv_pool.h"
 #include "runtime/prompt.h"
 #include "tensor/dequantize.h"
+#include "tensor/quantize.h"
 
 namespace kite {
 
@@ -323,9 +324,11 @@ class GraphCache {
   std::map<int32_t, std::unique_ptr<Executable>> compiled_;
 };
 
-// `graph` with each weight named in `replacements` read from the replacement's f32 values.
+// `graph` with each weight named in `replacements` read from the replacement's f32 values, or
+// for an f16/bf16 weight (a value may only stand for one of its own dtype) from the values
+// rounded to it, kept in `rounded` (once per name: the graphs of every window length read them).
 Result<Graph> ReplaceWeights(const Graph& graph, const WeightReplacements& replacements,
-                             int32_t layer) {
+                             int32_t layer, std::map<std::string, std::vector<uint8_t>>* rounded) {
   GraphRewriter rewriter = KITE_TRY(GraphRewriter::Create(graph));
   std::map<std::string, bool> used;
   for (int32_t i = 0; i < graph.num_values(); ++i) {
@@ -338,11 +341,22 @@ Result<Graph> ReplaceWeights(const Graph& graph, const WeightReplacements& repla
                           std::to_string(it->second.size()) + " values, expected " +
                           std::to_string(value.elements()) + " (" + ShapeString(value.shape) + ")");
     }
-    const TensorView view{.name = value.name,
-                          .dtype = DType::kF32,
-                          .shape = value.shape,
-                          .data = it->second.data(),
-                          .bytes = it->second.size() * sizeof(float)};
+    TensorView view{.name = value.name,
+                    .dtype = DType::kF32,
+                    .shape = value.shape,
+                    .data = it->second.data(),
+                    .bytes = it->second.size() * sizeof(float)};
+    if (value.dtype == DType::kF16 || value.dtype == DType::kBF16) {
+      auto [entry, added] = rounded->try_emplace(value.name);
+      if (added) {
+        entry->second.resize(KITE_TRY(BytesFor(value.dtype, value.elements())));
+        KITE_RETURN_IF_ERROR(Quantize(value.dtype, it->second.data(), entry->second.data(),
+                                      value.elements()));
+      }
+      view.dtype = value.dtype;
+      view.data = entry->second.data();
+      view.bytes = entry->second.size();
+    }
     KITE_RETURN_IF_ERROR(rewriter.Remap(ValueId{i}, KITE_TRY(rewriter.builder().Weight(view))));
     used[value.name] = true;
   }
@@ -482,10 +496,11 @@ Status CalibrateBlockwise(const Model& model, std::span<const std::vector<int32_
     WeightReplacements replacements = KITE_TRY(on_layer(layer, stats));
     if (!replacements.empty()) {
       // The block again, with the replacements, for the stream into the next block.
+      std::map<std::string, std::vector<uint8_t>> rounded;
       GraphCache replaced(
           [&](int32_t T) -> Result<Graph> {
             Graph graph = KITE_TRY(model.BuildBlock(layer, T));
-            return ReplaceWeights(graph, replacements, layer);
+            return ReplaceWeights(graph, replacements, layer, &rounded);
           },
           backends);
       KITE_RETURN_IF_ERROR(run_pass(replaced, nullptr, /*keep_output=*/true, false));

@@ -20,6 +20,7 @@
 #include "export/gguf_stream.h"
 #include "quant/vendor_json.h"
 #include "tensor/dtype.h"
+#include "tokenizer/tokenizer.h"
 
 namespace kite {
 
@@ -41,20 +42,35 @@ struct QuantizeModelOptions {
   std::string export_encodings;
   std::string encodings_format = "aimet";  // "aimet" or "qnn"
 
-  // Hooks the other parts of the quantization work fill in (wired by the driver as they land).
-  std::string npu_layout;  // NPU-style weights: "int8", "int4", "int4-asym", "g32", "lpbq32"...
-  std::string calib_file;  // calibration text ("" : the bundled one)
-  int64_t calib_tokens = 16384;
-  int32_t activation_bits = 0;             // static activation encodings: 0 (none), 8 or 16
-  int32_t kv_bits = 0;                     // KV cache encodings: 0 (none) or 8
-  std::string encoding_method = "minmax";  // minmax, percentile, mse, sqnr
-  double percentile = 99.99;
+  // NPU-style weight layouts (quant/npu_weights.h) are chosen with `type` ("int4", "lpbq32",
+  // ...): the block linears (and an untied head) take the layout, token_embd and anything the
+  // layout cannot take stay ggml types (q8_0 unless --token-embedding-type/--output-tensor-type).
+  // `group` (32/64/128) turns int4/int4-asym into int4-g<group>[-asym].
+  int64_t group = 0;
+  bool clip_search = false;  // NPU layouts: per-channel MSE clip search instead of plain RTN
+  // Calibration (needed by the static encodings and the calibrated algorithms): the windows
+  // for the model's tokenizer and context length (cli: --calib, --calib-tokens, --calib-chat),
+  // and the file's name for the output's metadata.
+  std::function<Result<std::vector<std::vector<int32_t>>>(const Tokenizer&, int32_t context)>
+      calibration_windows;
+  std::string calib_file;
+  std::function<void(int64_t done, int64_t total)> calibration_progress;
+  // Static activation encodings (quant/activation_encodings.h): kite.activations.* keys.
+  int32_t activation_bits = 0;             // 0 (none), 8 or 16
+  int32_t kv_bits = 0;                     // KV cache: 0 (activation_bits), 8 or 16
+  std::string encoding_method = "minmax";  // minmax, percentile[:P], mse, sqnr
+  // Algorithms (quant/layer_algorithms.h, quant/hadamard.h), composable.
   bool awq = false;
   bool gptq = false;
+  double gptq_damp = 0.01;
+  int64_t gptq_block = 128;
+  bool gptq_act_order = false;
   bool smoothquant = false;
   double smoothquant_alpha = 0.5;
   bool hadamard = false;
   bool seqmse = false;
+  // Writes the importance matrix the calibration measured (llama.cpp's imatrix GGUF).
+  std::string imatrix_out;
 
   int32_t threads = 0;   // <= 0: every usable CPU
   bool dry_run = false;  // plan and size only: nothing is quantized or written
@@ -90,8 +106,8 @@ struct QuantizeReport {
   TypeTotals all;
   uint64_t file_bytes = 0;
   std::string target;                 // the budget solved for, "" for none
-  // The weight and activation encodings of the output (--import-encodings' so far; the NPU
-  // layouts and static activation encodings add theirs), which --export-encodings writes.
+  // The weight and activation encodings of the output (the NPU layouts', the static activation
+  // encodings' and --import-encodings'), which --export-encodings writes.
   VendorEncodings encodings;
   std::vector<std::string> warnings;  // importance missing for a weight, requantized input, ...
   double seconds = 0;
