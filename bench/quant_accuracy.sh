@@ -24,7 +24,7 @@ kite="$root/build/kite"
 work=${TMPDIR:-/tmp}/kite-quant-accuracy
 model=""
 llama_bin=${LLAMA_BIN:-$HOME/.cache/kite-bench/llama.cpp/build/bin}
-recipes="q4_0 q4_k_m q4_k_m+imatrix q4_k_s+imatrix+awq q4_0+hadamard+gptq lpbq32+a16+kv8 lpbq32+hadamard+gptq+a16+kv8 int8+a16 int8+a16+awq int8+a8 int8+a8+smoothquant"
+recipes="q4_0 q4_k_m q4_k_m+imatrix q4_k_m+llamaimatrix q4_k_s+imatrix+awq q4_0+hadamard+gptq lpbq32+a16+kv8 lpbq32+hadamard+gptq+a16+kv8 int8+a16 int8+a16+awq int8+a8 int8+a8+smoothquant"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --model) model="$2"; shift 2 ;;
@@ -58,6 +58,7 @@ kite_args() {
   for w in "${words[@]:1}"; do
     case "$w" in
       imatrix) args+=(--imatrix "$work/kite.imatrix.gguf") ;;
+      llamaimatrix) args+=(--imatrix "$work/llama.imatrix.gguf") ;;  # the peer's, for a same-input check
       a16) args+=(--act-bits 16); calibrate=1 ;;
       a8) args+=(--act-bits 8); calibrate=1 ;;
       kv8) args+=(--kv-bits 8) ;;
@@ -74,6 +75,12 @@ kite_args() {
   "$kite" imatrix -m "$float" --calib "$work/calib.txt" --calib-tokens "$calib_tokens" \
     -o "$work/kite.imatrix.gguf" 2>/dev/null >&2
 
+peer_imatrix="$work/llama.imatrix.gguf"
+if [[ -x "$llama_bin/llama-imatrix" && ! -f "$peer_imatrix" ]]; then
+  "$llama_bin/llama-imatrix" -m "$float" -f "$work/calib.txt" -c "$window" \
+    --chunks $((calib_tokens / window)) -o "$peer_imatrix" -t 2 > "$work/llama-imatrix.log" 2>&1
+fi
+
 declare -A files
 for recipe in $recipes; do
   out="$work/kite-${recipe//+/-}.gguf"
@@ -85,10 +92,6 @@ for recipe in $recipes; do
 done
 
 if [[ -x "$llama_bin/llama-quantize" ]]; then
-  peer_imatrix="$work/llama.imatrix.gguf"
-  [[ -f "$peer_imatrix" ]] ||
-    "$llama_bin/llama-imatrix" -m "$float" -f "$work/calib.txt" -c "$window" \
-      --chunks $((calib_tokens / window)) -o "$peer_imatrix" -t 2 > "$work/llama-imatrix.log" 2>&1
   "$llama_bin/llama-quantize" "$float" "$work/llama-q4_0.gguf" Q4_0 2 > /dev/null 2>&1
   "$llama_bin/llama-quantize" "$float" "$work/llama-q4_k_m.gguf" Q4_K_M 2 > /dev/null 2>&1
   "$llama_bin/llama-quantize" --imatrix "$peer_imatrix" "$float" "$work/llama-q4_k_m-imatrix.gguf" \
