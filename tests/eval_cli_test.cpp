@@ -2,6 +2,7 @@
 // (testdata/eval/*.json from tools/reference_ppl.py); `kite eval compare` against the statistics
 // tools/compare_reference.py computes from both models' logits (testdata/SOURCES.md).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -64,6 +65,7 @@ TEST(CliEval, ChunksKeepsTheFirstWindowsAndTooShortTextsAreNamed) {
 class CliEvalCompare : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    std::filesystem::create_directories(Folder());
     for (const char* type : {"f32", "q4_0"}) {
       CommandResult synth = RunKite({"synth", "--preset", "smollm2-135m", "--layers", "2", "--vocab", "4096",
                                      "--tokenizer", SourcePath("models/demo"), "--type", type, "-o",
@@ -71,11 +73,14 @@ class CliEvalCompare : public ::testing::Test {
       ASSERT_EQ(synth.exit_code, 0) << synth.err;
     }
   }
-  static void TearDownTestSuite() {
-    for (const char* type : {"f32", "q4_0"}) std::filesystem::remove(Model(type));
+  static void TearDownTestSuite() { std::filesystem::remove_all(Folder()); }
+  // One folder per process: ctest runs each test of the suite in its own process, in parallel,
+  // and one process's TearDownTestSuite must not remove the files another is reading.
+  static std::string Folder() {
+    return ::testing::TempDir() + "kite_eval_compare_" + std::to_string(getpid()) + "/";
   }
   static std::string Model(const std::string& type) {
-    return ::testing::TempDir() + "kite_eval_compare_" + type + ".gguf";
+    return Folder() + "kite_eval_compare_" + type + ".gguf";
   }
   static std::vector<std::string> Compare(const std::string& quant, const std::vector<std::string>& more) {
     std::vector<std::string> args = {"eval", "compare", "-m", Model(quant), "-f",
