@@ -150,6 +150,17 @@ TEST(QuantizeRecipesTest, FolderInputKeepsTheFilesLayoutThroughTheAlgorithms) {
   EXPECT_NE(measured->FindTensor("blk.0.attn_q.weight.in_sum2"), nullptr);
 }
 
+// Rounding a tied head alone would untie it (a second vocabulary-sized matrix): GPTQ leaves it
+// to the embedding's type.
+TEST(QuantizeRecipesTest, GptqKeepsATiedHeadTied) {
+  const std::string out = Dir() + "/tied-gptq.gguf";
+  const auto run = RunKite(Quantize(Synth(), out, {"--type", "q4_0", "--gptq"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  auto file = GgufFile::Open(out);
+  ASSERT_TRUE(file.has_value());
+  EXPECT_EQ(file->FindTensor("output.weight"), nullptr);
+}
+
 // SmoothQuant's folds and the Hadamard rotation do not change what the model computes, so with
 // f32 weights the file's perplexity is the float one: on a tied synth model (whose head becomes
 // output.weight) and on a folder (whose q/k rows the file permutes).

@@ -634,7 +634,12 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
     ThreadPool algo_pool(options.threads);
     KITE_RETURN_IF_ERROR(CalibrateBlockwise(
         model, windows,
-        {.gram = algo.needs_gram(), .max_samples = algo.samples_needed(), .threads = options.threads},
+        // A tied head is left to the embedding's type (rounding it alone would untie it: a
+        // second vocab-sized matrix in the file); SmoothQuant's output_norm fold needs it.
+        {.gram = algo.needs_gram(),
+         .max_samples = algo.samples_needed(),
+         .head = !context.tied || options.smoothquant,
+         .threads = options.threads},
         [&](int32_t layer, CalibrationStats& stats) -> Result<WeightReplacements> {
           for (const auto& [name, linear] : stats.linears) {
             LinearInputStats& kept = measured.linears[name];
