@@ -96,6 +96,24 @@ inline double OutputError(std::span<const float> q, std::span<const float> w, in
   return total;
 }
 
+// Σ over rows and outputs of (xq · wqᵀ - x · wᵀ)²: the error of the layer `l` run with its inputs
+// and weights replaced by quantized ones (xq [rows, in], wq [out, in]).
+inline double QuantizedLayerError(const OutlierLayer& l, std::span<const float> xq,
+                                  std::span<const float> wq) {
+  double e = 0.0;
+  for (int64_t t = 0; t < l.rows; ++t) {
+    for (int64_t o = 0; o < l.out; ++o) {
+      double y = 0.0, ref = 0.0;
+      for (int64_t j = 0; j < l.in; ++j) {
+        y += double{xq[t * l.in + j]} * wq[o * l.in + j];
+        ref += double{l.x[t * l.in + j]} * l.w[o * l.in + j];
+      }
+      e += (y - ref) * (y - ref);
+    }
+  }
+  return e;
+}
+
 // Round to nearest on `grid`, row by row.
 inline std::vector<float> Rtn(const WeightGrid& grid, std::span<const float> w, int64_t in) {
   std::vector<float> q(w.begin(), w.end());

@@ -3,9 +3,20 @@
 #include <cstring>
 #include <utility>
 
+#include "tensor/dequantize.h"
 #include "models/architectures.h"
 
 namespace kite {
+
+Result<std::vector<float>> WeightFloats(const TensorView& weight) {
+  const uint64_t n = KITE_TRY(ElementCount(weight.shape));
+  std::vector<float> values(n);
+  Status read = Dequantize(weight.dtype, weight.data, values.data(), static_cast<int64_t>(n));
+  if (!read) {
+    return std::unexpected(std::move(read.error()).WithContext("weight '" + weight.name + "'"));
+  }
+  return values;
+}
 
 Result<FoldedWeights> FoldScales(const Model& model, std::vector<ChannelScale> scales) {
   // A decode step's graph has every norm and matmul the scales can name.

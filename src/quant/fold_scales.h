@@ -18,6 +18,9 @@ namespace kite {
 
 using FoldedWeights = std::map<std::string, std::vector<float>>;
 
+// A weight as f32 (dequantized from whatever type it is stored in); an error names the weight.
+Result<std::vector<float>> WeightFloats(const TensorView& weight);
+
 // Errors are the pass's (naming the node and what it found instead).
 Result<FoldedWeights> FoldScales(const Model& model, std::vector<ChannelScale> scales);
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "models/architectures.h"
+#include "quant/fold_scales.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
 
@@ -155,20 +156,6 @@ Result<ModelRotation> MakeModelRotation(const ModelConfig& config, const Hadamar
       .heads = options.heads};
 }
 
-namespace {
-
-Result<std::vector<float>> NormWeight(const Model& model, const std::string& name) {
-  const TensorView* w = KITE_TRY(model.Weight(name));
-  int64_t n = 1;
-  for (int64_t d : w->shape) n *= d;
-  std::vector<float> g(n);
-  Status read = Dequantize(w->dtype, w->data, g.data(), n);
-  if (!read) return std::unexpected(std::move(read.error()).WithContext("weight '" + name + "'"));
-  return g;
-}
-
-}  // namespace
-
 Result<std::vector<float>> RotateWeight(const Model& model, const ModelRotation& rotation,
                                         std::string_view name, std::vector<float> values) {
   const std::string what = "Hadamard rotation of weight '" + std::string(name) + "'";
@@ -184,7 +171,7 @@ Result<std::vector<float>> RotateWeight(const Model& model, const ModelRotation&
   // A reader of the stream: columns times its norm's weight, then rotated.
   auto reader = [&](const std::string& norm) -> Status {
     KITE_RETURN_IF_ERROR(check(hidden));
-    const std::vector<float> g = KITE_TRY(NormWeight(model, norm));
+    const std::vector<float> g = KITE_TRY(WeightFloats(*KITE_TRY(model.Weight(norm))));
     if (static_cast<int64_t>(g.size()) != hidden) {
       return InvalidInput(what + ": norm '" + norm + "' has " + std::to_string(g.size()) +
                           " values, expected " + std::to_string(hidden));
@@ -243,11 +230,8 @@ Result<std::unique_ptr<Model>> RotateModel(const Model& model, const HadamardOpt
   ModelConfig config = model.config();
   WeightStore store;
   auto add = [&](const std::string& name, const TensorView& source) -> Status {
-    int64_t n = 1;
-    for (int64_t d : source.shape) n *= d;
-    std::vector<float> values(n);
-    Status read = Dequantize(source.dtype, source.data, values.data(), n);
-    if (!read) return std::unexpected(std::move(read.error()).WithContext("weight '" + name + "'"));
+    std::vector<float> values = KITE_TRY(WeightFloats(source));
+    const int64_t n = static_cast<int64_t>(values.size());
     values = KITE_TRY(RotateWeight(model, rotation, name, std::move(values)));
     const uint64_t bytes = KITE_TRY(BytesFor(storage, n));
     AlignedBuffer buffer = KITE_TRY(AlignedBuffer::Allocate(bytes));

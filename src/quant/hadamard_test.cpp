@@ -85,18 +85,7 @@ TEST(HadamardTest, LowersTheW4A8ErrorOfALayerWithOutliers) {
     for (float v : x) m = std::max(m, std::fabs(v));
     for (float& v : x) v = std::round(v / (m / 127.0f)) * (m / 127.0f);
     w = testing::Rtn(**MakeWeightGrid("int4"), w, l.in);
-    double e = 0.0;
-    for (int64_t t = 0; t < l.rows; ++t) {
-      for (int64_t o = 0; o < l.out; ++o) {
-        double y = 0.0, ref = 0.0;
-        for (int64_t j = 0; j < l.in; ++j) {
-          y += double{x[t * l.in + j]} * w[o * l.in + j];
-          ref += double{l.x[t * l.in + j]} * l.w[o * l.in + j];
-        }
-        e += (y - ref) * (y - ref);
-      }
-    }
-    return e;
+    return testing::QuantizedLayerError(l, x, w);
   };
   const double plain = error(false), rotated = error(true);
   EXPECT_LT(rotated, 0.5 * plain) << "plain " << plain << " rotated " << rotated;

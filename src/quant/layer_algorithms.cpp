@@ -6,21 +6,10 @@
 #include <span>
 #include <vector>
 
-#include "tensor/dequantize.h"
 
 namespace kite {
 
 namespace {
-
-Result<std::vector<float>> Floats(const Model& model, const std::string& name) {
-  const TensorView* w = KITE_TRY(model.Weight(name));
-  int64_t n = 1;
-  for (int64_t d : w->shape) n *= d;
-  std::vector<float> values(n);
-  Status read = Dequantize(w->dtype, w->data, values.data(), n);
-  if (!read) return std::unexpected(std::move(read.error()).WithContext("weight '" + name + "'"));
-  return values;
-}
 
 // The statistics of an input divided column-wise by `s` (x_j / s_j).
 LinearInputStats Divided(const LinearInputStats& stats, std::span<const float> s) {
@@ -83,7 +72,7 @@ Result<LayerQuantization> QuantizeLayer(const Model& model, int32_t layer,
         std::vector<std::vector<float>> weights;
         std::vector<AwqLinear> linears;
         for (const std::string& name : site.consumers) {
-          std::vector<float> w = KITE_TRY(Floats(model, name));
+          std::vector<float> w = KITE_TRY(WeightFloats(*KITE_TRY(model.Weight(name))));
           for (size_t k = 0; k < w.size(); ++k) w[k] *= s[k % in];
           weights.push_back(std::move(w));
         }
@@ -127,7 +116,7 @@ Result<LayerQuantization> QuantizeLayer(const Model& model, int32_t layer,
       if (grid == nullptr || !(options.gptq || options.seqmse || options.awq)) continue;
       const std::string target = name == "token_embd.weight" ? "output.weight" : name;
       std::vector<float> w =
-          folded.contains(target) ? folded[target] : KITE_TRY(Floats(model, name));
+          folded.contains(target) ? folded[target] : KITE_TRY(WeightFloats(*KITE_TRY(model.Weight(name))));
       const LinearInputStats& raw = *KITE_TRY(stats_of(name));
       const auto cs = column_scale.find(name);
       std::optional<LinearInputStats> divided;  // a copy only when rescaled (a Gram is big)

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tensor/dequantize.h"
+#include "quant/fold_scales.h"
 
 namespace kite {
 
@@ -86,12 +86,10 @@ Result<std::vector<ChannelScale>> SmoothQuantScales(const Model& model, int32_t 
         return InvalidInput(what + ": weight '" + name + "' " + ShapeString(w->shape) +
                             ", expected [*, " + std::to_string(in) + "] (its input statistics)");
       }
-      std::vector<float> values(w->shape[0] * in);
-      Status read =
-          Dequantize(w->dtype, w->data, values.data(), static_cast<int64_t>(values.size()));
-      if (!read) return std::unexpected(std::move(read.error()).WithContext(what + ": " + name));
-      for (size_t i = 0; i < values.size(); ++i) {
-        weight_max[i % in] = std::max(weight_max[i % in], std::fabs(values[i]));
+      auto values = WeightFloats(*w);
+      if (!values) return std::unexpected(std::move(values.error()).WithContext(what));
+      for (size_t i = 0; i < values->size(); ++i) {
+        weight_max[i % in] = std::max(weight_max[i % in], std::fabs((*values)[i]));
       }
     }
     std::vector<float> s = SmoothingScale(act_max, weight_max, site, options.alpha);

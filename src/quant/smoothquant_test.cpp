@@ -34,18 +34,7 @@ double W8A8Error(const testing::OutlierLayer& l, const std::vector<float>& s) {
   for (int64_t i = 0; i < l.out * l.in; ++i) w[i] *= s.empty() ? 1.0f : s[i % l.in];
   x = QuantizeTensorInt8(std::move(x));
   w = testing::Rtn(**MakeWeightGrid("int8"), w, l.in);
-  double e = 0.0;
-  for (int64_t t = 0; t < l.rows; ++t) {
-    for (int64_t o = 0; o < l.out; ++o) {
-      double y = 0.0, ref = 0.0;
-      for (int64_t j = 0; j < l.in; ++j) {
-        y += double{x[t * l.in + j]} * w[o * l.in + j];
-        ref += double{l.x[t * l.in + j]} * l.w[o * l.in + j];
-      }
-      e += (y - ref) * (y - ref);
-    }
-  }
-  return e;
+  return testing::QuantizedLayerError(l, x, w);
 }
 
 // The scale is the paper's formula, and it cuts the W8A8 error of a layer whose inputs have
