@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 #include <functional>
 #include <map>
 #include <string>
@@ -264,20 +263,6 @@ TEST(NpuGguf, QuantizedModelRunsOnCpuAsOnRef) {
     EXPECT_GT(range, 0.1f);
     EXPECT_LE(worst, 0.06f * range);
   }
-}
-
-// Not a check: quantizes the GGUF at $KITE_NPU_QUANTIZE_IN to $KITE_NPU_QUANTIZE_OUT in layout
-// $KITE_NPU_QUANTIZE_TYPE (every block linear that fits; the rest as they are), to measure the
-// cpu backend on NPU layouts (`kite bench`) before `kite quantize` offers them. Skipped unless
-// the variables are set.
-TEST(NpuGguf, QuantizeTheFileTheEnvironmentNames) {
-  const char* in = std::getenv("KITE_NPU_QUANTIZE_IN");
-  const char* out = std::getenv("KITE_NPU_QUANTIZE_OUT");
-  const char* type = std::getenv("KITE_NPU_QUANTIZE_TYPE");
-  if (in == nullptr || out == nullptr || type == nullptr) GTEST_SKIP() << "not asked for";
-  const auto quantized = QuantizeFile(in, out, type);
-  ASSERT_TRUE(quantized.has_value()) << quantized.error().message;
-  std::cout << quantized->size() << " tensors in " << type << "\n";
 }
 
 }  // namespace
