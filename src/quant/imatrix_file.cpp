@@ -38,7 +38,7 @@ class LegacyReader {
       return Truncated(what);
     }
     out->resize(n);
-    std::memcpy(out->data(), bytes_.data() + at_, n * sizeof(float));
+    if (n > 0) std::memcpy(out->data(), bytes_.data() + at_, n * sizeof(float));  // no null src
     at_ += n * sizeof(float);
     return Ok();
   }
@@ -73,6 +73,13 @@ Result<CalibrationStats> ReadLegacy(std::span<const uint8_t> bytes, const std::s
     if (ncall <= 0 || nval <= 0) {
       return InvalidInput(path + ": entry '" + name + "' has " + std::to_string(ncall) +
                           " calls and " + std::to_string(nval) + " values (expected > 0)");
+    }
+    for (int32_t j = 0; j < nval; ++j) {
+      if (!std::isfinite(values[j]) || values[j] < 0) {
+        return InvalidInput(path + ": entry '" + name + "' has " + std::to_string(values[j]) +
+                            " at column " + std::to_string(j) +
+                            " (a sum of squares is finite and >= 0)");
+      }
     }
     LinearInputStats& linear = stats.linears[name];
     linear.columns = nval;
