@@ -30,6 +30,7 @@
 #include "quant/mix_search.h"
 #include "quant/npu_gguf.h"
 #include "quant/npu_weights.h"
+#include "quant/quantize_source.h"
 #include "quant/tensor_types.h"
 #include "quant/vendor_json.h"
 #include "tensor/dequantize.h"
@@ -39,90 +40,7 @@ namespace kite {
 
 namespace {
 
-// F32 rows [first, first + rows) of one source tensor into `out` (rows x columns floats).
-using ReadRows = std::function<Status(int64_t first, int64_t rows, float* out)>;
-
-// A model as the driver reads it: metadata for the output, and each tensor's facts, float rows
-// and (GGUF input) stored bytes, which are copied as they are when the type stays.
-struct Source {
-  std::unique_ptr<Model> model;
-  std::shared_ptr<const GgufFile> gguf;
-  GgufWriter metadata;
-  std::vector<SourceTensorInfo> tensors;
-  std::vector<ReadRows> rows;
-  std::vector<const uint8_t*> stored;  // nullptr for a folder
-  // A folder's q/k rows are written permuted (export/convert.h): what is read from `model`
-  // (rotated or replaced weights) is permuted the same way.
-  int64_t qk_permute_head_dim = 0;
-};
-
-// Whether weight `name`'s rows differ between the model and the file (a folder's q/k).
-bool PermutedInFile(const Source& source, const std::string& name) {
-  return source.qk_permute_head_dim > 0 && (name.find(".attn_q.") != std::string::npos ||
-                                            name.find(".attn_k.") != std::string::npos);
-}
-
-// Packed rows (of `row_bytes`) of weight `name` in the model's layout -> the output file's: q/k
-// rows permuted per head when the source is a folder of arch llama (export/convert.h).
-void ToFileLayout(const Source& source, const std::string& name, std::span<uint8_t> values,
-                  size_t row_bytes) {
-  if (!PermutedInFile(source, name)) return;
-  const int64_t head_dim = source.qk_permute_head_dim;
-  const std::vector<uint8_t> model(values.begin(), values.end());
-  const int64_t rows = static_cast<int64_t>(values.size() / row_bytes);
-  for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(values.data() + r * row_bytes,
-                model.data() + PermutedSourceRow(r, head_dim) * row_bytes, row_bytes);
-  }
-}
-
-Result<Source> ReadFolder(const std::string& folder, uint32_t file_type) {
-  const auto as_f32 = [](const std::string&, const std::vector<int64_t>&) { return DType::kF32; };
-  HfGgufSource hf = KITE_TRY(ReadHfAsGguf(folder, file_type, as_f32));
-  Source source;
-  source.model = std::move(hf.model);
-  source.metadata = std::move(hf.metadata);
-  source.qk_permute_head_dim = hf.qk_permute_head_dim;
-  for (StreamedTensor& tensor : hf.tensors) {
-    source.tensors.push_back({tensor.name, tensor.shape, DType::kF32});
-    const int64_t columns = tensor.shape.back();
-    source.rows.push_back(
-        [fill = std::move(tensor.fill), columns](int64_t first, int64_t rows, float* out) {
-          return fill(first, rows,
-                      {reinterpret_cast<uint8_t*>(out), static_cast<size_t>(rows * columns) * 4});
-        });
-    source.stored.push_back(nullptr);
-  }
-  return source;
-}
-
-// Keys that describe the source file's own layout or an earlier quantization, not the model.
-bool CopiedKey(const std::string& key) {
-  return key != "general.alignment" && key != "general.file_type" &&
-         key != "general.quantization_version" && !key.starts_with("kite.quantize.");
-}
-
-Result<Source> ReadGguf(const std::string& path) {
-  Source source;
-  source.gguf = std::make_shared<const GgufFile>(KITE_TRY(GgufFile::Open(path)));
-  source.model = KITE_TRY(LoadGgufModel(source.gguf, path));
-  for (const auto& [key, value] : source.gguf->metadata()) {
-    if (CopiedKey(key)) source.metadata.SetValue(key, value);
-  }
-  for (const GgufTensorInfo& info : source.gguf->tensors()) {
-    const TensorView view = source.gguf->View(info);
-    source.tensors.push_back({info.name, info.shape, info.dtype});
-    const int64_t columns = info.shape.back();
-    const uint64_t row_bytes = KITE_TRY(BytesFor(info.dtype, columns));
-    const auto* data = static_cast<const uint8_t*>(view.data);
-    source.rows.push_back(
-        [data, dtype = info.dtype, columns, row_bytes](int64_t first, int64_t rows, float* out) {
-          return Dequantize(dtype, data + first * row_bytes, out, rows * columns);
-        });
-    source.stored.push_back(data);
-  }
-  return source;
-}
+using Source = QuantizeSource;
 
 bool IsQuantized(DType dtype) { return Traits(dtype).block_size > 1; }
 
@@ -481,8 +399,8 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
                     ": no such file or folder (expected a Hugging Face model folder or a "
                     ".gguf file)");
   }
-  Source source = folder ? KITE_TRY(ReadFolder(location, type_options.type.file_type))
-                         : KITE_TRY(ReadGguf(input));
+  Source source = folder ? KITE_TRY(ReadQuantizeFolder(location, type_options.type.file_type))
+                         : KITE_TRY(ReadQuantizeGguf(input));
   // --hadamard: every tensor is read from the rotated model (data-free, exact in f32; f16 for
   // models over 256M weights to halve its memory); a tied head becomes output.weight.
   std::unique_ptr<Model> rotated;
