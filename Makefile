@@ -8,7 +8,8 @@ JOBS ?= $(shell nproc)
 
 # Build and test dependencies (Debian package names).
 DEB_PACKAGES := cmake ninja-build g++ pkg-config libpcre2-dev nlohmann-json3-dev libcli11-dev \
-  libhwy-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libhwy-dev libgtest-dev libgmock-dev libbenchmark-dev libicu-dev libevent-dev libcurl4-openssl-dev \
+  libonnx-dev libprotobuf-dev protobuf-compiler
 # Sanitizer and fuzz builds use clang 19 (clang 14's concepts level hides libstdc++'s std::expected).
 SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # Test oracles only, never runtime dependencies (python3-torch: tools/make_outlier_model.py makes the
