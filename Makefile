@@ -5,11 +5,16 @@ BUILD ?= build
 SAN_BUILD ?= build-san
 TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc)
+# ccache (a Debian package, installed with the others) keeps compiled objects between builds and
+# clones: paths are taken relative to the checkout, so a fresh clone reuses what an earlier build
+# of the same sources compiled. Each build below passes it as the compiler launcher.
+export CCACHE_BASEDIR := $(CURDIR)
+LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 # Build and test dependencies (Debian package names).
 DEB_PACKAGES := cmake ninja-build g++ pkg-config libpcre2-dev nlohmann-json3-dev libcli11-dev \
   libhwy-dev libgtest-dev libgmock-dev libbenchmark-dev libicu-dev libevent-dev libcurl4-openssl-dev \
-  libonnx-dev libprotobuf-dev protobuf-compiler
+  libonnx-dev libprotobuf-dev protobuf-compiler ccache
 # Sanitizer and fuzz builds use clang 19 (clang 14's concepts level hides libstdc++'s std::expected).
 SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # Test oracles only, never runtime dependencies (python3-torch: tools/make_outlier_model.py makes the
@@ -45,7 +50,7 @@ $(LLAMACPP)/node_modules/.package-lock.json: $(LLAMACPP)/package.json $(LLAMACPP
 	else cd $(LLAMACPP) && npm ci --omit=optional --ignore-scripts --no-audit --no-fund; fi
 
 build: deps
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
@@ -60,7 +65,7 @@ test-release: build llamacpp
 # -O1 with line tables only (what the sanitizers' docs advise) compiles in about half the time of
 # -O2 -g and still names file:line in every report; the benchmarks are not built.
 test-sanitize: deps san-deps llamacpp
-	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DKITE_SANITIZE=ON -DKITE_FUZZ=ON -DKITE_BENCH=OFF >/dev/null
@@ -74,7 +79,7 @@ test-sanitize: deps san-deps llamacpp
 # engine on several threads (the graph cache, leased arenas, the shared KV pool, the backends).
 # Only the two test binaries are built, not another whole build.
 test-tsan: deps san-deps
-	CC=clang-19 CXX=clang++-19 cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	CC=clang-19 CXX=clang++-19 cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DKITE_TSAN=ON -DKITE_BENCH=OFF >/dev/null
