@@ -7,8 +7,10 @@ TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc)
 # ccache (a Debian package, installed with the others) keeps compiled objects between builds and
 # clones: paths are taken relative to the checkout, so a fresh clone reuses what an earlier build
-# of the same sources compiled. Each build below passes it as the compiler launcher.
+# of the same sources compiled (the sanitizer builds' line tables then name files relative to
+# the checkout, which is how their reports read anyway). Each build below passes it as the compiler launcher.
 export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 LAUNCHER = $(if $(shell command -v ccache),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
 # Build and test dependencies (Debian package names).
