@@ -29,6 +29,7 @@ void AddSynthCommand(CLI::App& app, int* exit_code);
 void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddQuantizeCommand(CLI::App& app, int* exit_code);
 void AddImatrixCommand(CLI::App& app, int* exit_code);
+void AddDoctorCommand(CLI::App& app, int* exit_code);
 
 
 }  // namespace kite::cli

@@ -27,11 +27,6 @@ uint64_t PhysicalMemoryBytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
 }
 
-uint64_t KvBytesPerPosition(const KvLayout& kv, DType kv_dtype) {
-  return 2 * static_cast<uint64_t>(kv.n_layers) * static_cast<uint64_t>(kv.n_kv_heads) *
-         KvHeadBytes(kv_dtype, kv.head_dim);
-}
-
 Status CheckOptions(const EngineOptions& options) {
   if (options.context_length < 0) {
     return InvalidInput("context length " + std::to_string(options.context_length) +
@@ -62,6 +57,11 @@ Status CheckOptions(const EngineOptions& options) {
 }
 
 }  // namespace
+
+uint64_t KvBytesPerPosition(const KvLayout& kv, DType kv_dtype) {
+  return 2 * static_cast<uint64_t>(kv.n_layers) * static_cast<uint64_t>(kv.n_kv_heads) *
+         KvHeadBytes(kv_dtype, kv.head_dim);
+}
 
 std::vector<std::string> AvailableBackends() { return RegisteredBackends(); }
 

@@ -52,6 +52,9 @@ struct EngineOptions {
 // the process (std::system_error out of the pool), so an absurd count is refused instead.
 inline constexpr int32_t kMaxEngineThreads = 1024;
 
+// Bytes one position takes in the KV cache: k and v of every layer's kv heads.
+uint64_t KvBytesPerPosition(const KvLayout& kv, DType kv_dtype);
+
 // Backend names EngineOptions::backend accepts: the registered ones.
 std::vector<std::string> AvailableBackends();
 
