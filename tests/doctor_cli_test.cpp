@@ -266,8 +266,8 @@ TEST_F(CliDoctor, ChatTemplateWithoutAssistantHeaderFails) {
 TEST_F(CliDoctor, QuantizedModelAgainstItsReference) {
   const fs::path q8 = Folder() / "demo-q8_0.gguf";
   fs::create_directories(Folder());
-  const CommandResult convert = RunKite({"convert", SourcePath("models/demo"), "--type", "q8_0", "-o", q8.string(), "-q"});
-  ASSERT_EQ(convert.exit_code, 0) << convert.err;
+  const CommandResult quantize = RunKite({"quantize", SourcePath("models/demo"), "--type", "q8_0", "-o", q8.string(), "-q"});
+  ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
   const json good = Check(Doctor(q8.string(), {"--reference", SourcePath("models/demo")}, 0), "reference.kl");
   EXPECT_EQ(good["status"], "pass") << good.dump(2);
   EXPECT_EQ(good["data"]["quantized"], true);

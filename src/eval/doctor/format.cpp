@@ -10,9 +10,9 @@ std::string Fixed(double value, int digits) {
   return text;
 }
 
-std::string Scientific(double value) {
+std::string Significant(double value) {
   char text[64];
-  std::snprintf(text, sizeof(text), "%.2e", value);
+  std::snprintf(text, sizeof(text), "%.3g", value);
   return text;
 }
 

@@ -100,8 +100,8 @@ CheckResult CheckReferenceKl(const Engine& engine, const std::string& reference_
     }
   }
   const CompareStats stats = Summarize(tokens);
-  const std::string figures = "mean KL(reference || model) " + Fixed(stats.kld.value, 4) + " +/- " +
-                              Fixed(stats.kld.error, 4) + " nats over " + std::to_string(stats.tokens) +
+  const std::string figures = "mean KL(reference || model) " + Significant(stats.kld.value) + " +/- " +
+                              Significant(stats.kld.error) + " nats over " + std::to_string(stats.tokens) +
                               " tokens, same top token " + Fixed(100 * stats.same_top.value, 1) + "%, PPL ratio " +
                               Fixed(stats.ppl_ratio.value, 3) + (quantized ? "" : " (this model is not quantized)");
   CheckResult result;

@@ -39,7 +39,7 @@ CheckResult CheckRopePrecision(const Subject& subject) {
   const double error = F32AngleError(config.rope, last);
   CheckResult result;
   const std::string figure = "at position " + std::to_string(last) + " f32 angles would be off by up to " +
-                             Scientific(error) + " rad; Kite computes them in double (exact)";
+                             Significant(error) + " rad; Kite computes them in double (exact)";
   if (error > kWarnAngleError) {
     result = Finding(kId, CheckStatus::kWarn, figure,
                      "nothing to do in Kite; a runtime that computes RoPE angles in f32 will drift at this "
