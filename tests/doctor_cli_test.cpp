@@ -45,6 +45,18 @@ class CliDoctor : public ::testing::Test {
     return out;
   }
 
+  // Replaces the bytes that follow the first occurrence of `key` in a file (a GGUF metadata value:
+  // key, then its type and value).
+  static void PatchAfter(const fs::path& path, const std::string& key, const std::string& bytes) {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    std::string content((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const size_t at = content.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    file.seekp(static_cast<std::streamoff>(at + key.size()));
+    file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    ASSERT_TRUE(file.good());
+  }
+
   static json ReadJson(const fs::path& path) {
     std::ifstream in(path);
     return json::parse(in);
@@ -136,6 +148,38 @@ TEST_F(CliDoctor, TextReportPrintsOneLinePerCheckAndTheFix) {
   EXPECT_NE(result.out.find("pass  file.compat"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("fix: make bos_token_id / eos_token_id"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("11 checks at context 256"), std::string::npos) << result.out;
+}
+
+// A GGUF in Kite's int8 layout, its format version (u32 type 4, value 1) raised to 2: a file from
+// a newer Kite.
+TEST_F(CliDoctor, FileFromANewerKiteFails) {
+  fs::create_directories(Folder());
+  const fs::path int8 = Folder() / "demo-int8-v2.gguf";
+  const CommandResult quantize = RunKite({"quantize", SourcePath("models/demo"), "--type", "int8", "-o", int8.string(), "-q"});
+  ASSERT_EQ(quantize.exit_code, 0) << quantize.err;
+  const json before = Check(Doctor(int8.string()), "file.compat");
+  EXPECT_EQ(before["status"], "pass") << before.dump(2);
+  EXPECT_EQ(before["data"]["kite.quantized_gguf.version"], 1);
+  PatchAfter(int8, "kite.quantized_gguf.version", std::string("\x04\0\0\0\x02\0\0\0", 8));
+  const json report = Doctor(int8.string(), {}, 1);
+  const json compat = Check(report, "file.compat");
+  EXPECT_EQ(compat["status"], "fail");
+  EXPECT_TRUE(Mentions(compat, "kite.quantized_gguf.version is 2; this Kite reads version 1")) << compat.dump(2);
+  EXPECT_NE(compat["fix"].get<std::string>().find("written by a newer Kite"), std::string::npos);
+  EXPECT_EQ(Check(report, "generation.greedy")["status"], "skip");
+}
+
+TEST_F(CliDoctor, ArchitectureKiteDoesNotRunFails) {
+  fs::create_directories(Folder());
+  const fs::path gguf = Folder() / "demo-mamba.gguf";
+  const CommandResult convert = RunKite({"convert", SourcePath("models/demo"), "-o", gguf.string(), "-q"});
+  ASSERT_EQ(convert.exit_code, 0) << convert.err;
+  // general.architecture: type 8 (string), length 5, "llama" -> "mamba".
+  PatchAfter(gguf, "general.architecture", std::string("\x08\0\0\0\x05\0\0\0\0\0\0\0mamba", 17));
+  const json compat = Check(Doctor(gguf.string(), {}, 1), "file.compat");
+  EXPECT_EQ(compat["status"], "fail");
+  EXPECT_TRUE(Mentions(compat, "general.architecture 'mamba' is not supported")) << compat.dump(2);
+  EXPECT_EQ(compat["data"]["architecture"], "mamba");
 }
 
 TEST_F(CliDoctor, TokenizerOfAnotherModelFails) {

@@ -117,7 +117,8 @@ CheckResult CheckRopeFit(const Engine& engine, const std::string& path, std::str
     return finish(CheckStatus::kWarn,
                   "inconclusive: the model predicts the text poorly (" + Fixed(declared_nll, 2) + " nats per token; a uniform guess " +
                       Fixed(uniform, 2) + "), so its fit to the RoPE base cannot be judged",
-                  "give --text FILE with text like the model's training data (random weights cannot be judged)");
+                  "if the weights are trained, either the tokenizer is not the model's own (see the tokenizer checks) or "
+                  "the text is unlike its training data: give --text FILE with text like it");
   }
   float best_theta = theta;
   Gain best;
