@@ -3,6 +3,7 @@
 // or one JSON object (README, "kite doctor"). Exit 1 when any check fails.
 #include <cstdio>
 #include <memory>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -57,8 +58,12 @@ Status RunDoctorCommand(DoctorFlags& flags, int* exit_code) {
   options.engine.backend = flags.settings.engine.backend;
   options.engine.threads = flags.settings.engine.threads;
   options.engine.kv_dtype = flags.settings.engine.kv_dtype;
-  if (!flags.json) std::printf("kite doctor %s\n", options.model.c_str());
-  const DoctorReport report = KITE_TRY(RunDoctor(options, flags.json ? DoctorProgress() : PrintCheck));
+  bool first = true;
+  const DoctorProgress print = [&](const CheckResult& check) {
+    if (std::exchange(first, false)) std::printf("kite doctor %s\n", options.model.c_str());
+    PrintCheck(check);
+  };
+  const DoctorReport report = KITE_TRY(RunDoctor(options, flags.json ? DoctorProgress() : print));
   if (flags.json) {
     std::printf("%s\n", ReportJson(report).dump(2).c_str());
   } else {

@@ -22,6 +22,7 @@ constexpr char kSwappedFix[] =
 }  // namespace
 
 CheckResult CheckVocabulary(const Subject& subject) {
+  if (subject.is_gguf && !subject.gguf) return Skipped(kId, "the file does not open (file.compat)");
   if (!subject.tokenizer) {
     return Finding(kId, CheckStatus::kFail, "the tokenizer does not load: " + subject.tokenizer_error,
                    "the message names the file and field; use the tokenizer files the model was "
