@@ -98,7 +98,9 @@ class CliDoctor : public ::testing::Test {
     std::vector<std::string> command = {"doctor", model, "--json", "--text", SourcePath("models/demo/heldout.txt")};
     command.insert(command.end(), args.begin(), args.end());
     const CommandResult result = RunKite(command);
-    if (expected_exit >= 0) EXPECT_EQ(result.exit_code, expected_exit) << result.out << result.err;
+    if (expected_exit >= 0) {
+      EXPECT_EQ(result.exit_code, expected_exit) << result.out << result.err;
+    }
     json report = json::parse(result.out, nullptr, /*allow_exceptions=*/false);
     EXPECT_FALSE(report.is_discarded()) << result.out << result.err;
     report["exit_code"] = result.exit_code;
@@ -263,7 +265,9 @@ TEST_F(CliDoctor, ContextTheMachineCannotHoldFailsAndNamesOneThatFits) {
   const uint64_t budget = static_cast<uint64_t>(0.9 * data["available_bytes"].get<double>());
   const uint64_t weights = data["weights_bytes"];
   EXPECT_LE(weights + static_cast<uint64_t>(largest) * 3072, budget);
-  if (largest + 64 < INT32_MAX) EXPECT_GT(weights + static_cast<uint64_t>(largest + 64) * 3072, budget);
+  if (largest + 64 < INT32_MAX) {
+    EXPECT_GT(weights + static_cast<uint64_t>(largest + 64) * 3072, budget);
+  }
   EXPECT_NE(memory["fix"].get<std::string>().find("use --ctx " + std::to_string(largest)), std::string::npos);
   // The rope checks look at the longest position asked for.
   EXPECT_EQ(Check(report, "rope.precision")["data"]["position"], 1999999999);
@@ -305,6 +309,18 @@ TEST_F(CliDoctor, ChatTemplateWithoutAssistantHeaderFails) {
   EXPECT_EQ(check["status"], "fail");
   EXPECT_TRUE(Mentions(check, "the prompt ends before the assistant's header")) << check.dump(2);
   EXPECT_EQ(check["data"]["before_reply"], "assistant: ");
+}
+
+// ChatML's template on the demo's tokenizer, which has no <|im_start|> token.
+TEST_F(CliDoctor, ChatTemplateOfAnotherModelFails) {
+  const fs::path model = CopyDemo("chatml");
+  std::ifstream chatml(SourcePath("testdata/chat_templates/chatml.jinja"));
+  const std::string chatml_template((std::istreambuf_iterator<char>(chatml)), std::istreambuf_iterator<char>());
+  EditJson(model / "tokenizer_config.json", [&](json& config) { config["chat_template"] = chatml_template; });
+  const json check = Check(Doctor(model.string(), {}, 1), "tokenizer.chat_template");
+  EXPECT_EQ(check["status"], "fail");
+  EXPECT_TRUE(Mentions(check, "the chat template writes <|im_start|>, <|im_end|>, which the tokenizer has no token for"))
+      << check.dump(2);
 }
 
 TEST_F(CliDoctor, QuantizedModelAgainstItsReference) {

@@ -5,18 +5,43 @@
 // without the assistant's header (the ChatML "<|im_start|>assistant\n", Llama 3's
 // "<|start_header_id|>assistant<|end_header_id|>\n\n", ...) leaves the model to write it, or to
 // go on with the user's turn: replies that talk to themselves. Llama 2's "[/INST]" templates,
-// where the reply follows the user's turn directly, pass.
+// where the reply follows the user's turn directly, pass. The markers the template writes
+// ("<|im_start|>", "<start_of_turn>", "</s>") must be tokens of the tokenizer: one that is not
+// means the template, or the tokenizer, is another model's, and the model would read the marker
+// as a string of text pieces it was never trained on.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "eval/doctor/checks.h"
 #include "eval/doctor/format.h"
 #include "runtime/prompt.h"
+#include "tokenizer/pipeline.h"
 
 namespace kite::doctor {
 
 namespace {
 
 constexpr char kId[] = "tokenizer.chat_template";
+
+// The special-token-like markers in `text`: "<|...|>", and "<name>" / "</name>" of letters, digits
+// and underscores (what chat templates of Llama, Mistral, Qwen, Gemma and Phi write), each once.
+std::vector<std::string> Markers(std::string_view text) {
+  std::vector<std::string> markers;
+  for (size_t open = text.find('<'); open != std::string_view::npos; open = text.find('<', open + 1)) {
+    const size_t close = text.find('>', open + 1);
+    if (close == std::string_view::npos) break;
+    const std::string_view inside = text.substr(open + 1, close - open - 1);
+    const bool piped = inside.size() >= 2 && inside.front() == '|' && inside.back() == '|' &&
+                       inside.find_first_of(" \t\n<") == std::string_view::npos;
+    std::string_view name = inside.starts_with('/') ? inside.substr(1) : inside;
+    const bool tag = !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                                          std::string_view::npos;
+    const std::string marker(text.substr(open, close - open + 1));
+    if ((piped || tag) && std::find(markers.begin(), markers.end(), marker) == markers.end()) markers.push_back(marker);
+  }
+  return markers;
+}
 constexpr char kUser[] = "What is the capital of France?";
 constexpr char kReply[] = "KiteDoctorReplyMarker";
 
@@ -48,6 +73,19 @@ CheckResult CheckChatTemplate(const Subject& subject) {
     return Finding(kId, CheckStatus::kFail,
                    "the chat template does not render an assistant's reply: " + conversation.error().message,
                    "use the tokenizer_config.json published with the model");
+  }
+  std::string foreign;
+  for (const std::string& marker : Markers(*conversation)) {
+    if (tokenizer.pipeline().vocab.Find(marker) < 0) foreign += (foreign.empty() ? "" : ", ") + marker;
+  }
+  if (!foreign.empty()) {
+    CheckResult result = Finding(kId, CheckStatus::kFail,
+                                 "the chat template writes " + foreign + ", which the tokenizer has no token for: the "
+                                 "template or the tokenizer is another model's",
+                                 "use the tokenizer_config.json (chat_template) and tokenizer files published with "
+                                 "the weights, or --chat-template NAME of the model's family");
+    result.data = {{"unknown_markers", foreign}};
+    return result;
   }
   const size_t reply_at = conversation->find(kReply);
   // What the template writes after the user's words: the end of the user's turn and the header.
