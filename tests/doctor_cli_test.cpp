@@ -216,6 +216,19 @@ TEST_F(CliDoctor, GenerationConfigEosThatDisagreesFailsBeforeItIsMerged) {
   EXPECT_EQ(ids["data"]["generation_config.json"]["eos"], json::array({300}));
 }
 
+// An id past the vocabulary stops the runtime's tokenizer loading; the doctor still reads each file.
+TEST_F(CliDoctor, GenerationConfigEosOutsideTheVocabularyIsNamed) {
+  const fs::path model = CopyDemo("eos_outside");
+  EditJson(model / "generation_config.json", [](json& config) { config["eos_token_id"] = json::array({2, 5000}); });
+  const json report = Doctor(model.string(), {}, 1);
+  const json vocab = Check(report, "tokenizer.vocab");
+  EXPECT_EQ(vocab["status"], "fail");
+  EXPECT_TRUE(Mentions(vocab, "generation_config.json: field 'eos_token_id'")) << vocab.dump(2);
+  const json ids = Check(report, "tokenizer.special_ids");
+  EXPECT_EQ(ids["status"], "fail");
+  EXPECT_TRUE(Mentions(ids, "generation_config.json names EOS id 5000, outside the tokenizer's 4096 tokens")) << ids.dump(2);
+}
+
 TEST_F(CliDoctor, BosThatDisagreesFails) {
   const fs::path model = CopyDemo("bos_disagrees");
   EditJson(model / "config.json", [](json& config) { config["bos_token_id"] = 2; });

@@ -64,22 +64,31 @@ Result<std::optional<IdSource>> ReadJsonIds(const fs::path& file) {
   return source;
 }
 
-// The tokenizer file's own ids, before the loader merges generation_config.json's.
-Result<IdSource> ReadTokenizerIds(const Subject& subject) {
+// The tokenizer as its own file says, before the loader merges generation_config.json's ids (a
+// folder's tokenizer that fails to load because of them is still read here).
+struct OwnTokenizer {
+  IdSource ids;
+  std::unique_ptr<Tokenizer> loaded;  // a folder's tokenizer file, read again alone
+  const Tokenizer* tokenizer = nullptr;
+};
+
+Result<OwnTokenizer> ReadOwnTokenizer(const Subject& subject) {
+  OwnTokenizer own;
   if (subject.is_gguf) {
-    return IdSource{.name = "GGUF tokenizer.ggml.*",
-                    .bos = subject.tokenizer->bos_id() >= 0 ? std::optional(subject.tokenizer->bos_id()) : std::nullopt,
-                    .eos = {subject.tokenizer->eos_ids().begin(), subject.tokenizer->eos_ids().end()}};
+    own.tokenizer = subject.tokenizer.get();
+    own.ids.name = "GGUF tokenizer.ggml.*";
+  } else {
+    const fs::path folder(subject.location);
+    fs::path file = folder / "tokenizer.json";
+    std::error_code error;
+    if (!fs::is_regular_file(file, error)) file = folder / "tokenizer.model";
+    own.loaded = KITE_TRY(Tokenizer::Load(file.string()));
+    own.tokenizer = own.loaded.get();
+    own.ids.name = file.filename().string();
   }
-  const fs::path folder(subject.location);
-  fs::path file = folder / "tokenizer.json";
-  std::error_code error;
-  if (!fs::is_regular_file(file, error)) file = folder / "tokenizer.model";
-  const std::unique_ptr<Tokenizer> own = KITE_TRY(Tokenizer::Load(file.string()));
-  IdSource source{.name = file.filename().string(), .bos = std::nullopt, .eos = {}};
-  if (own->bos_id() >= 0) source.bos = own->bos_id();
-  source.eos.assign(own->eos_ids().begin(), own->eos_ids().end());
-  return source;
+  if (own.tokenizer->bos_id() >= 0) own.ids.bos = own.tokenizer->bos_id();
+  own.ids.eos.assign(own.tokenizer->eos_ids().begin(), own.tokenizer->eos_ids().end());
+  return own;
 }
 
 std::string Describe(const Tokenizer& tokenizer, int32_t id) {
@@ -101,12 +110,12 @@ bool IsSpecial(const Tokenizer& tokenizer, int32_t id) {
 }  // namespace
 
 CheckResult CheckSpecialIds(const Subject& subject) {
-  if (!subject.tokenizer) return Skipped(kId, "the tokenizer did not load (tokenizer.vocab)");
-  const Tokenizer& tokenizer = *subject.tokenizer;
+  if (subject.is_gguf && !subject.tokenizer) return Skipped(kId, "the tokenizer did not load (tokenizer.vocab)");
+  auto own = ReadOwnTokenizer(subject);
+  if (!own) return Skipped(kId, "the tokenizer did not load (tokenizer.vocab)");
+  const Tokenizer& tokenizer = *own->tokenizer;
   std::vector<IdSource> sources;
-  auto own = ReadTokenizerIds(subject);
-  if (!own) return Finding(kId, CheckStatus::kFail, own.error().message, "use the tokenizer files the model was published with");
-  sources.push_back(std::move(*own));
+  sources.push_back(std::move(own->ids));
   if (!subject.is_gguf) {
     for (const char* name : {"config.json", "generation_config.json"}) {
       auto read = ReadJsonIds(fs::path(subject.location) / name);
