@@ -171,7 +171,7 @@ TEST_F(CliDoctor, FileFromANewerKiteFails) {
   EXPECT_EQ(Check(report, "generation.greedy")["status"], "skip");
 }
 
-TEST_F(CliDoctor, ArchitectureKiteDoesNotRunFails) {
+TEST_F(CliDoctor, ArchitectureOrGgufVersionKiteDoesNotReadFails) {
   fs::create_directories(Folder());
   const fs::path gguf = Folder() / "demo-mamba.gguf";
   const CommandResult convert = RunKite({"convert", SourcePath("models/demo"), "-o", gguf.string(), "-q"});
@@ -182,6 +182,14 @@ TEST_F(CliDoctor, ArchitectureKiteDoesNotRunFails) {
   EXPECT_EQ(compat["status"], "fail");
   EXPECT_TRUE(Mentions(compat, "general.architecture 'mamba' is not supported")) << compat.dump(2);
   EXPECT_EQ(compat["data"]["architecture"], "mamba");
+
+  // GGUF version 1 (32-bit counts), which Kite does not read: the u32 after the magic.
+  PatchAfter(gguf, "GGUF", std::string("\x01\0\0\0", 4));
+  const json report = Doctor(gguf.string(), {}, 1);
+  const json old = Check(report, "file.compat");
+  EXPECT_EQ(old["status"], "fail");
+  EXPECT_TRUE(Mentions(old, "GGUF version 1 is not supported")) << old.dump(2);
+  EXPECT_EQ(Check(report, "tokenizer.vocab")["status"], "skip");
 }
 
 TEST_F(CliDoctor, TokenizerOfAnotherModelFails) {
