@@ -20,7 +20,6 @@ namespace kite::doctor {
 // The model under examination, loaded piece by piece so that one broken piece does not hide the
 // others (the runtime's LoadModelFiles stops at the first error).
 struct Subject {
-  std::string path;      // as given
   std::string location;  // the folder or .gguf file holding the model (models/load_model.h)
   bool is_gguf = false;
   std::shared_ptr<const GgufFile> gguf;  // the open GGUF, or null

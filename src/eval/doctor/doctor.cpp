@@ -22,7 +22,6 @@ constexpr int32_t kCheckWindow = 512;
 
 doctor::Subject LoadSubject(const DoctorOptions& options) {
   Subject subject;
-  subject.path = options.model;
   subject.location = ModelLocation(options.model);
   std::error_code error;
   subject.is_gguf = fs::is_regular_file(subject.location, error);
