@@ -222,6 +222,13 @@ TEST_F(CliDoctor, GenerationConfigEosThatDisagreesFailsBeforeItIsMerged) {
       << ids.dump(2);
   EXPECT_EQ(ids["data"]["tokenizer.model"]["eos"], json::array({2}));
   EXPECT_EQ(ids["data"]["generation_config.json"]["eos"], json::array({300}));
+
+  // A special token, but not the end one: only the comparison with the tokenizer's own ids
+  // (before the merge) shows it.
+  EditJson(model / "generation_config.json", [](json& config) { config["eos_token_id"] = 1; });
+  const json special = Check(Doctor(model.string(), {}, 1), "tokenizer.special_ids");
+  EXPECT_EQ(special["status"], "fail");
+  EXPECT_EQ(special["summary"], "EOS disagrees: tokenizer.model ends text with 2 '</s>', generation_config.json with 1 '<s>'");
 }
 
 // An id past the vocabulary stops the runtime's tokenizer loading; the doctor still reads each file.
