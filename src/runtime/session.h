@@ -6,6 +6,7 @@
 // outlive its sessions.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -44,6 +45,20 @@ class Session {
   // the remainder.
   Result<PromptResult> FeedPrompt(std::span<const int32_t> ids);
 
+  // Keeps the longest common prefix of `ids` with the history, at most ids.size() - 1 tokens
+  // (the caller feeds at least the last token, for its logits), and drops the rest of the
+  // history and the cache pages past it (back to the pool). Returns the kept length. FeedPrompt
+  // is ReusePrefix, then Feed of what follows the kept prefix.
+  int32_t ReusePrefix(std::span<const int32_t> ids);
+
+  // Makes this session's history the first `length` tokens of `other`'s, copying their KV rows
+  // (the prefix cache across sessions: a system prompt computed once serves every session).
+  // Then feeding the same tokens to both gives the same logits. `other` is a session of the
+  // same engine, not fed by another thread during the call; length <= other.n_past().
+  // InvalidInput for another engine or a length out of range, OutOfResources when the pool is
+  // short; this session is unchanged then.
+  Status CopyPrefixFrom(const Session& other, int32_t length);
+
   struct GenerateOptions {
     int32_t max_tokens = 256;  // < 0: until an EOS token or the context is full
     bool ignore_eos = false;   // EOS tokens are sampled and fed like any other
@@ -53,11 +68,15 @@ class Session {
     // a stop string is held back); the last call may carry text with id -1 (held-back text
     // flushed at the end). Returning false stops generation (stop_reason "callback").
     std::function<bool(int32_t id, std::string_view text)> on_token;
+    // Set (from any thread) to stop: checked before each prefill chunk and each decode step.
+    // A cancelled Generate returns stop_reason "cancelled" with what it sampled so far, and the
+    // cache keeps only the prefix it reused: the pages this call took go back to the pool.
+    const std::atomic<bool>* cancel = nullptr;
   };
   struct GenerateResult {
     std::vector<int32_t> ids;  // the sampled tokens, without a final EOS
     std::string text;          // their text, without a stop string and what follows it
-    // "eos", "stop_string", "max_tokens", "context_full" or "callback".
+    // "eos", "stop_string", "max_tokens", "context_full", "callback" or "cancelled".
     std::string stop_reason;
     int32_t prompt_tokens = 0;   // tokens of the prompt
     int32_t reused_tokens = 0;   // of which came from the cache
@@ -92,6 +111,7 @@ class Session {
   Status Load(const std::string& path);
 
  private:
+  friend class BatchDecoder;  // feeds a token of this session in a batched run
   // Feeds one chunk (T <= prefill_chunk) at position n_past.
   Result<std::span<const float>> FeedChunk(std::span<const int32_t> tokens, bool all_logits);
   // Drops history_ and the cache past `length`.
