@@ -174,9 +174,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOpt
 }
 
 Result<Engine::GraphLease> Engine::LeaseGraph(int32_t tokens, bool all_logits) const {
-  if (tokens < 1 || tokens > options_.prefill_chunk) {
+  const int32_t most = std::max(options_.prefill_chunk, options_.parallel);
+  if (tokens < 1 || tokens > most) {
     return InvalidInput("a graph of " + std::to_string(tokens) + " tokens; expected 1.." +
-                        std::to_string(options_.prefill_chunk) + " (the prefill chunk)");
+                        std::to_string(most) + " (the prefill chunk, or a batched decode step)");
   }
   const GraphKey key(tokens, all_logits);
   std::shared_ptr<GraphLease::Entry> entry;
@@ -217,8 +218,11 @@ Result<std::shared_ptr<Engine::GraphLease::Entry>> Engine::Compile(const GraphKe
 
   std::lock_guard lock(mutex_);
   entry->last_use = ++use_counter_;
+  // Batched decode steps (every token's logits, up to `parallel` tokens) join and leave
+  // between steps: each batch size stays compiled, or a server would recompile as load varies.
   auto pinned = [&](const GraphKey& k) {
-    return k.tokens == 1 || k.tokens == options_.prefill_chunk;
+    return k.tokens == 1 || k.tokens == options_.prefill_chunk ||
+           (k.all_logits && k.tokens <= options_.parallel);
   };
   if (!pinned(key)) {
     // Leases of an evicted graph keep it alive until they go.

@@ -144,9 +144,10 @@ class Engine {
     std::shared_ptr<Entry> entry_;
     std::unique_ptr<RunState> state_;
   };
-  // The graph of `tokens` tokens (1 <= tokens <= prefill_chunk), compiled on first use, with a
-  // run state no other lease holds. Graphs of the decode step and full prefill chunks are kept
-  // for the engine's life; a few others (the last, shorter chunk of a prompt) are kept
+  // The graph of `tokens` tokens (1 <= tokens <= max(prefill_chunk, parallel)), compiled on
+  // first use, with a run state no other lease holds. Graphs of the decode step, full prefill
+  // chunks and batched decode steps (all_logits, tokens <= parallel: runtime/batch_decode.h) are
+  // kept for the engine's life; a few others (the last, shorter chunk of a prompt) are kept
   // most-recent-first. Thread-safe.
   Result<GraphLease> LeaseGraph(int32_t tokens, bool all_logits) const;
 

@@ -1,5 +1,6 @@
 #include "runtime/kv_pool.h"
 
+#include <cstring>
 #include <string>
 
 namespace kite {
@@ -100,6 +101,24 @@ Status KvSequence::Resize(int64_t length) {
   }
   length_ = length;
   RefreshViews();
+  return Ok();
+}
+
+Status KvSequence::CopyFrom(const KvSequence& source, int64_t length) {
+  if (source.pool_ != pool_) return InvalidInput("copying KV rows from another pool");
+  if (length < 0 || length > source.length_) {
+    return InvalidInput("copying " + std::to_string(length) + " KV positions from a sequence of " +
+                        std::to_string(source.length_));
+  }
+  KITE_RETURN_IF_ERROR(Resize(length));
+  // Whole pages: a page holds its positions' k rows then their v rows, and the rows past
+  // `length` in the last page are never read.
+  const int64_t pages = (length + config().page_size - 1) / config().page_size;
+  for (size_t layer = 0; layer < tables_.size(); ++layer) {
+    for (int64_t p = 0; p < pages; ++p) {
+      std::memcpy(tables_[layer][p], source.tables_[layer][p], pool_->page_bytes_);
+    }
+  }
   return Ok();
 }
 

@@ -74,6 +74,10 @@ class KvSequence {
   // returns the pages past the new length to it (to rewind or clear). OutOfResources, with
   // nothing changed, when the pool is short.
   Status Resize(int64_t length);
+  // Makes this sequence `length` positions long holding the rows of `source`'s first `length`
+  // positions (a sequence of the same pool, not written during the call). OutOfResources, with
+  // nothing changed, when the pool is short.
+  Status CopyFrom(const KvSequence& source, int64_t length);
 
   // Valid until the next Resize.
   KvSequenceView view() const { return self_; }

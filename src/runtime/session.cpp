@@ -63,7 +63,7 @@ Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> token
   return state.OutputF32(0);
 }
 
-Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bool all_logits) {
+Status Session::CheckFeed(std::span<const int32_t> tokens) const {
   if (tokens.empty()) return InvalidInput("no tokens to feed");
   const int32_t vocab = engine_.config().vocab;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -72,13 +72,18 @@ Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bo
                           ", outside the model's vocabulary [0, " + std::to_string(vocab) + ")");
     }
   }
-  KITE_RETURN_IF_ERROR(
-      CheckContextRoom("the input", n_past(), std::ssize(tokens), engine_.context_length()));
+  return CheckContextRoom("the input", n_past(), std::ssize(tokens), engine_.context_length());
+}
 
+Result<std::span<const float>> Session::FeedChunks(std::span<const int32_t> tokens,
+                                                   bool all_logits,
+                                                   const std::atomic<bool>* cancel) {
+  const int32_t vocab = engine_.config().vocab;
   const size_t chunk = engine_.options().prefill_chunk;
   if (all_logits) all_logits_.resize(tokens.size() * vocab);
   std::span<const float> logits;
   for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return std::span<const float>();
     const size_t count = std::min(chunk, tokens.size() - begin);
     logits = KITE_TRY(FeedChunk(tokens.subspan(begin, count), all_logits));  // [count|1, vocab]
     if (all_logits) std::copy(logits.begin(), logits.end(), all_logits_.begin() + begin * vocab);
@@ -87,25 +92,55 @@ Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bo
   return logits;
 }
 
+Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bool all_logits) {
+  KITE_RETURN_IF_ERROR(CheckFeed(tokens));
+  return FeedChunks(tokens, all_logits, nullptr);
+}
+
 Status Session::Truncate(int32_t length) {
   history_.resize(std::min<size_t>(history_.size(), length));
   return sequence_.Resize(n_past());
 }
 
+int32_t Session::ReusePrefix(std::span<const int32_t> ids) {
+  const size_t limit = std::min(history_.size(), ids.empty() ? 0 : ids.size() - 1);
+  const size_t common =
+      std::mismatch(history_.begin(), history_.begin() + limit, ids.begin()).first -
+      history_.begin();
+  (void)Truncate(static_cast<int32_t>(common));  // shrinking cannot fail
+  return static_cast<int32_t>(common);
+}
+
 Result<Session::PromptResult> Session::FeedPrompt(std::span<const int32_t> ids) {
+  return FeedPromptUntil(ids, nullptr);
+}
+
+Result<Session::PromptResult> Session::FeedPromptUntil(std::span<const int32_t> ids,
+                                                       const std::atomic<bool>* cancel) {
   if (ids.empty()) return InvalidInput("the prompt is empty");
   // Before the cut, so that a prompt that cannot fit leaves the history alone.
   KITE_RETURN_IF_ERROR(
       CheckContextRoom("the prompt", 0, std::ssize(ids), engine_.context_length()));
-  const size_t limit = std::min(history_.size(), ids.size() - 1);
-  const size_t common =
-      std::mismatch(history_.begin(), history_.begin() + limit, ids.begin()).first -
-      history_.begin();
-  KITE_RETURN_IF_ERROR(Truncate(static_cast<int32_t>(common)));
   PromptResult result;
-  result.reused = static_cast<int32_t>(common);
-  result.logits = KITE_TRY(Feed(ids.subspan(common)));
+  result.reused = ReusePrefix(ids);
+  const std::span<const int32_t> rest = ids.subspan(result.reused);
+  KITE_RETURN_IF_ERROR(CheckFeed(rest));
+  result.logits = KITE_TRY(FeedChunks(rest, false, cancel));
   return result;
+}
+
+Status Session::CopyPrefixFrom(const Session& other, int32_t length) {
+  if (&other.engine_ != &engine_) {
+    return InvalidInput("copying a prefix from a session of another engine");
+  }
+  if (length < 0 || length > other.n_past()) {
+    return InvalidInput("copying a prefix of " + std::to_string(length) +
+                        " tokens from a session that holds " + std::to_string(other.n_past()));
+  }
+  if (&other == this) return Truncate(length);
+  KITE_RETURN_IF_ERROR(sequence_.CopyFrom(other.sequence_, length));
+  history_.assign(other.history_.begin(), other.history_.begin() + length);
+  return Ok();
 }
 
 void Session::Reset() {
@@ -121,10 +156,17 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
   result.prompt_tokens = static_cast<int32_t>(prompt_ids.size());
 
   auto start = std::chrono::steady_clock::now();
-  const PromptResult prompt = KITE_TRY(FeedPrompt(prompt_ids));
+  const PromptResult prompt = KITE_TRY(FeedPromptUntil(prompt_ids, options.cancel));
   result.prefill_seconds = SecondsSince(start);
   result.reused_tokens = prompt.reused;
   result.prefill_tokens = result.prompt_tokens - prompt.reused;
+  // A cancelled call keeps only the prefix it reused: its pages go back to the pool.
+  auto cancelled = [&] {
+    (void)Truncate(prompt.reused);  // shrinking cannot fail
+    result.stop_reason = "cancelled";
+    return result;
+  };
+  if (prompt.logits.empty()) return cancelled();
 
   // Embedding rows past the tokenizer's vocabulary (padding to a multiple of 64 or 128) have no
   // text: the sampler sees only the tokenizer's ids, as if the others' logits were -inf.
@@ -163,6 +205,9 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
     if (n_past() >= engine_.context_length()) {
       result.stop_reason = "context_full";
       break;
+    }
+    if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
+      return cancelled();
     }
     start = std::chrono::steady_clock::now();
     logits = KITE_TRY(Feed(std::span(&id, 1)));

@@ -112,6 +112,16 @@ class Session {
 
  private:
   friend class BatchDecoder;  // feeds a token of this session in a batched run
+  // InvalidInput unless `tokens` is not empty, every id is in the vocabulary and they fit in
+  // the context after the history.
+  Status CheckFeed(std::span<const int32_t> tokens) const;
+  // Feeds checked tokens in chunks; returns an empty span, having fed the chunks before, when
+  // `cancel` is set before a chunk.
+  Result<std::span<const float>> FeedChunks(std::span<const int32_t> tokens, bool all_logits,
+                                            const std::atomic<bool>* cancel);
+  // FeedPrompt, stopped as FeedChunks is by `cancel` (the result's logits are empty then).
+  Result<PromptResult> FeedPromptUntil(std::span<const int32_t> ids,
+                                       const std::atomic<bool>* cancel);
   // Feeds one chunk (T <= prefill_chunk) at position n_past.
   Result<std::span<const float>> FeedChunk(std::span<const int32_t> tokens, bool all_logits);
   // Drops history_ and the cache past `length`.

@@ -462,14 +462,71 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
   return Ok();
 }
 
+// A batched decode step: token t is the only token of its sequence. Every row enters its cache
+// first, then the (token, query head) pairs of all sequences are spread over the threads
+// together, each attended exactly as a decode step of its sequence alone would (the same bits).
+Status AttendBatch(const AttentionAttrs& attrs, const KernelArgs& args, const KvCacheView& cache) {
+  const TensorArg& q = args.in[0];
+  const TensorArg& k = args.in[1];
+  const TensorArg& v = args.in[2];
+  const TensorArg& positions = args.in[3];
+  const int64_t tokens = q.shape[0], q_heads = q.shape[1], dim = q.shape[2];
+  const int64_t kv_heads = k.shape[1];
+  const int64_t group = q_heads / kv_heads;
+  const int64_t pos_step = positions.strides[0];
+  const int32_t* pos = positions.as<const int32_t>();
+  int64_t work = 0;
+  for (int64_t t = 0; t < tokens; ++t) {
+    const KvLayerView& layer = cache.layer(t, attrs.layer);
+    const int32_t p = pos[t * pos_step];
+    if (p < 0 || p >= layer.length) {
+      return InvalidInput("position " + std::to_string(p) + " of token " + std::to_string(t) +
+                          " is outside the KV cache's valid length " +
+                          std::to_string(layer.length));
+    }
+    const int64_t n = kv_heads * dim;
+    KITE_RETURN_IF_ERROR(WriteRow(layer, k.as<const float>() + t * n, n, "k", t, layer.key(p)));
+    KITE_RETURN_IF_ERROR(WriteRow(layer, v.as<const float>() + t * n, n, "v", t, layer.value(p)));
+    work += (p + 1) * q_heads * dim;
+  }
+  const float* qs = q.as<const float>();
+  float* outs = args.out.as<float>();
+  auto attend = [&](int64_t u) {
+    const int64_t t = u / q_heads, h = u % q_heads;
+    HWY_DYNAMIC_DISPATCH(Attend)
+    (qs + u * dim, cache.layer(t, attrs.layer), h / group, pos[t * pos_step], attrs.scale,
+     outs + u * dim);
+  };
+  const int64_t units = tokens * q_heads;
+  if (work < (1 << 16)) {
+    for (int64_t u = 0; u < units; ++u) attend(u);
+  } else {
+    args.pool.ParallelForChunks(units, 1, [&](int64_t first, int64_t last) {
+      for (int64_t u = first; u < last; ++u) attend(u);
+    });
+  }
+  return Ok();
+}
+
+// Whether no two tokens of the run share a sequence: a batched decode step.
+bool OneTokenPerSequence(const KvCacheView& cache, int64_t tokens) {
+  if (tokens < 2 || cache.token_sequence.empty()) return false;
+  for (int64_t t = 1; t < tokens; ++t) {
+    if (cache.sequence_of(t) == cache.sequence_of(t - 1)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // q [T, Hq, D], k and v [T, Hkv, D], positions [T] -> out [T, Hq, D]; the same contract as ref.
-// Consecutive tokens of one sequence run together (a run usually holds one sequence).
+// Consecutive tokens of one sequence run together (a run usually holds one sequence); a
+// batched decode step (one token a sequence) runs its sequences side by side.
 Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   KITE_RETURN_IF_ERROR(CheckAttentionCache(attrs, args.context, args.in[1]));
   const KvCacheView& cache = *args.context.kv_cache;
   const int64_t tokens = args.in[0].shape[0];
+  if (OneTokenPerSequence(cache, tokens)) return AttendBatch(attrs, args, cache);
   for (int64_t begin = 0, end = 0; begin < tokens; begin = end) {
     end = begin + 1;
     while (end < tokens && cache.sequence_of(end) == cache.sequence_of(begin)) ++end;

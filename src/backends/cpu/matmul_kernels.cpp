@@ -376,14 +376,19 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
   }
 }
 
+// Accumulators a float tile of R vectors a token keeps for each: with fewer than 8 independent
+// FMA chains their latency would bound the loop. A token's sum depends on U only, so a batched
+// step (several tokens, each its own sequence) takes the U of the decode tile of the same
+// groups and each row gets the bits of its decode step alone.
+constexpr int FloatChains(int vectors) { return vectors >= 8 ? 1 : 8 / vectors; }
+
 // out[c][v·kLanes + r] += Σ_{k0 <= i < k1} w[i] · x[c][i] over the vectors of a C x G tile, the
-// groups' weights starting at k = w_first. With few vectors the FMA latency would bound the
-// loop, so U consecutive k feed U separate accumulators (summed at the end).
-template <int C, int G, typename T>
+// groups' weights starting at k = w_first: U consecutive k feed U separate accumulators (summed
+// at the end, in order).
+template <int C, int G, typename T, int U = FloatChains(C * G * kVecs)>
 void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t w_first, int64_t t0,
                int64_t k0, int64_t k1, float (&out)[C][G * kPackRows]) {
   constexpr int R = G * kVecs;
-  constexpr int U = C * R >= 8 ? 1 : 8 / (C * R);
   const DF df;
   const float* x[C];
   for (int c = 0; c < C; ++c) x[c] = job.x + (t0 + c) * job.x_stride;
@@ -417,6 +422,37 @@ void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t 
   }
 }
 
+// Tokens a batched float step runs in one tile over the groups of a decode tile: 2 with one
+// vector a group (AVX-512: 16 accumulators), else 1 (the registers hold no more).
+constexpr int kBatchTokens = kVecs == 1 ? 2 : 1;
+
+// Fewer than kStreamTokens tokens (a batched decode step, a short prefill chunk): the groups of
+// each decode tile (G at once, the leftovers singly, as TokensOverGroups takes them), their
+// weights read from memory once and from cache by every tile of kBatchTokens, then 1, tokens;
+// each with the decode tile's accumulators, so every token's row has the bits of T = 1.
+template <int G, typename T>
+void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
+  const int64_t k = job.w->cols();
+  auto over = [&]<int NG>(int64_t g) HWY_ATTR {
+    constexpr int U = FloatChains(NG * kVecs);
+    const uint8_t* groups[NG];
+    for (int i = 0; i < NG; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+    auto tile = [&]<int C>(int64_t t0) HWY_ATTR {
+      float out[C][NG * kPackRows] = {};
+      FloatTile<C, NG, T, U>(job, groups, 0, t0, 0, k, out);
+      for (int c = 0; c < C; ++c) {
+        for (int i = 0; i < NG; ++i) StoreRows(job, t0 + c, g + i, out[c] + i * kPackRows);
+      }
+    };
+    int64_t t = 0;
+    for (; t + kBatchTokens <= job.tokens; t += kBatchTokens) tile.template operator()<kBatchTokens>(t);
+    for (; t < job.tokens; ++t) tile.template operator()<1>(t);
+  };
+  int64_t g = begin;
+  for (; g + G <= end; g += G) over.template operator()<G>(g);
+  for (; g < end; ++g) over.template operator()<1>(g);
+}
+
 // Float weights. Whole tiles of C tokens are blocked over K: a block of x [T, kBlock] f32
 // (128 KB at T = 128) stays in L2 while the thread's groups pass over it, PG groups at a time,
 // their block of weights converted to f32 once (32 KB, in L1) for all the token tiles; partial
@@ -424,6 +460,7 @@ void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t 
 // K whole, one at a time over G groups at once, the weights streaming in order.
 template <int C, int PG, int G, typename T>
 void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  if (job.tokens > 1 && job.tokens < kStreamTokens) return FloatGroupsFew<G, T>(job, begin, end);
   constexpr int64_t kBlock = 256;
   const DF df;
   const int64_t n = job.w->rows(), k = job.w->cols();
@@ -478,25 +515,32 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
           HWY_ATTR { FloatTile<1, NG, T>(job, groups, 0, t, 0, k, out); });
 }
 
-// Runs Tile over groups [begin, end) for every token: whole tiles of C tokens one group at a
-// time (the group's weights stay in L1 across the token tiles), then the tokens left over (all
-// of them in decode) one at a time over G groups at once; a tile for each remainder would
-// multiply code size.
+// Runs Tile over groups [begin, end) for every token. Decode (one token) takes G groups at once
+// (G memory streams). Several tokens take one group at a time, its weights read from memory
+// once and from L1 by every tile: C tokens, then 2, then 1 (a batched decode step of any size
+// streams the weights once). Integer dot products are exact and each token's float steps are
+// the same in every tile, so a token's row has the same bits for any T.
 template <int C, int G, template <int, int> class Tile>
 void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
-  const int64_t whole = job.tokens / C * C;
+  if (job.tokens == 1) {
+    TokensOverGroups<G>(
+        job, 0, begin, end,
+        [&]<int NG>(const uint8_t* const(&groups)[NG], int64_t t, float(&out)[1][NG * kPackRows])
+            HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
+    return;
+  }
   for (int64_t g = begin; g < end; ++g) {
     const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
-    for (int64_t t0 = 0; t0 < whole; t0 += C) {
-      float out[C][kPackRows];
-      Tile<C, 1>::Run(job, group, t0, out);
-      for (int c = 0; c < C; ++c) StoreRows(job, t0 + c, g, out[c]);
-    }
+    auto tile = [&]<int NC>(int64_t t0) HWY_ATTR {
+      float out[NC][kPackRows];
+      Tile<NC, 1>::Run(job, group, t0, out);
+      for (int c = 0; c < NC; ++c) StoreRows(job, t0 + c, g, out[c]);
+    };
+    int64_t t = 0;
+    for (; t + C <= job.tokens; t += C) tile.template operator()<C>(t);
+    for (; t + 2 <= job.tokens; t += 2) tile.template operator()<2>(t);
+    for (; t < job.tokens; ++t) tile.template operator()<1>(t);
   }
-  TokensOverGroups<G>(
-      job, whole, begin, end,
-      [&]<int NG>(const uint8_t* const(&groups)[NG], int64_t t, float(&out)[1][NG * kPackRows])
-          HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
 }
 
 template <int kBits, bool kMin, bool kLevels = false, bool kF32 = false, bool kHalves = false>

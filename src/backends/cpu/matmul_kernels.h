@@ -24,6 +24,11 @@ struct MatMulJob {
   int32_t* sums = nullptr;  // k-quants: [T, K / 16] (q6_K) or [T, K / 32]: Σq per group
 };
 
+// Below this many tokens a float matmul computes each token's row with the bits of a single
+// token's (integer weights do for any count): a batched decode step of up to kStreamTokens - 1
+// sequences gives each the logits it gets alone.
+inline constexpr int64_t kStreamTokens = 32;
+
 // Scratch bytes for the quantized activations of `tokens` rows (0 for float weights).
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k);
 // Points the job's qs/scale/offset/sums into `scratch` (64-byte aligned, at least
