@@ -1,7 +1,10 @@
 // `kite bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--backend NAME] [--ctx N]
-// [--kv-type f16|f32|q8_0] [--json] [--profile]`:
+// [--kv-type f16|f32|q8_0] [--parallel 1,4,8,16] [--json] [--profile]`:
 // prompt-processing and generation speed, measured the way llama.cpp's llama-bench measures it,
 // so the two can be set side by side on the same GGUF file (bench/compare.sh).
+// --parallel (Kite's own) runs each tgN test as N batched decode steps of P sessions at once
+// (runtime/batch_decode.h, as `kite serve` batches its streams) and reports the aggregate
+// tokens/s, P · N tokens over the repetition's time.
 //
 // What llama-bench does (tools/llama-bench/llama-bench.cpp in ggml-org/llama.cpp: test_prompt,
 // test_gen, the warm-up and repetition loop in llama_bench(), struct test's fields) and Kite
@@ -40,6 +43,7 @@
 #include "cli/command.h"
 #include "cli/setting_flags.h"
 #include "graph/kv_cache.h"
+#include "runtime/batch_decode.h"
 #include "runtime/op_profile.h"
 #include "runtime/session.h"
 
@@ -61,6 +65,7 @@ struct BenchOptions {
   std::string backend;  // "": cpu when built, else ref
   int32_t ctx = 0;      // 0: the longest test
   DType kv_type = DType::kF16;
+  std::vector<int32_t> parallel;  // empty: tg tests on one session, unbatched
   bool json = false;
   bool profile = false;
 };
@@ -68,6 +73,7 @@ struct BenchOptions {
 struct BenchTest {
   int32_t n_prompt = 0;
   int32_t n_gen = 0;
+  int32_t parallel = 0;  // > 0: n_gen batched steps of this many sessions
   std::vector<uint64_t> samples_ns;
   uint64_t peak_rss_bytes = 0;
   std::vector<OpProfile::Row> profile;  // over the timed repetitions, with --profile
@@ -109,7 +115,8 @@ double StdDev(const std::vector<double>& v) {
 std::vector<double> TokensPerSecond(const BenchTest& test) {
   std::vector<double> ts;
   for (uint64_t ns : test.samples_ns) {
-    ts.push_back(1e9 * (test.n_prompt + test.n_gen) / static_cast<double>(ns));
+    const int32_t sessions = std::max(test.parallel, 1);
+    ts.push_back(1e9 * (test.n_prompt + test.n_gen * sessions) / static_cast<double>(ns));
   }
   return ts;
 }
@@ -156,7 +163,7 @@ ModelFacts DescribeModel(const ModelConfig& spec, const WeightStore& weights) {
 class Bench {
  public:
   Bench(const Engine& engine, const BenchOptions& options)
-      : session_(engine), options_(options), rng_(kSeed) {
+      : engine_(engine), session_(engine), options_(options), rng_(kSeed) {
     const Tokenizer& tokenizer = engine.tokenizer();
     vocab_ = std::min(tokenizer.vocab_size() > 0 ? tokenizer.vocab_size() : engine.config().vocab,
                       engine.config().vocab);
@@ -164,6 +171,7 @@ class Bench {
   }
 
   Status Run(BenchTest* test) {
+    if (test->parallel > 0) return RunBatched(test);
     if (test->n_prompt > 0) KITE_TRY(TimeOnce(test->n_prompt, 0));  // warm-up: compiles graphs
     if (test->n_gen > 0) KITE_TRY(TimeOnce(0, 1));
     OpProfile profile;
@@ -197,7 +205,40 @@ class Bench {
     return NowNs() - start;
   }
 
+  // tgN with --parallel: N steps of test->parallel sessions, each step one graph run.
+  Status RunBatched(BenchTest* test) {
+    while (std::ssize(batch_) < test->parallel) {
+      batch_sessions_.push_back(std::make_unique<Session>(engine_));
+      batch_.push_back(batch_sessions_.back().get());
+    }
+    if (!decoder_) decoder_ = std::make_unique<BatchDecoder>(engine_);
+    KITE_TRY(TimeBatched(1, test->parallel));  // warm-up: compiles the step's graph
+    for (int32_t rep = 0; rep < options_.reps; ++rep) {
+      test->samples_ns.push_back(KITE_TRY(TimeBatched(test->n_gen, test->parallel)));
+    }
+    test->peak_rss_bytes = PeakRssBytes();
+    return Ok();
+  }
+
+  Result<uint64_t> TimeBatched(int32_t n_gen, int32_t parallel) {
+    const std::span<Session* const> rows = std::span(batch_).first(parallel);
+    for (Session* session : rows) session->Reset();
+    std::vector<int32_t> ids;  // [n_gen][parallel], drawn before the clock starts
+    for (int32_t step = 0; step < n_gen; ++step) {
+      for (int32_t i = 0; i < parallel; ++i) ids.push_back(step == 0 ? FirstId() : RandomId());
+    }
+    const uint64_t start = NowNs();
+    for (int32_t step = 0; step < n_gen; ++step) {
+      KITE_TRY(decoder_->Step(rows, std::span(ids).subspan(step * parallel, parallel)));
+    }
+    return NowNs() - start;
+  }
+
+  const Engine& engine_;
   Session session_;
+  std::vector<std::unique_ptr<Session>> batch_sessions_;
+  std::vector<Session*> batch_;
+  std::unique_ptr<BatchDecoder> decoder_;
   const BenchOptions& options_;
   std::mt19937 rng_;
   int32_t vocab_ = 0;
@@ -205,6 +246,7 @@ class Bench {
 };
 
 std::string TestName(const BenchTest& test) {
+  if (test.parallel > 0) return "tg" + std::to_string(test.n_gen) + " x" + std::to_string(test.parallel);
   if (test.n_gen == 0) return "pp" + std::to_string(test.n_prompt);
   if (test.n_prompt == 0) return "tg" + std::to_string(test.n_gen);
   return "pp" + std::to_string(test.n_prompt) + "+tg" + std::to_string(test.n_gen);
@@ -225,6 +267,7 @@ nlohmann::ordered_json TestJson(const BenchTest& test, const BenchOptions& optio
                                  {"type_v", std::string(DTypeName(options.kv_type))},
                                  {"n_prompt", test.n_prompt},
                                  {"n_gen", test.n_gen},
+                                 {"n_parallel", std::max(test.parallel, 1)},
                                  {"avg_ns", static_cast<uint64_t>(Mean(ns))},
                                  {"stddev_ns", static_cast<uint64_t>(StdDev(ns))},
                                  {"avg_ts", Mean(ts)},
@@ -321,6 +364,15 @@ Status CheckOptions(const BenchOptions& options) {
   if (!positive(options.n_prompt) && !positive(options.n_gen)) {
     return InvalidInput("nothing to measure: every -p and -n value is 0");
   }
+  for (int32_t p : options.parallel) {
+    if (p < 1 || p > kMaxEngineThreads) {
+      return InvalidInput("--parallel " + std::to_string(p) + ": expected 1 to " +
+                          std::to_string(kMaxEngineThreads) + " sessions a step");
+    }
+  }
+  if (!options.parallel.empty() && !positive(options.n_gen)) {
+    return InvalidInput("--parallel batches the tg tests: give -n a length > 0");
+  }
   return Ok();
 }
 
@@ -334,7 +386,9 @@ Status RunBench(BenchOptions options) {
     largest_prompt = std::max(largest_prompt, p);
   }
   for (int32_t n : options.n_gen) {
-    if (n > 0) tests.emplace_back().n_gen = n;
+    if (n == 0) continue;
+    if (options.parallel.empty()) tests.emplace_back().n_gen = n;
+    for (int32_t p : options.parallel) tests.push_back({.n_gen = n, .parallel = p});
   }
   for (const BenchTest& t : tests) longest = std::max(longest, t.n_prompt + t.n_gen);
   if (options.ctx != 0 && options.ctx < longest) {
@@ -354,6 +408,8 @@ Status RunBench(BenchOptions options) {
   engine_options.prefill_chunk = std::clamp(largest_prompt, 1, kMaxPrefillChunk);
   engine_options.threads = options.threads;
   engine_options.kv_dtype = options.kv_type;
+  // A KV pool with room for every batched session's whole test.
+  for (int32_t p : options.parallel) engine_options.parallel = std::max(engine_options.parallel, p);
 
   const uint64_t load_start = NowNs();
   auto engine = KITE_TRY(Engine::Load(options.model, engine_options));
@@ -381,7 +437,9 @@ Status RunBench(BenchOptions options) {
                 SizeText(engine->KvCacheBytes()).c_str(), std::string(DTypeName(options.kv_type)).c_str(),
                 static_cast<unsigned long long>(engine->KvBytesPerToken()), options.reps);
     if (options.profile) {
-      for (const BenchTest& test : tests) PrintProfile(test, options.reps);
+      for (const BenchTest& test : tests) {
+        if (test.parallel == 0) PrintProfile(test, options.reps);  // batched steps: not observed
+      }
     }
   }
   return Ok();
@@ -431,11 +489,18 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
           },
           "KV cache element type: " + KvCacheTypeNames() + " (default f16)")
       ->type_name("TYPE");
+  bench
+      ->add_option("--parallel", options->parallel,
+                   "Run each tgN test as N batched decode steps of P sessions at once, for each "
+                   "P of this comma-separated list (as kite serve batches its streams); t/s is the "
+                   "aggregate, P x N tokens over the time")
+      ->delimiter(',');
   bench->add_flag("--json", options->json,
                   "Print a JSON array, one object per test, with llama-bench's field names");
   bench->add_flag("--profile", options->profile,
                   "Time every op of the timed repetitions and print, per test, each op kind's "
-                  "calls and milliseconds per token and share of the time (JSON: \"profile\")");
+                  "calls and milliseconds per token and share of the time (JSON: \"profile\"); "
+                  "not for the --parallel tests");
   bench->callback([options, not_applicable, exit_code] {
     PrintWarnings(options->warnings);
     not_applicable->Note();
