@@ -213,9 +213,13 @@ class Bench {
     }
     if (!decoder_) decoder_ = std::make_unique<BatchDecoder>(engine_);
     KITE_TRY(TimeBatched(1, test->parallel));  // warm-up: compiles the step's graph
+    OpProfile profile;
+    if (options_.profile) decoder_->set_observer(&profile);
     for (int32_t rep = 0; rep < options_.reps; ++rep) {
       test->samples_ns.push_back(KITE_TRY(TimeBatched(test->n_gen, test->parallel)));
     }
+    decoder_->set_observer(nullptr);
+    test->profile = profile.SortedRows();
     test->peak_rss_bytes = PeakRssBytes();
     return Ok();
   }
@@ -335,7 +339,8 @@ void PrintTableRow(const BenchTest& test, const BenchOptions& options, const std
 void PrintProfile(const BenchTest& test, int32_t reps) {
   uint64_t test_ns = 0;
   for (uint64_t ns : test.samples_ns) test_ns += ns;
-  const double tokens = static_cast<double>(test.n_prompt + test.n_gen) * reps;
+  const double tokens =
+      static_cast<double>(test.n_prompt + test.n_gen * std::max(test.parallel, 1)) * reps;
   std::printf("\nprofile of %s: %.3f ms a token\n", TestName(test).c_str(), test_ns / tokens / 1e6);
   std::printf("  %-18s %-8s %12s %10s %7s\n", "op", "backend", "calls/token", "ms/token", "share");
   uint64_t ops_ns = 0;
@@ -437,9 +442,7 @@ Status RunBench(BenchOptions options) {
                 SizeText(engine->KvCacheBytes()).c_str(), std::string(DTypeName(options.kv_type)).c_str(),
                 static_cast<unsigned long long>(engine->KvBytesPerToken()), options.reps);
     if (options.profile) {
-      for (const BenchTest& test : tests) {
-        if (test.parallel == 0) PrintProfile(test, options.reps);  // batched steps: not observed
-      }
+      for (const BenchTest& test : tests) PrintProfile(test, options.reps);
     }
   }
   return Ok();
@@ -499,8 +502,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                   "Print a JSON array, one object per test, with llama-bench's field names");
   bench->add_flag("--profile", options->profile,
                   "Time every op of the timed repetitions and print, per test, each op kind's "
-                  "calls and milliseconds per token and share of the time (JSON: \"profile\"); "
-                  "not for the --parallel tests");
+                  "calls and milliseconds per token and share of the time (JSON: \"profile\")");
   bench->callback([options, not_applicable, exit_code] {
     PrintWarnings(options->warnings);
     not_applicable->Note();

@@ -87,7 +87,7 @@ Result<std::span<const float>> BatchDecoder::Step(std::span<Session* const> sess
                          .token_sequence = std::span(token_sequence_).first(batch)};
   Status status = state.SetInput("tokens", tokens);
   if (status) status = state.SetInput("positions", std::span(positions_).first(batch));
-  if (status) status = lease->Run({.kv_cache = &view});
+  if (status) status = lease->Run({.kv_cache = &view, .observer = observer_});
   if (!status) {
     shrink(batch);
     return std::unexpected(std::move(status.error()));

@@ -56,8 +56,13 @@ class BatchDecoder {
   Result<std::span<const float>> Step(std::span<Session* const> sessions,
                                       std::span<const int32_t> tokens);
 
+  // Steps from now on show every node to `observer` (nullptr: nobody), which must outlive them:
+  // `kite bench --profile`.
+  void set_observer(Observer* observer) { observer_ = observer; }
+
  private:
   const Engine& engine_;
+  Observer* observer_ = nullptr;
   // leases_[B]: the graph of B tokens with every token's logits, taken on first use.
   std::vector<std::optional<Engine::GraphLease>> leases_;
   std::vector<int32_t> positions_;         // [max_batch]
