@@ -97,9 +97,9 @@ Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bo
   return FeedChunks(tokens, all_logits, nullptr);
 }
 
-Status Session::Truncate(int32_t length) {
-  history_.resize(std::min<size_t>(history_.size(), length));
-  return sequence_.Resize(n_past());
+void Session::Truncate(int32_t length) {
+  history_.resize(std::min<size_t>(history_.size(), std::max(length, 0)));
+  (void)sequence_.Resize(n_past());  // shrinking cannot fail
 }
 
 int32_t Session::ReusePrefix(std::span<const int32_t> ids) {
@@ -107,7 +107,7 @@ int32_t Session::ReusePrefix(std::span<const int32_t> ids) {
   const size_t common =
       std::mismatch(history_.begin(), history_.begin() + limit, ids.begin()).first -
       history_.begin();
-  (void)Truncate(static_cast<int32_t>(common));  // shrinking cannot fail
+  Truncate(static_cast<int32_t>(common));
   return static_cast<int32_t>(common);
 }
 
@@ -137,7 +137,10 @@ Status Session::CopyPrefixFrom(const Session& other, int32_t length) {
     return InvalidInput("copying a prefix of " + std::to_string(length) +
                         " tokens from a session that holds " + std::to_string(other.n_past()));
   }
-  if (&other == this) return Truncate(length);
+  if (&other == this) {
+    Truncate(length);
+    return Ok();
+  }
   KITE_RETURN_IF_ERROR(sequence_.CopyFrom(other.sequence_, length));
   history_.assign(other.history_.begin(), other.history_.begin() + length);
   return Ok();
@@ -162,7 +165,7 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
   result.prefill_tokens = result.prompt_tokens - prompt.reused;
   // A cancelled call keeps only the prefix it reused: its pages go back to the pool.
   auto cancelled = [&] {
-    (void)Truncate(prompt.reused);  // shrinking cannot fail
+    Truncate(prompt.reused);
     result.stop_reason = "cancelled";
     return result;
   };

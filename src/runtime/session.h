@@ -94,6 +94,9 @@ class Session {
 
   // Forgets the history (the cache pages return to the pool).
   void Reset();
+  // Keeps the first `length` tokens of the history (all of it when it is shorter) and drops the
+  // rest with their cache pages, e.g. what a cancelled request added after its prompt.
+  void Truncate(int32_t length);
   const std::vector<int32_t>& history() const { return history_; }
   int32_t n_past() const { return static_cast<int32_t>(history_.size()); }
   // The KV cache rows of the history.
@@ -124,8 +127,6 @@ class Session {
                                        const std::atomic<bool>* cancel);
   // Feeds one chunk (T <= prefill_chunk) at position n_past.
   Result<std::span<const float>> FeedChunk(std::span<const int32_t> tokens, bool all_logits);
-  // Drops history_ and the cache past `length`.
-  Status Truncate(int32_t length);
 
   const Engine& engine_;
   KvSequence sequence_;

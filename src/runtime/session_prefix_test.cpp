@@ -58,6 +58,11 @@ TEST(SessionPrefix, ReusePrefixKeepsTheCommonPartAndTheContinuationEqualsAFreshR
   EXPECT_EQ(engine->kv_pool().free_pages(), all_pages - 2 * 3);
   // The whole prompt in the history: its last token is still to be fed, so it is not kept.
   EXPECT_EQ(session.ReusePrefix(kSystem), static_cast<int32_t>(kSystem.size()) - 1);
+  session.Truncate(5);  // 2 pages a layer
+  EXPECT_EQ(session.history(), std::vector<int32_t>(kSystem.begin(), kSystem.begin() + 5));
+  EXPECT_EQ(engine->kv_pool().free_pages(), all_pages - 2 * 2);
+  session.Truncate(9);  // longer than the history: nothing changes
+  EXPECT_EQ(session.n_past(), 5);
   EXPECT_EQ(session.ReusePrefix(std::vector<int32_t>{5, 6}), 0);
   EXPECT_EQ(engine->kv_pool().free_pages(), all_pages);
 
