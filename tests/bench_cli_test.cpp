@@ -131,6 +131,26 @@ TEST(CliBench, CommaListsRunEachLengthAndZeroSkips) {
   }
 }
 
+// --parallel: each tg test once per batch size, the t/s the aggregate of the step's sessions.
+TEST(CliBench, ParallelRunsEachGenerationTestPerBatchSize) {
+  const std::string model = SourcePath("testdata/reference/llama-gqa");
+  CommandResult result = RunKite({"bench", "-m", model, "-p", "4", "-n", "3", "-r", "1", "-t", "1",
+                                  "--parallel", "1,4", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const json out = ParseOutput(result);
+  ASSERT_TRUE(out.is_array());
+  ASSERT_EQ(out.size(), 3u) << out.dump();  // pp4 alone, then tg3 at 1 and at 4 sessions
+  EXPECT_EQ(out[0]["n_prompt"], 4);
+  EXPECT_EQ(out[0]["n_parallel"], 1);
+  for (int i = 1; i < 3; ++i) {
+    const int parallel = i == 1 ? 1 : 4;
+    EXPECT_EQ(out[i]["n_gen"], 3);
+    EXPECT_EQ(out[i]["n_parallel"], parallel);
+    const double ns = out[i]["samples_ns"][0].get<double>();
+    EXPECT_NEAR(out[i]["samples_ts"][0].get<double>(), 3 * parallel * 1e9 / ns, 1e-6 * 1e9 / ns);
+  }
+}
+
 TEST(CliBench, MarkdownTable) {
   const std::string model = SourcePath("testdata/reference/llama-gqa");
   CommandResult result =
@@ -207,6 +227,8 @@ TEST(CliBench, BadFlagsAreClearErrors) {
       {{"-p", "0", "-n", "0"}, 1, {"nothing to measure"}},
       {{"-p", "8", "-n", "0", "--ctx", "4"}, 1, {"--ctx 4", "8 tokens"}},
       {{"-p", "4", "--backend", "nope"}, 1, {"nope", "ref"}},
+      {{"-p", "0", "-n", "2", "--parallel", "0"}, 1, {"--parallel 0", "1 to"}},
+      {{"-p", "4", "-n", "0", "--parallel", "2"}, 1, {"--parallel", "-n"}},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"bench", "-m", model};

@@ -207,6 +207,7 @@ class Bench {
 
   // tgN with --parallel: N steps of test->parallel sessions, each step one graph run.
   Status RunBatched(BenchTest* test) {
+    session_.Reset();  // the pool holds `parallel` contexts: the batched sessions'
     while (std::ssize(batch_) < test->parallel) {
       batch_sessions_.push_back(std::make_unique<Session>(engine_));
       batch_.push_back(batch_sessions_.back().get());
