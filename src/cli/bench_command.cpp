@@ -251,7 +251,8 @@ class Bench {
 };
 
 std::string TestName(const BenchTest& test) {
-  if (test.parallel > 0) return "tg" + std::to_string(test.n_gen) + " x" + std::to_string(test.parallel);
+  if (test.parallel > 0)
+    return "tg" + std::to_string(test.n_gen) + " x" + std::to_string(test.parallel);
   if (test.n_gen == 0) return "pp" + std::to_string(test.n_prompt);
   if (test.n_prompt == 0) return "tg" + std::to_string(test.n_gen);
   return "pp" + std::to_string(test.n_prompt) + "+tg" + std::to_string(test.n_gen);

@@ -51,8 +51,8 @@ Result<std::span<const float>> BatchDecoder::Step(std::span<Session* const> sess
     }
     if (session->n_past() >= engine_.context_length()) {
       return std::unexpected(
-          std::move(CheckContextRoom("the token", session->n_past(), 1, engine_.context_length())
-                        .error())
+          std::move(
+              CheckContextRoom("the token", session->n_past(), 1, engine_.context_length()).error())
               .WithContext(row(i)));
     }
   }

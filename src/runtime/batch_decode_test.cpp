@@ -113,16 +113,18 @@ TEST_P(BatchDecodeBits, EachRowIsTheBitsOfItsSessionAlone) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    BatchDecode, BatchDecodeBits,
-    ::testing::Values(Case{"ref", DType::kF16, DType::kF32}, Case{"ref", DType::kQ8_0, DType::kF32},
-                      Case{"cpu", DType::kF16, DType::kF32}, Case{"cpu", DType::kQ8_0, DType::kF32},
-                      Case{"cpu", DType::kF16, DType::kF16},
-                      Case{"cpu", DType::kQ8_0, DType::kF16}),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      return std::get<0>(info.param) + "_kv_" + std::string(DTypeName(std::get<1>(info.param))) +
-             "_weights_" + std::string(DTypeName(std::get<2>(info.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(BatchDecode, BatchDecodeBits,
+                         ::testing::Values(Case{"ref", DType::kF16, DType::kF32},
+                                           Case{"ref", DType::kQ8_0, DType::kF32},
+                                           Case{"cpu", DType::kF16, DType::kF32},
+                                           Case{"cpu", DType::kQ8_0, DType::kF32},
+                                           Case{"cpu", DType::kF16, DType::kF16},
+                                           Case{"cpu", DType::kQ8_0, DType::kF16}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::get<0>(info.param) + "_kv_" +
+                                  std::string(DTypeName(std::get<1>(info.param))) + "_weights_" +
+                                  std::string(DTypeName(std::get<2>(info.param)));
+                         });
 
 TEST(BatchDecode, BadStepsAreRefusedNamingTheRowAndChangeNothing) {
   auto engine = Load("cpu", DType::kF16, DType::kF32, /*parallel=*/2, /*context=*/8);
@@ -148,7 +150,8 @@ TEST(BatchDecode, BadStepsAreRefusedNamingTheRowAndChangeNothing) {
     EXPECT_EQ(engine->kv_pool().free_pages(), free_pages);
   };
   refused({&a, &a}, {5, 6}, "row 1 of a batched decode step: a session already in the step");
-  refused({&a, &b}, {5, 300}, "row 1 of a batched decode step: id 300, outside the model's vocabulary");
+  refused({&a, &b}, {5, 300},
+          "row 1 of a batched decode step: id 300, outside the model's vocabulary");
   refused({&a, &stranger}, {5, 6}, "row 1 of a batched decode step: a session of another engine");
   refused({&full, &a}, {5, 6}, "row 0 of a batched decode step");
   refused({&a, &b}, {5}, "2 sessions with 1 tokens");
@@ -183,7 +186,8 @@ TEST(BatchDecode, DecodersOnSeveralThreadsMatchEachSessionAlone) {
     auto logits = session.Feed(Prompt(i));
     EXPECT_TRUE(logits.has_value());
     std::vector<int32_t> ids = {Argmax(*logits)};
-    for (int s = 0; s < kSteps; ++s) ids.push_back(Argmax(*session.Feed(std::span(&ids.back(), 1))));
+    for (int s = 0; s < kSteps; ++s)
+      ids.push_back(Argmax(*session.Feed(std::span(&ids.back(), 1))));
     return ids;
   };
   std::vector<std::vector<int32_t>> expected;

@@ -75,15 +75,15 @@ Status Session::CheckFeed(std::span<const int32_t> tokens) const {
   return CheckContextRoom("the input", n_past(), std::ssize(tokens), engine_.context_length());
 }
 
-Result<std::span<const float>> Session::FeedChunks(std::span<const int32_t> tokens,
-                                                   bool all_logits,
+Result<std::span<const float>> Session::FeedChunks(std::span<const int32_t> tokens, bool all_logits,
                                                    const std::atomic<bool>* cancel) {
   const int32_t vocab = engine_.config().vocab;
   const size_t chunk = engine_.options().prefill_chunk;
   if (all_logits) all_logits_.resize(tokens.size() * vocab);
   std::span<const float> logits;
   for (size_t begin = 0; begin < tokens.size(); begin += chunk) {
-    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return std::span<const float>();
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed))
+      return std::span<const float>();
     const size_t count = std::min(chunk, tokens.size() - begin);
     logits = KITE_TRY(FeedChunk(tokens.subspan(begin, count), all_logits));  // [count|1, vocab]
     if (all_logits) std::copy(logits.begin(), logits.end(), all_logits_.begin() + begin * vocab);

@@ -45,7 +45,7 @@ std::vector<float> MatMul(const std::vector<uint8_t>& w, DType dtype, int64_t n,
 // k-quants (q4_K, q5_K, q6_K, iq4_xs). N = 300 is 19 row groups: chunks of 8 groups, the last of
 // 3, so both the decode tile's groups side by side and its single groups are covered.
 TEST(CpuBatchRows, MatMulRowsOfSeveralTokensAreTheBitsOfOneToken) {
-  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,
+  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16,   DType::kQ8_0,
                          DType::kQ4_0, DType::kQ4_1, DType::kIQ4_NL, DType::kQ4_K,
                          DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS};
   constexpr int64_t kN = 300, kK = 512;
@@ -126,8 +126,8 @@ TEST(CpuBatchRows, AttentionOfOneTokenPerSequenceIsTheBitsOfEachAlone) {
       EXPECT_TRUE(runner->SetInput("k", slice(k, kKvHeads * kDim)));
       EXPECT_TRUE(runner->SetInput("v", slice(v, kKvHeads * kDim)));
       EXPECT_TRUE(runner->SetInput(
-          "positions", std::vector<int32_t>(positions.begin() + first,
-                                            positions.begin() + first + count)));
+          "positions",
+          std::vector<int32_t>(positions.begin() + first, positions.begin() + first + count)));
       std::vector<int32_t> token_sequence(count);
       for (int64_t t = 0; t < count; ++t) token_sequence[t] = static_cast<int32_t>(t);
       const KvCacheView view{.sequences = std::span(views).subspan(first, count),

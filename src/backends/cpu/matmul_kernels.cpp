@@ -465,7 +465,8 @@ void FloatTokens(const MatMulJob& job, int64_t first, int64_t begin, int64_t end
     std::fill(partial, partial + tokens * kToken, 0.0f);
     const uint8_t* groups[NG];
     if (tokens == 1) {
-      for (int i = 0; i < NG; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+      for (int i = 0; i < NG; ++i)
+        groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
       FloatTile<1, NG, T, U>(job, groups, 0, first, 0, k, partial, true);
     } else {
       HWY_ALIGN float converted[NG][kBlock * kPackRows];
@@ -485,7 +486,8 @@ void FloatTokens(const MatMulJob& job, int64_t first, int64_t begin, int64_t end
       }
     }
     for (int64_t t = 0; t < tokens; ++t) {
-      for (int i = 0; i < NG; ++i) StoreRows(job, first + t, g + i, partial + t * kToken + i * kPackRows);
+      for (int i = 0; i < NG; ++i)
+        StoreRows(job, first + t, g + i, partial + t * kToken + i * kPackRows);
     }
   };
   int64_t g = begin;
