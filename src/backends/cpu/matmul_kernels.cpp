@@ -382,16 +382,13 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
 // groups and each row gets the bits of its decode step alone.
 constexpr int FloatChains(int vectors) { return vectors >= 8 ? 1 : 8 / vectors; }
 
-// The partial sums of a C x G tile: partial [C][U][G · kPackRows], chain u of token c.
-// partial[c][u] += Σ w[i] · x[c][i] over k0 <= i < k1 and the vectors of the tile, the groups'
-// weights starting at k = w_first: U consecutive k feed U chains (the last (k1 - k0) % U of
-// [k0, k1) chain 0), so that blocks of k whose lengths are multiples of U leave the sums of one
-// pass over the whole K. With `last` the chains are then added in order into chain 0.
+// out[c][v·kLanes + r] += Σ_{k0 <= i < k1} w[i] · x[c][i] over the vectors of a C x G tile, the
+// groups' weights starting at k = w_first: U consecutive k feed U separate accumulators (summed
+// at the end, in order).
 template <int C, int G, typename T, int U = FloatChains(C * G * kVecs)>
 void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t w_first, int64_t t0,
-               int64_t k0, int64_t k1, float* partial, bool last) {
+               int64_t k0, int64_t k1, float (&out)[C][G * kPackRows]) {
   constexpr int R = G * kVecs;
-  constexpr int64_t kChain = G * kPackRows;  // floats of one chain of one token
   const DF df;
   const float* x[C];
   for (int c = 0; c < C; ++c) x[c] = job.x + (t0 + c) * job.x_stride;
@@ -399,7 +396,7 @@ void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t 
   for (int u = 0; u < U; ++u)
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) {
-        acc[u][c][v] = hn::LoadU(df, partial + (c * U + u) * kChain + v * kLanes);
+        acc[u][c][v] = u == 0 ? hn::LoadU(df, out[c] + v * kLanes) : hn::Zero(df);
       }
   auto step = [&](int u, int64_t i) HWY_ATTR {
     VF w[R];
@@ -419,91 +416,53 @@ void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t 
   for (; i < k1; ++i) step(0, i);
   for (int c = 0; c < C; ++c) {
     for (int v = 0; v < R; ++v) {
-      if (last) {
-        for (int u = 1; u < U; ++u) acc[0][c][v] = hn::Add(acc[0][c][v], acc[u][c][v]);
-        hn::StoreU(acc[0][c][v], df, partial + c * U * kChain + v * kLanes);
-      } else {
-        for (int u = 0; u < U; ++u) {
-          hn::StoreU(acc[u][c][v], df, partial + (c * U + u) * kChain + v * kLanes);
-        }
-      }
+      for (int u = 1; u < U; ++u) acc[0][c][v] = hn::Add(acc[0][c][v], acc[u][c][v]);
+      hn::StoreU(acc[0][c][v], df, out[c] + v * kLanes);
     }
   }
 }
 
-// Converts k in [k0, k1) of group g's weights to f32 [k1 - k0][kPackRows] at `to`.
-template <typename T>
-HWY_INLINE void ConvertBlock(const MatMulJob& job, int64_t g, int64_t k0, int64_t k1, float* to) {
-  const DF df;
-  const auto* src = reinterpret_cast<const uint8_t*>(job.w->group(g));
-  for (int64_t kk = k0; kk < k1; ++kk) {
-    for (size_t v = 0; v < kPackRows; v += kLanes) {
-      hn::Store(LoadWeights<T>(src + (kk * kPackRows + v) * sizeof(T)), df,
-                to + (kk - k0) * kPackRows + v);
-    }
-  }
-}
-
-// Tokens a float tile of the decode tile's groups takes at once: 2 with one vector a group
-// (AVX-512: 16 accumulators), else 1 (the registers hold no more).
+// Tokens a batched float step runs in one tile over the groups of a decode tile: 2 with one
+// vector a group (AVX-512: 16 accumulators), else 1 (the registers hold no more).
 constexpr int kBatchTokens = kVecs == 1 ? 2 : 1;
 
-// Tokens [first, job.tokens), fewer than kStreamTokens, over the groups of each decode tile (G
-// at once, the leftovers singly), each token with the decode tile's chains, so that its row has
-// the bits of T = 1 however many tokens run. One token (decode) reads the weights straight from
-// memory (G streams); several (a batched decode step, a short prefill chunk) convert each block
-// of k once to f32 in L1 for all their tiles of kBatchTokens, then 1, tokens.
+// Fewer than kStreamTokens tokens (a batched decode step, a short prefill chunk): the groups of
+// each decode tile (G at once, the leftovers singly, as TokensOverGroups takes them), their
+// weights read from memory once and from cache by every tile of kBatchTokens, then 1, tokens;
+// each with the decode tile's accumulators, so every token's row has the bits of T = 1.
 template <int G, typename T>
-void FloatTokens(const MatMulJob& job, int64_t first, int64_t begin, int64_t end) {
-  constexpr int64_t kBlock = 64;  // a multiple of every U; 4 groups' f32 block is 16 KB
+void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t k = job.w->cols();
-  const int64_t tokens = job.tokens - first;
   auto over = [&]<int NG>(int64_t g) HWY_ATTR {
     constexpr int U = FloatChains(NG * kVecs);
-    constexpr int64_t kToken = U * NG * kPackRows;  // one token's partial sums
-    HWY_ALIGN float partial[kStreamTokens * kToken];
-    std::fill(partial, partial + tokens * kToken, 0.0f);
     const uint8_t* groups[NG];
-    if (tokens == 1) {
-      for (int i = 0; i < NG; ++i)
-        groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
-      FloatTile<1, NG, T, U>(job, groups, 0, first, 0, k, partial, true);
-    } else {
-      HWY_ALIGN float converted[NG][kBlock * kPackRows];
-      for (int i = 0; i < NG; ++i) groups[i] = reinterpret_cast<const uint8_t*>(converted[i]);
-      for (int64_t k0 = 0; k0 < k; k0 += kBlock) {
-        const int64_t k1 = std::min(k, k0 + kBlock);
-        for (int i = 0; i < NG; ++i) ConvertBlock<T>(job, g + i, k0, k1, converted[i]);
-        int64_t t = 0;
-        for (; t + kBatchTokens <= tokens; t += kBatchTokens) {
-          FloatTile<kBatchTokens, NG, float, U>(job, groups, k0, first + t, k0, k1,
-                                                partial + t * kToken, k1 == k);
-        }
-        for (; t < tokens; ++t) {
-          FloatTile<1, NG, float, U>(job, groups, k0, first + t, k0, k1, partial + t * kToken,
-                                     k1 == k);
-        }
+    for (int i = 0; i < NG; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+    auto tile = [&]<int C>(int64_t t0) HWY_ATTR {
+      float out[C][NG * kPackRows] = {};
+      FloatTile<C, NG, T, U>(job, groups, 0, t0, 0, k, out);
+      for (int c = 0; c < C; ++c) {
+        for (int i = 0; i < NG; ++i) StoreRows(job, t0 + c, g + i, out[c] + i * kPackRows);
       }
-    }
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int i = 0; i < NG; ++i)
-        StoreRows(job, first + t, g + i, partial + t * kToken + i * kPackRows);
-    }
+    };
+    int64_t t = 0;
+    for (; t + kBatchTokens <= job.tokens; t += kBatchTokens) tile.template operator()<kBatchTokens>(t);
+    for (; t < job.tokens; ++t) tile.template operator()<1>(t);
   };
   int64_t g = begin;
   for (; g + G <= end; g += G) over.template operator()<G>(g);
   for (; g < end; ++g) over.template operator()<1>(g);
 }
 
-// Float weights. From kStreamTokens tokens on (prefill), whole tiles of C tokens are blocked
-// over K: a block of x [T, kBlock] f32 (128 KB at T = 128) stays in L2 while the thread's groups
-// pass over it, PG groups at a time, their block of weights converted to f32 once (32 KB, in L1)
-// for all the token tiles; partial sums wait in `out`. The tokens left over, and all of them
-// below kStreamTokens, go to FloatTokens.
+// Float weights. Whole tiles of C tokens are blocked over K: a block of x [T, kBlock] f32
+// (128 KB at T = 128) stays in L2 while the thread's groups pass over it, PG groups at a time,
+// their block of weights converted to f32 once (32 KB, in L1) for all the token tiles; partial
+// sums wait in `out`. The tokens left over (all of them in a decode step: nothing to reuse) take
+// K whole, one at a time over G groups at once, the weights streaming in order.
 template <int C, int PG, int G, typename T>
 void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
-  if (job.tokens < kStreamTokens) return FloatTokens<G, T>(job, 0, begin, end);
+  if (job.tokens > 1 && job.tokens < kStreamTokens) return FloatGroupsFew<G, T>(job, begin, end);
   constexpr int64_t kBlock = 256;
+  const DF df;
   const int64_t n = job.w->rows(), k = job.w->cols();
   const int64_t whole = job.tokens / C * C;
   HWY_ALIGN float converted[PG][kBlock * kPackRows];
@@ -511,11 +470,17 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   auto tiles = [&]<int NG>(int64_t g, int64_t k0, int64_t k1) HWY_ATTR {
     const uint8_t* groups[NG];
     for (int i = 0; i < NG; ++i) {
-      ConvertBlock<T>(job, g + i, k0, k1, converted[i]);
+      const auto* src = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+      for (int64_t kk = k0; kk < k1; ++kk) {
+        for (size_t v = 0; v < kPackRows; v += kLanes) {
+          hn::Store(LoadWeights<T>(src + (kk * kPackRows + v) * sizeof(T)), df,
+                    converted[i] + (kk - k0) * kPackRows + v);
+        }
+      }
       groups[i] = reinterpret_cast<const uint8_t*>(converted[i]);
     }
     for (int64_t t0 = 0; t0 < whole; t0 += C) {
-      float tile[C][NG * kPackRows];  // one chain (C · NG vectors are enough)
+      float tile[C][NG * kPackRows];
       for (int c = 0; c < C; ++c) {
         for (int i = 0; i < NG; ++i) {
           const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
@@ -524,7 +489,7 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
           if (k0 > 0) std::memcpy(dst, job.out + (t0 + c) * n + (g + i) * kPackRows, rows * 4);
         }
       }
-      FloatTile<C, NG, float>(job, groups, k0, t0, k0, k1, &tile[0][0], true);
+      FloatTile<C, NG, float>(job, groups, k0, t0, k0, k1, tile);
       for (int c = 0; c < C; ++c) {
         for (int i = 0; i < NG; ++i) {
           const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
@@ -538,13 +503,16 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       }
     }
   };
-  for (int64_t k0 = 0; k0 < k; k0 += kBlock) {
+  for (int64_t k0 = 0; whole > 0 && k0 < k; k0 += kBlock) {
     const int64_t k1 = std::min(k, k0 + kBlock);
     int64_t g = begin;
     for (; g + PG <= end; g += PG) tiles.template operator()<PG>(g, k0, k1);
     for (; g < end; ++g) tiles.template operator()<1>(g, k0, k1);
   }
-  if (whole < job.tokens) FloatTokens<G, T>(job, whole, begin, end);
+  TokensOverGroups<G>(
+      job, whole, begin, end,
+      [&]<int NG>(const uint8_t* const(&groups)[NG], int64_t t, float(&out)[1][NG * kPackRows])
+          HWY_ATTR { FloatTile<1, NG, T>(job, groups, 0, t, 0, k, out); });
 }
 
 // Runs Tile over groups [begin, end) for every token. Decode (one token) takes G groups at once
