@@ -445,7 +445,8 @@ void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
       }
     };
     int64_t t = 0;
-    for (; t + kBatchTokens <= job.tokens; t += kBatchTokens) tile.template operator()<kBatchTokens>(t);
+    for (; t + kBatchTokens <= job.tokens; t += kBatchTokens)
+      tile.template operator()<kBatchTokens>(t);
     for (; t < job.tokens; ++t) tile.template operator()<1>(t);
   };
   int64_t g = begin;
