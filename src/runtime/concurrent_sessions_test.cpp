@@ -9,19 +9,12 @@
 
 #include "runtime/engine.h"
 #include "runtime/session.h"
+#include "runtime/testing.h"
 
 namespace kite {
 namespace {
 
 const std::string kReference = KITE_SOURCE_DIR "/testdata/reference/";
-
-Session::GenerateOptions Greedy(int32_t max_tokens) {
-  Session::GenerateOptions options;
-  options.max_tokens = max_tokens;
-  options.ignore_eos = true;
-  options.sampler.temperature = 0.0f;
-  return options;
-}
 
 // Four prompts of different lengths (one past the prefill chunk, so that sessions also share
 // the graphs of the shorter last chunks, compiled while others run).
@@ -55,7 +48,8 @@ TEST(ConcurrentSessions, FourThreadsEachGenerateWhatTheirPromptGivesAlone) {
     ASSERT_TRUE(engine);
     for (size_t i = 0; i < prompts.size(); ++i) {
       Session session(*engine);
-      auto result = session.Generate(prompts[i], Greedy(kTokens));
+      auto result =
+          session.Generate(prompts[i], testing::GreedyOptions(kTokens, /*ignore_eos=*/true));
       ASSERT_TRUE(result.has_value()) << result.error().message;
       alone[i] = result->ids;
     }
@@ -71,7 +65,8 @@ TEST(ConcurrentSessions, FourThreadsEachGenerateWhatTheirPromptGivesAlone) {
       Session session(*engine);
       // Two turns each, so that sessions also reuse their own cache while others compute.
       for (int turn = 0; turn < 2; ++turn) {
-        auto result = session.Generate(prompts[i], Greedy(kTokens));
+        auto result =
+            session.Generate(prompts[i], testing::GreedyOptions(kTokens, /*ignore_eos=*/true));
         if (!result) {
           errors[i] = result.error().message;
           return;
@@ -102,7 +97,7 @@ TEST(ConcurrentSessions, AlternatingSessionsNeverRecomputeEachOthersHistory) {
   for (int turn = 0; turn < 3; ++turn) {
     for (auto [session, history] : {std::pair{&a, &history_a}, std::pair{&b, &history_b}}) {
       const uint64_t before = engine->tokens_computed();
-      auto result = session->Generate(*history, Greedy(3));
+      auto result = session->Generate(*history, testing::GreedyOptions(3, /*ignore_eos=*/true));
       ASSERT_TRUE(result.has_value()) << result.error().message;
       // The prompt is the conversation so far: all of it but the new turn comes from the cache.
       // Computed: the new prompt tokens, then each sampled token but the last (never fed).

@@ -12,6 +12,7 @@
 #include "runtime/engine.h"
 #include "runtime/observer.h"
 #include "runtime/session.h"
+#include "runtime/testing.h"
 
 namespace kite {
 namespace {
@@ -30,14 +31,6 @@ std::unique_ptr<Engine> LoadGqa(int32_t parallel = 2) {
   return engine ? std::move(*engine) : nullptr;
 }
 
-Session::GenerateOptions Greedy(int32_t max_tokens) {
-  Session::GenerateOptions options;
-  options.max_tokens = max_tokens;
-  options.ignore_eos = true;
-  options.sampler.temperature = 0.0f;
-  return options;
-}
-
 const std::vector<int32_t> kSystem = {1, 538, 592, 656, 562, 923, 889, 960, 951, 279, 441};
 
 std::vector<int32_t> With(std::vector<int32_t> ids, std::vector<int32_t> tail) {
@@ -50,7 +43,10 @@ TEST(SessionPrefix, ReusePrefixKeepsTheCommonPartAndTheContinuationEqualsAFreshR
   ASSERT_TRUE(engine);
   const int64_t all_pages = engine->kv_pool().free_pages();
   Session session(*engine);
-  ASSERT_TRUE(session.Generate(With(kSystem, {17, 250, 3, 99}), Greedy(8)).has_value());
+  ASSERT_TRUE(
+      session
+          .Generate(With(kSystem, {17, 250, 3, 99}), testing::GreedyOptions(8, /*ignore_eos=*/true))
+          .has_value());
   const std::vector<int32_t> second = With(kSystem, {42, 7, 180});
   EXPECT_EQ(session.ReusePrefix(second), static_cast<int32_t>(kSystem.size()));
   EXPECT_EQ(session.history(), kSystem);
@@ -77,8 +73,8 @@ TEST(SessionPrefix, ReusePrefixKeepsTheCommonPartAndTheContinuationEqualsAFreshR
   for (size_t i = 0; i < whole->size(); ++i) {
     ASSERT_NEAR((*continued)[i], (*whole)[i], 1e-4f) << "logit " << i;
   }
-  auto a = session.Generate(second, Greedy(10));
-  auto b = fresh.Generate(second, Greedy(10));
+  auto a = session.Generate(second, testing::GreedyOptions(10, /*ignore_eos=*/true));
+  auto b = fresh.Generate(second, testing::GreedyOptions(10, /*ignore_eos=*/true));
   ASSERT_TRUE(a.has_value() && b.has_value());
   EXPECT_EQ(a->ids, b->ids);
   EXPECT_EQ(a->reused_tokens, static_cast<int32_t>(second.size()) - 1);
@@ -139,7 +135,7 @@ TEST(SessionCancel, StopsBeforeTheNextChunkOrStepAndReturnsThePages) {
   const int64_t all_pages = engine->kv_pool().free_pages();
   std::atomic<bool> cancel{false};
   Session session(*engine);
-  Session::GenerateOptions options = Greedy(20);
+  Session::GenerateOptions options = testing::GreedyOptions(20, /*ignore_eos=*/true);
   options.cancel = &cancel;
 
   // During decode: set when the 3rd token is sampled, so it is not fed.

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "models/model.h"
-
 #include "runtime/executable.h"
 #include "runtime/kv_pool.h"
+#include "runtime/session.h"
 
 namespace kite::testing {
 
@@ -44,6 +44,16 @@ class GraphRunner {
   std::unique_ptr<Executable> executable_;
   std::unique_ptr<RunState> state_;
 };
+
+// Greedy generation of up to `max_tokens` tokens (past the model's EOS with ignore_eos): a
+// prompt gives the same tokens on every run.
+inline Session::GenerateOptions GreedyOptions(int32_t max_tokens, bool ignore_eos) {
+  Session::GenerateOptions options;
+  options.max_tokens = max_tokens;
+  options.ignore_eos = ignore_eos;
+  options.sampler.temperature = 0.0f;
+  return options;
+}
 
 // A KV pool and one sequence of it: the cache of a kernel or model test that runs one sequence.
 struct KvCache {
