@@ -508,7 +508,9 @@ Status AttendBatch(const AttentionAttrs& attrs, const KernelArgs& args, const Kv
   return Ok();
 }
 
-// Whether no two tokens of the run share a sequence: a batched decode step.
+// Whether no two neighbouring tokens share a sequence: a batched decode step. (A sequence with
+// tokens further apart would still be right: every row enters its cache before any token
+// attends, and token t sees positions 0..positions[t] only.)
 bool OneTokenPerSequence(const KvCacheView& cache, int64_t tokens) {
   if (tokens < 2 || cache.token_sequence.empty()) return false;
   for (int64_t t = 1; t < tokens; ++t) {
