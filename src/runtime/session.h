@@ -2,8 +2,9 @@
 // history it holds, feeds tokens through the engine's graphs in prefill chunks, reuses the
 // longest common prefix of a new prompt (multi-turn chat), generates with the sampler chain and
 // saves/restores its state. Sessions of one engine run side by side, on any threads, each
-// keeping its own cache; a session itself is used by one thread at a time. The engine must
-// outlive its sessions.
+// keeping its own cache; a session itself is used by one thread at a time. Several sessions'
+// decode steps can also share one graph run (runtime/batch_decode.h), and a session can take
+// another's prefix rows (CopyPrefixFrom). The engine must outlive its sessions.
 #pragma once
 
 #include <atomic>
