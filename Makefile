@@ -85,10 +85,11 @@ test-tsan: deps san-deps
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DKITE_TSAN=ON -DKITE_BENCH=OFF >/dev/null
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target kite_base_tests kite_runtime_tests
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target kite_base_tests kite_runtime_tests kite_server_tests
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/kite_base_tests
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/kite_runtime_tests \
 	  --gtest_filter='ConcurrentSessions.*:EngineTest.Leases*:BatchDecode*:SessionPrefix.*:SessionCancel.*'
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/kite_server_tests
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD)

@@ -101,9 +101,9 @@ class Scheduler {
   std::expected<RequestId, SubmitRefusal> Submit(ServeRequest request,
                                                  std::shared_ptr<RequestSink> sink);
 
-  // Ends the request with FinishReason::kCancelled, within one decode step or prefill chunk
-  // (at once if it is queued). True when it was queued or running; false when unknown or already
-  // ended (no second end event then).
+  // Ends the request with FinishReason::kCancelled within one decode step or prefill chunk,
+  // queued or running. True when it was queued or running (also for one that ends by itself
+  // at that moment: it gets its own end event, never a second); false when unknown or ended.
   bool Cancel(RequestId id);
 
   SchedulerStatus Status() const;
