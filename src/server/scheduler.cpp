@@ -62,6 +62,8 @@ class Scheduler::Loop {
   void FailRun(int32_t slot, FinishReason reason, Failure failure, std::string message);
   // Counts a request that ended (under mutex_).
   void CountEnd(const RequestRun& run);
+  // Tokens whose KV rows idle slots keep for later prompts.
+  int64_t CachedTokens() const;
 
   const Engine& engine_;
   const SchedulerOptions options_;
@@ -204,19 +206,20 @@ void Scheduler::Loop::CountEnd(const RequestRun& run) {
   counters_.completion_tokens += run.completion_tokens();
 }
 
-bool Scheduler::Loop::Admit() {
-  int32_t idle = 0;
+int64_t Scheduler::Loop::CachedTokens() const {
   int64_t cached = 0;
   for (const Slot& slot : slots_) {
-    if (!slot.run) {
-      ++idle;
-      cached += slot.session->n_past();
-    }
+    if (!slot.run) cached += slot.session->n_past();
   }
+  return cached;
+}
+
+bool Scheduler::Loop::Admit() {
+  int32_t idle = 0;
+  for (const Slot& slot : slots_) idle += slot.run == nullptr;
   std::deque<std::shared_ptr<RequestRun>> dropped, admitted;
   {
     std::unique_lock lock(mutex_);
-    counters_.cached_prefix_tokens = cached;
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || running_ > 0; });
     if (stopping_) return false;
     const auto now = RequestRun::Clock::now();
@@ -262,7 +265,9 @@ void Scheduler::Loop::StartRun(std::shared_ptr<RequestRun> run) {
   slots_[choice.slot].run = run;
   slots_[choice.slot].last_used = ++use_counter_;
   run->Start(engine_, choice.slot, reused);
+  const int64_t cached = CachedTokens();
   std::lock_guard lock(mutex_);
+  counters_.cached_prefix_tokens = cached;
   counters_.prompt_tokens += prompt.size();
   counters_.cached_prompt_tokens += reused;
 }
@@ -283,7 +288,9 @@ void Scheduler::Loop::Release(int32_t slot) {
       (void)session.ReusePrefix(ids);
     }
   }
+  const int64_t cached = CachedTokens();
   std::lock_guard lock(mutex_);
+  counters_.cached_prefix_tokens = cached;
   --running_;
   live_.erase(run->id());
   CountEnd(*run);
