@@ -143,6 +143,7 @@ void RequestRun::End(RequestEnd end) {
   }
   phase_ = Phase::kEnded;
   finish_reason_ = end.reason;
+  ended_.store(true, std::memory_order_release);
   std::shared_ptr<RequestSink> sink = std::move(sink_);
   sink->OnEnd(std::move(end));
 }

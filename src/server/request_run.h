@@ -60,6 +60,8 @@ class RequestRun {
   void Fail(FinishReason reason, Failure failure, std::string message);
 
   int32_t completion_tokens() const { return usage_.completion_tokens; }
+  // Any thread: whether the end event was sent (or is being sent).
+  bool ended() const { return ended_.load(std::memory_order_acquire); }
   // Once ended: why.
   FinishReason finish_reason() const { return finish_reason_; }
 
@@ -73,6 +75,7 @@ class RequestRun {
   const ServeRequest request_;
   std::shared_ptr<RequestSink> sink_;  // reset after the end event
   std::atomic<bool> cancel_{false};
+  std::atomic<bool> ended_{false};
   Phase phase_ = Phase::kQueued;
   int32_t slot_ = -1;
 

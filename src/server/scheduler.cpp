@@ -161,7 +161,7 @@ std::expected<RequestId, SubmitRefusal> Scheduler::Loop::Submit(
 bool Scheduler::Loop::Cancel(RequestId id) {
   std::unique_lock lock(mutex_);
   const auto found = live_.find(id);
-  if (found == live_.end()) return false;
+  if (found == live_.end() || found->second->ended()) return false;
   found->second->RequestCancel();
   lock.unlock();
   wake_.notify_one();
