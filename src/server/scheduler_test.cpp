@@ -26,10 +26,20 @@ ServeRequest Greedy(std::vector<int32_t> prompt, int32_t max_tokens, std::string
   return request;
 }
 
-std::unique_ptr<Scheduler> Start(const Engine& engine, SchedulerOptions options = {}) {
-  auto scheduler = Scheduler::Create(engine, options);
+// The demo model and a scheduler on it (destroyed first: members go in reverse order).
+struct Served {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Scheduler> scheduler;
+};
+Served Serve(int32_t parallel, int32_t context = 256, int32_t prefill_chunk = 16,
+             SchedulerOptions options = {}) {
+  Served served;
+  served.engine = testing::LoadDemo(parallel, context, prefill_chunk);
+  if (!served.engine) return served;
+  auto scheduler = Scheduler::Create(*served.engine, options);
   EXPECT_TRUE(scheduler.has_value()) << scheduler.error().message;
-  return scheduler ? std::move(*scheduler) : nullptr;
+  if (scheduler) served.scheduler = std::move(*scheduler);
+  return served;
 }
 
 RequestId SubmitOk(Scheduler& scheduler, ServeRequest request,
@@ -51,8 +61,8 @@ void WaitIdle(const Scheduler& scheduler) {
 
 TEST(Scheduler, SixteenRequestsAtOnceEachGiveWhatTheyGiveAlone) {
   constexpr int32_t kRequests = 16, kTokens = 20;
-  auto engine = testing::LoadDemo(kRequests);
-  ASSERT_TRUE(engine);
+  auto [engine, scheduler] = Serve(kRequests);
+  ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, kRequests);
   // Alone: the runtime's own generation loop, one session at a time.
   std::vector<std::string> alone(kRequests);
@@ -66,8 +76,6 @@ TEST(Scheduler, SixteenRequestsAtOnceEachGiveWhatTheyGiveAlone) {
     alone[i] = result->text;
   }
 
-  auto scheduler = Start(*engine);
-  ASSERT_TRUE(scheduler);
   std::vector<std::shared_ptr<RecordingSink>> sinks;
   for (int32_t i = 0; i < kRequests; ++i) sinks.push_back(std::make_shared<RecordingSink>());
   // From four threads at once.
@@ -93,9 +101,7 @@ TEST(Scheduler, SixteenRequestsAtOnceEachGiveWhatTheyGiveAlone) {
 }
 
 TEST(Scheduler, ASharedPrefixIsComputedOnceAndReportedAsCached) {
-  auto engine = testing::LoadDemo(2);
-  ASSERT_TRUE(engine);
-  auto scheduler = Start(*engine);
+  auto [engine, scheduler] = Serve(2);
   ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, 3, 40);
   std::vector<int32_t> system = prompts[0];  // the shared "system prompt"
@@ -136,9 +142,7 @@ TEST(Scheduler, ASharedPrefixIsComputedOnceAndReportedAsCached) {
 }
 
 TEST(Scheduler, CancelEndsARunningRequestWithinOneStepAndReturnsItsPages) {
-  auto engine = testing::LoadDemo(2);
-  ASSERT_TRUE(engine);
-  auto scheduler = Start(*engine);
+  auto [engine, scheduler] = Serve(2);
   ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, 2, 20);
   ServeRequest request = Greedy(prompts[0], -1);
@@ -165,9 +169,7 @@ TEST(Scheduler, CancelEndsARunningRequestWithinOneStepAndReturnsItsPages) {
 
 TEST(Scheduler, CancelDuringALongPromptStopsItsPrefillWithinAChunk) {
   constexpr int32_t kChunk = 8;
-  auto engine = testing::LoadDemo(1, 1024, kChunk);  // past the trained 256: only a warning
-  ASSERT_TRUE(engine);
-  auto scheduler = Start(*engine);
+  auto [engine, scheduler] = Serve(1, 1024, kChunk);
   ASSERT_TRUE(scheduler);
   std::vector<int32_t> prompt(1000);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = 300 + static_cast<int32_t>(i % 3000);
@@ -186,9 +188,7 @@ TEST(Scheduler, CancelDuringALongPromptStopsItsPrefillWithinAChunk) {
 }
 
 TEST(Scheduler, AFullQueueRefusesAtOnceWithRetryAfter) {
-  auto engine = testing::LoadDemo(1);
-  ASSERT_TRUE(engine);
-  auto scheduler = Start(*engine, {.max_queue = 2, .prefill_chunk = 0, .retry_after_seconds = 3});
+  auto [engine, scheduler] = Serve(1, 256, 16, {.max_queue = 2, .prefill_chunk = 0, .retry_after_seconds = 3});
   ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, 1, 10);
   ServeRequest blocker = Greedy(prompts[0], -1);
@@ -220,9 +220,7 @@ TEST(Scheduler, AFullQueueRefusesAtOnceWithRetryAfter) {
 }
 
 TEST(Scheduler, BadRequestsAreRefusedWithTheReason) {
-  auto engine = testing::LoadDemo(1, 64);
-  ASSERT_TRUE(engine);
-  auto scheduler = Start(*engine);
+  auto [engine, scheduler] = Serve(1, 64);
   ASSERT_TRUE(scheduler);
   auto sink = std::make_shared<RecordingSink>();
   auto refusal = [&](ServeRequest request) {
@@ -244,9 +242,7 @@ TEST(Scheduler, BadRequestsAreRefusedWithTheReason) {
 }
 
 TEST(Scheduler, WaitingRequestsAreAdmittedRoundRobinAcrossClients) {
-  auto engine = testing::LoadDemo(1);
-  ASSERT_TRUE(engine);
-  auto scheduler = Start(*engine);
+  auto [engine, scheduler] = Serve(1);
   ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, 1, 10);
   ServeRequest blocker = Greedy(prompts[0], -1, "a");
@@ -271,9 +267,7 @@ TEST(Scheduler, WaitingRequestsAreAdmittedRoundRobinAcrossClients) {
 }
 
 TEST(Scheduler, ADeadlineEndsARequestWhetherQueuedOrRunning) {
-  auto engine = testing::LoadDemo(1, 1024);
-  ASSERT_TRUE(engine);
-  auto scheduler = Start(*engine);
+  auto [engine, scheduler] = Serve(1, 1024);
   ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, 1, 10);
   ServeRequest running = Greedy(prompts[0], -1);
@@ -299,9 +293,7 @@ TEST(Scheduler, ADeadlineEndsARequestWhetherQueuedOrRunning) {
 }
 
 TEST(Scheduler, AStopStringAcrossDeltasNeverLeaks) {
-  auto engine = testing::LoadDemo(1);
-  ASSERT_TRUE(engine);
-  auto scheduler = Start(*engine);
+  auto [engine, scheduler] = Serve(1);
   ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, 4, 20);
   auto free_run = std::make_shared<RecordingSink>();
@@ -330,9 +322,7 @@ TEST(Scheduler, AStopStringAcrossDeltasNeverLeaks) {
 }
 
 TEST(Scheduler, ShutdownEndsEveryStreamAndRefusesNewRequests) {
-  auto engine = testing::LoadDemo(2);
-  ASSERT_TRUE(engine);
-  auto scheduler = Start(*engine, {.max_queue = 4, .prefill_chunk = 0, .retry_after_seconds = 1});
+  auto [engine, scheduler] = Serve(2, 256, 16, {.max_queue = 4, .prefill_chunk = 0, .retry_after_seconds = 1});
   ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, 4, 12);
   std::vector<std::shared_ptr<RecordingSink>> sinks;
