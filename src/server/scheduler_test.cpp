@@ -187,6 +187,29 @@ TEST(Scheduler, CancelDuringALongPromptStopsItsPrefillWithinAChunk) {
   WaitIdle(*scheduler);
 }
 
+TEST(Scheduler, ALongPromptDoesNotStallTheStreamsAlreadyRunning) {
+  constexpr int32_t kChunk = 8;
+  auto [engine, scheduler] = Serve(2, 512, kChunk);
+  ASSERT_TRUE(scheduler);
+  const auto prompts = testing::HeldoutPrompts(*engine, 1, 10);
+  ServeRequest streaming = Greedy(prompts[0], -1);
+  streaming.ignore_eos = true;
+  auto stream = std::make_shared<RecordingSink>();
+  const RequestId stream_id = SubmitOk(*scheduler, streaming, stream);
+  ASSERT_TRUE(stream->WaitDeltas(1));
+  std::vector<int32_t> long_prompt(480);
+  for (size_t i = 0; i < long_prompt.size(); ++i) long_prompt[i] = 300 + static_cast<int32_t>(i);
+  auto late = std::make_shared<RecordingSink>();
+  const size_t before = stream->Deltas().size();
+  SubmitOk(*scheduler, Greedy(long_prompt, 1), late);
+  late->WaitEnd();
+  // Decode steps and prefill chunks alternate: the stream got about a token per chunk of the
+  // 60 while the long prompt was computed (a few tokens may release no text by themselves).
+  EXPECT_GE(stream->Deltas().size() - before, 48u);
+  scheduler->Cancel(stream_id);
+  EXPECT_EQ(stream->WaitEnd().reason, FinishReason::kCancelled);
+}
+
 TEST(Scheduler, AFullQueueRefusesAtOnceWithRetryAfter) {
   auto [engine, scheduler] = Serve(1, 256, 16, {.max_queue = 2, .prefill_chunk = 0, .retry_after_seconds = 3});
   ASSERT_TRUE(scheduler);
