@@ -1,6 +1,8 @@
 #include "server/scheduler.h"
 
+#include <algorithm>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -350,9 +352,16 @@ void Scheduler::Loop::DecodeStep() {
 }
 
 void Scheduler::Loop::PrefillTurn() {
-  // Whole chunks of the prompts being computed, in slot order from the cursor, until a turn's
-  // budget (one chunk's tokens) is spent: several short prompts share a turn, a long one takes
-  // a chunk per turn. A prompt's chunks start where its reused prefix ends, whatever else runs.
+  // One whole chunk of each prompt being computed, in slot order from the cursor, until a
+  // turn's budget is spent: one chunk's tokens while streams are decoding (several short
+  // prompts share a turn, a long one takes a chunk per turn, and the streams wait at most that
+  // long for their next token), no limit while none is (every new prompt advances, for the
+  // first tokens' sake). A prompt's chunks start where its reused prefix ends, whatever else
+  // runs.
+  const bool decoding = std::any_of(slots_.begin(), slots_.end(), [](const Slot& slot) {
+    return slot.run && slot.run->phase() == RequestRun::Phase::kDecode;
+  });
+  const int32_t budget = decoding ? chunk_ : std::numeric_limits<int32_t>::max();
   int32_t fed = 0;
   const size_t n = slots_.size();
   for (size_t k = 0; k < n; ++k) {
@@ -365,7 +374,7 @@ void Scheduler::Loop::PrefillTurn() {
     }
     Session& session = *slots_[i].session;
     const std::span<const int32_t> chunk = run->NextChunk(session.n_past(), chunk_);
-    if (fed > 0 && fed + std::ssize(chunk) > chunk_) break;
+    if (fed > 0 && fed + std::ssize(chunk) > budget) break;
     prefill_cursor_ = (i + 1) % n;
     Result<std::span<const float>> logits = session.Feed(chunk);
     if (!logits) {
