@@ -10,16 +10,17 @@
 //     not.
 //   - Continuous batching: each decode step runs the next token of every running request in one
 //     graph run; requests join and leave between steps.
-//   - Prefill in turns: decode steps and prefill chunks alternate, so a long prompt adds at most
-//     one chunk's time between two tokens of the running streams.
+//   - Prefill in turns: decode steps and prefill turns alternate; while streams decode, a turn
+//     computes one chunk's worth of prompt tokens, so a long prompt adds at most one chunk's
+//     time between two tokens of the running streams.
 //   - Fairness: waiting requests are admitted round robin across ServeRequest::client, in
 //     arrival order within a client.
 //   - Bounded queue: at most SchedulerOptions::max_queue requests wait; Submit refuses more at
 //     once (SubmitRefusal::kOverloaded with a Retry-After), never blocking the caller.
 //   - Deadlines and cancellation are checked before every decode step and prefill chunk: a
 //     cancelled, timed-out or disconnected request stops costing compute within one of them, and
-//     its KV pages return to the pool (those of a finished prefix may stay cached in its slot,
-//     until another request needs the pages).
+//     the KV pages of its generated tokens return to the pool (its prompt's rows stay cached in
+//     its slot, for a retry, until another request takes the slot).
 //   - Determinism: with greedy sampling a request's tokens do not depend on what else runs (the
 //     batched step computes each sequence's logits as a step of it alone would).
 //
