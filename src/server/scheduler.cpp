@@ -279,16 +279,7 @@ void Scheduler::Loop::Release(int32_t slot) {
   Session& session = *slots_[slot].session;
   const FinishReason reason = run->finish_reason();
   if (reason == FinishReason::kCancelled || reason == FinishReason::kError) {
-    const int32_t prompt = static_cast<int32_t>(run->request().prompt.size());
-    const int32_t keep = std::min(session.n_past(), prompt);
-    if (keep == 0) {
-      session.Reset();
-    } else if (keep < session.n_past()) {
-      // ReusePrefix keeps at most ids.size() - 1 tokens: the history's first keep + 1.
-      const std::vector<int32_t> ids(session.history().begin(),
-                                     session.history().begin() + keep + 1);
-      (void)session.ReusePrefix(ids);
-    }
+    session.Truncate(static_cast<int32_t>(run->request().prompt.size()));
   }
   const int64_t cached = CachedTokens();
   std::lock_guard lock(mutex_);
