@@ -71,11 +71,16 @@ int main(int argc, char** argv) {
   int tokens = 128, threads = 2, rounds = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--model") model = value;
-    else if (flag == "--streams") levels = ParseList(value);
-    else if (flag == "--tokens") tokens = std::atoi(value.c_str());
-    else if (flag == "--threads") threads = std::atoi(value.c_str());
-    else if (flag == "--rounds") rounds = std::atoi(value.c_str());
+    if (flag == "--model")
+      model = value;
+    else if (flag == "--streams")
+      levels = ParseList(value);
+    else if (flag == "--tokens")
+      tokens = std::atoi(value.c_str());
+    else if (flag == "--threads")
+      threads = std::atoi(value.c_str());
+    else if (flag == "--rounds")
+      rounds = std::atoi(value.c_str());
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;

@@ -28,7 +28,7 @@ class DecodeRate {
 
   Clock::time_point start_;
   std::array<int64_t, kWindowSeconds + 1> buckets_{};  // by second modulo the size
-  int64_t newest_ = 0;  // the second buckets_ ends with
+  int64_t newest_ = 0;                                 // the second buckets_ ends with
 };
 
 }  // namespace kite

@@ -44,7 +44,7 @@ TEST(FairQueue, AClientThatComesBackJoinsAtTheEndOfTheRound) {
   queue.Push(Queued(1, "a"));
   queue.Push(Queued(2, "b"));
   EXPECT_EQ(queue.Pop()->id(), 1u);  // a has nothing left: out of the round
-  queue.Push(Queued(3, "a"));           // back after b
+  queue.Push(Queued(3, "a"));        // back after b
   queue.Push(Queued(4, "b"));
   EXPECT_EQ(Drain(queue), (std::vector<RequestId>{2, 3, 4}));
 }

@@ -42,8 +42,8 @@ TokenLogprobs LogprobsReporter::Report(std::span<const float> logits, int32_t pr
   auto logprob = [&](int32_t id) { return static_cast<float>(logits[id] - log_sum); };
 
   TokenLogprobs result;
-  result.sampled = {.id = sampled, .token = TokenBytes(previous, sampled),
-                    .logprob = logprob(sampled)};
+  result.sampled = {
+      .id = sampled, .token = TokenBytes(previous, sampled), .logprob = logprob(sampled)};
   if (top_n_ > 0) {
     std::iota(order_.begin(), order_.end(), 0);
     const int32_t n = std::min<int32_t>(top_n_, static_cast<int32_t>(order_.size()));

@@ -94,7 +94,7 @@ enum class Failure {
 
 struct Usage {
   int32_t prompt_tokens = 0;
-  int32_t cached_tokens = 0;  // of the prompt, taken from a KV cache instead of computed
+  int32_t cached_tokens = 0;      // of the prompt, taken from a KV cache instead of computed
   int32_t completion_tokens = 0;  // sampled tokens, a final end-of-text token excluded
 };
 

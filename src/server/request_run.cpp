@@ -16,10 +16,14 @@ double Seconds(RequestRun::Clock::duration duration) {
 
 const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
   }
   return "error";
 }
@@ -59,8 +63,8 @@ bool RequestRun::Accept(std::span<const float> logits, const Session& session,
   // Embedding rows past the tokenizer's vocabulary (padding) have no text: they are not
   // candidates, as in Session::Generate.
   const std::span<const float> candidates = logits.first(engine.tokenizer().vocab_size());
-  const auto bad = std::find_if(candidates.begin(), candidates.end(),
-                                [](float v) { return !std::isfinite(v); });
+  const auto bad =
+      std::find_if(candidates.begin(), candidates.end(), [](float v) { return !std::isfinite(v); });
   if (bad != candidates.end()) {
     Fail(FinishReason::kError, Failure::kInternal,
          "the logits for position " + std::to_string(session.n_past()) +

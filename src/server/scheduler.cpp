@@ -128,8 +128,8 @@ std::optional<SubmitRefusal> Scheduler::Loop::Check(const ServeRequest& request)
   return std::nullopt;
 }
 
-std::expected<RequestId, SubmitRefusal> Scheduler::Loop::Submit(
-    ServeRequest request, std::shared_ptr<RequestSink> sink) {
+std::expected<RequestId, SubmitRefusal> Scheduler::Loop::Submit(ServeRequest request,
+                                                                std::shared_ptr<RequestSink> sink) {
   std::optional<SubmitRefusal> refusal = Check(request);
   std::unique_lock lock(mutex_);
   if (!refusal && stopping_) {
@@ -139,12 +139,12 @@ std::expected<RequestId, SubmitRefusal> Scheduler::Loop::Submit(
   // Requests that will find an idle slot at the loop's next turn do not wait.
   const size_t room = options_.max_queue + slots_.size() - running_;
   if (!refusal && queue_.size() >= room) {
-    refusal = SubmitRefusal{
-        .kind = SubmitRefusal::kOverloaded,
-        .message = "the server is busy: " + std::to_string(running_) + " requests running and " +
-                   std::to_string(queue_.size()) + " waiting, the most it queues (max_queue " +
-                   std::to_string(options_.max_queue) + "); retry later",
-        .retry_after_seconds = options_.retry_after_seconds};
+    refusal = SubmitRefusal{.kind = SubmitRefusal::kOverloaded,
+                            .message = "the server is busy: " + std::to_string(running_) +
+                                       " requests running and " + std::to_string(queue_.size()) +
+                                       " waiting, the most it queues (max_queue " +
+                                       std::to_string(options_.max_queue) + "); retry later",
+                            .retry_after_seconds = options_.retry_after_seconds};
   }
   if (refusal) {
     ++counters_.requests_refused;
@@ -201,9 +201,15 @@ void Scheduler::Loop::Shutdown() {
 void Scheduler::Loop::CountEnd(const RequestRun& run) {
   switch (run.finish_reason()) {
     case FinishReason::kStop:
-    case FinishReason::kLength: ++counters_.requests_finished; break;
-    case FinishReason::kCancelled: ++counters_.requests_cancelled; break;
-    case FinishReason::kError: ++counters_.requests_failed; break;
+    case FinishReason::kLength:
+      ++counters_.requests_finished;
+      break;
+    case FinishReason::kCancelled:
+      ++counters_.requests_cancelled;
+      break;
+    case FinishReason::kError:
+      ++counters_.requests_failed;
+      break;
   }
   counters_.completion_tokens += run.completion_tokens();
 }
@@ -225,9 +231,8 @@ bool Scheduler::Loop::Admit() {
     wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || running_ > 0; });
     if (stopping_) return false;
     const auto now = RequestRun::Clock::now();
-    dropped = queue_.RemoveIf([&](const RequestRun& run) {
-      return run.cancel_requested() || run.PastDeadline(now);
-    });
+    dropped = queue_.RemoveIf(
+        [&](const RequestRun& run) { return run.cancel_requested() || run.PastDeadline(now); });
     for (; idle > 0 && !queue_.empty(); --idle) admitted.push_back(queue_.Pop());
     running_ += static_cast<int32_t>(admitted.size());
     for (const auto& run : dropped) live_.erase(run->id());
@@ -259,8 +264,7 @@ void Scheduler::Loop::StartRun(std::shared_ptr<RequestRun> run) {
   const SlotChoice choice = *ChooseSlot(views, prompt);  // Admit counted an idle slot
   Session& session = *slots_[choice.slot].session;
   int32_t reused = -1;
-  if (choice.source >= 0 &&
-      session.CopyPrefixFrom(*slots_[choice.source].session, choice.reuse)) {
+  if (choice.source >= 0 && session.CopyPrefixFrom(*slots_[choice.source].session, choice.reuse)) {
     reused = choice.reuse;
   }
   if (reused < 0) reused = session.ReusePrefix(prompt);  // in place (or the copy failed)
@@ -425,8 +429,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Engine& engine,
     return InvalidInput("retry_after_seconds " + std::to_string(options.retry_after_seconds) +
                         ": must be >= 0");
   }
-  return std::unique_ptr<Scheduler>(
-      new Scheduler(engine, std::make_unique<Loop>(engine, options)));
+  return std::unique_ptr<Scheduler>(new Scheduler(engine, std::make_unique<Loop>(engine, options)));
 }
 
 Scheduler::Scheduler(const Engine& engine, std::unique_ptr<Loop> loop)

@@ -58,19 +58,19 @@ struct SubmitRefusal {
     kShuttingDown,  // Shutdown was called: HTTP 503
   };
   Kind kind = kInvalid;
-  std::string message;          // for the client, naming the field and the limit
+  std::string message;              // for the client, naming the field and the limit
   int32_t retry_after_seconds = 0;  // kOverloaded: SchedulerOptions::retry_after_seconds
 };
 
 // For /status and /metrics: a consistent snapshot.
 struct SchedulerStatus {
-  int32_t slots = 0;       // sequences that can run at once (the engine's parallel)
-  int32_t active = 0;      // requests running (prefill or decode)
-  int32_t queued = 0;      // requests waiting for a slot
+  int32_t slots = 0;   // sequences that can run at once (the engine's parallel)
+  int32_t active = 0;  // requests running (prefill or decode)
+  int32_t queued = 0;  // requests waiting for a slot
   int32_t max_queue = 0;
   int64_t kv_pages_total = 0;
-  int64_t kv_pages_used = 0;  // by running requests and cached prefixes
-  int64_t kv_page_bytes = 0;  // bytes of one page (all layers, k and v)
+  int64_t kv_pages_used = 0;         // by running requests and cached prefixes
+  int64_t kv_page_bytes = 0;         // bytes of one page (all layers, k and v)
   int64_t cached_prefix_tokens = 0;  // tokens of KV kept in idle slots for reuse
   // Generated tokens per second over the last few seconds (all requests together), and prompt
   // tokens computed per second over the same window.
@@ -78,14 +78,14 @@ struct SchedulerStatus {
   double prefill_tokens_per_second = 0.0;
   // Counters since start.
   uint64_t requests_accepted = 0;
-  uint64_t requests_refused = 0;  // by Submit, for any reason
+  uint64_t requests_refused = 0;   // by Submit, for any reason
   uint64_t requests_finished = 0;  // ended with stop or length
   uint64_t requests_cancelled = 0;
-  uint64_t requests_failed = 0;   // ended with an error (deadline, shutdown, engine)
-  uint64_t prompt_tokens = 0;     // of every accepted request that started
+  uint64_t requests_failed = 0;  // ended with an error (deadline, shutdown, engine)
+  uint64_t prompt_tokens = 0;    // of every accepted request that started
   uint64_t cached_prompt_tokens = 0;
   uint64_t completion_tokens = 0;
-  uint64_t decode_steps = 0;      // batched graph runs of the decode loop
+  uint64_t decode_steps = 0;  // batched graph runs of the decode loop
 };
 
 class Scheduler {

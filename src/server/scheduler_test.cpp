@@ -42,8 +42,7 @@ Served Serve(int32_t parallel, int32_t context = 256, int32_t prefill_chunk = 16
   return served;
 }
 
-RequestId SubmitOk(Scheduler& scheduler, ServeRequest request,
-                   std::shared_ptr<RequestSink> sink) {
+RequestId SubmitOk(Scheduler& scheduler, ServeRequest request, std::shared_ptr<RequestSink> sink) {
   auto id = scheduler.Submit(std::move(request), std::move(sink));
   EXPECT_TRUE(id.has_value()) << id.error().message;
   return id.value_or(0);
@@ -161,7 +160,8 @@ TEST(Scheduler, CancelEndsARunningRequestWithinOneStepAndReturnsItsPages) {
   // The generated tokens' rows went back to the pool; the prompt's stay cached.
   const SchedulerStatus status = scheduler->Status();
   const int64_t page = engine->options().kv_page_size;
-  const int64_t prompt_pages = (std::ssize(prompts[0]) + page - 1) / page * engine->config().n_layers;
+  const int64_t prompt_pages =
+      (std::ssize(prompts[0]) + page - 1) / page * engine->config().n_layers;
   EXPECT_EQ(status.kv_pages_used, prompt_pages);
   EXPECT_EQ(status.cached_prefix_tokens, std::ssize(prompts[0]));
   EXPECT_EQ(status.requests_cancelled, 1u);
@@ -211,7 +211,8 @@ TEST(Scheduler, ALongPromptDoesNotStallTheStreamsAlreadyRunning) {
 }
 
 TEST(Scheduler, AFullQueueRefusesAtOnceWithRetryAfter) {
-  auto [engine, scheduler] = Serve(1, 256, 16, {.max_queue = 2, .prefill_chunk = 0, .retry_after_seconds = 3});
+  auto [engine, scheduler] =
+      Serve(1, 256, 16, {.max_queue = 2, .prefill_chunk = 0, .retry_after_seconds = 3});
   ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, 1, 10);
   ServeRequest blocker = Greedy(prompts[0], -1);
@@ -329,8 +330,8 @@ TEST(Scheduler, AStopStringAcrossDeltasNeverLeaks) {
   size_t boundary = 0, at = std::string::npos;
   for (const TextDelta& delta : free_run->Deltas()) {
     boundary += delta.text.size();
-    if (boundary >= 10 && boundary + 2 < text.size() && text.find(text.substr(boundary - 2, 4)) ==
-                                                             boundary - 2) {
+    if (boundary >= 10 && boundary + 2 < text.size() &&
+        text.find(text.substr(boundary - 2, 4)) == boundary - 2) {
       at = boundary - 2;
       break;
     }
@@ -345,7 +346,8 @@ TEST(Scheduler, AStopStringAcrossDeltasNeverLeaks) {
 }
 
 TEST(Scheduler, ShutdownEndsEveryStreamAndRefusesNewRequests) {
-  auto [engine, scheduler] = Serve(2, 256, 16, {.max_queue = 4, .prefill_chunk = 0, .retry_after_seconds = 1});
+  auto [engine, scheduler] =
+      Serve(2, 256, 16, {.max_queue = 4, .prefill_chunk = 0, .retry_after_seconds = 1});
   ASSERT_TRUE(scheduler);
   const auto prompts = testing::HeldoutPrompts(*engine, 4, 12);
   std::vector<std::shared_ptr<RecordingSink>> sinks;

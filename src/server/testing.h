@@ -58,8 +58,8 @@ inline std::vector<std::vector<int32_t>> HeldoutPrompts(const Engine& engine, si
 class RecordingSink : public RequestSink {
  public:
   // `log` (shared by several sinks): each end appends `name` to it, in the order they came.
-  explicit RecordingSink(std::string name = "", std::shared_ptr<std::vector<std::string>> log =
-                                                    nullptr,
+  explicit RecordingSink(std::string name = "",
+                         std::shared_ptr<std::vector<std::string>> log = nullptr,
                          std::shared_ptr<std::mutex> log_mutex = nullptr)
       : name_(std::move(name)), log_(std::move(log)), log_mutex_(std::move(log_mutex)) {}
 
