@@ -4,7 +4,6 @@
 #include <condition_variable>
 #include <limits>
 #include <mutex>
-#include <numeric>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -57,10 +56,11 @@ class Scheduler::Loop {
   void EndCancelled();
   void DecodeStep();
   void PrefillTurn();
-  // The slot's request ended (its end event already sent, or sent now by Fail when it is
-  // still running): the slot becomes idle. Unless it finished normally, the KV rows of its
-  // generated tokens go back to the pool and only its prompt's stay cached.
+  // The slot's request has had its end event: the slot becomes idle. Unless it finished
+  // normally, the KV rows of its generated tokens go back to the pool and only its prompt's
+  // stay cached.
   void Release(int32_t slot);
+  // Ends the slot's request now (no more text) and releases the slot.
   void FailRun(int32_t slot, FinishReason reason, Failure failure, std::string message);
   // Counts a request that ended (under mutex_).
   void CountEnd(const RequestRun& run);
