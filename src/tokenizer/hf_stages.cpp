@@ -1,6 +1,12 @@
 #include "tokenizer/hf_stages.h"
 
+#include <memory>
+#include <optional>
+
+#include "base/base64.h"
+#include "base/utf8.h"
 #include "format/json_util.h"
+#include "tokenizer/precompiled_charsmap.h"
 
 namespace kite::tok {
 
@@ -53,6 +59,27 @@ Status ForEach(const json& value, const char* key, const std::string& path,
   return Ok();
 }
 
+// Split's and Punctuation's "behavior"; `fallback` when absent (Split requires it).
+Result<SplitBehavior> ParseBehavior(const json& value, const std::string& path,
+                                    const JsonFields& fields,
+                                    std::optional<SplitBehavior> fallback) {
+  if (fallback && JsonFields::Member(value, "behavior") == nullptr) return *fallback;
+  const std::string name = KITE_TRY(fields.String(value, "behavior", path));
+  static const std::pair<const char*, SplitBehavior> kNames[] = {
+      {"Removed", SplitBehavior::kRemoved},
+      {"Isolated", SplitBehavior::kIsolated},
+      {"MergedWithPrevious", SplitBehavior::kMergedWithPrevious},
+      {"MergedWithNext", SplitBehavior::kMergedWithNext},
+      {"Contiguous", SplitBehavior::kContiguous}};
+  for (const auto& [known, behavior] : kNames) {
+    if (name == known) return behavior;
+  }
+  return fields.NotSupported(JoinPath(path, "behavior"),
+                             "Split behavior \"" + name +
+                                 "\" is not supported (supported: Removed, Isolated, "
+                                 "MergedWithPrevious, MergedWithNext, Contiguous)");
+}
+
 std::string QuoteRegex(std::string_view literal) { return "\\Q" + std::string(literal) + "\\E"; }
 
 }  // namespace
@@ -73,16 +100,67 @@ Status ParseNormalizer(const json& value, const std::string& path, const JsonFie
   }
   if (type == "Replace") {
     const Pattern pattern = KITE_TRY(ParsePattern(value, path, fields));
+    std::string content = KITE_TRY(fields.String(value, "content", path));
     if (pattern.is_regex) {
-      return fields.NotSupported(JoinPath(path, "pattern"),
-                                 "Replace with a Regex pattern is not supported");
+      normalizer->AddReplaceRegex(
+          KITE_TRY(Regex::Compile(pattern.text, fields.file() + ": " + JoinPath(path, "pattern"),
+                                  /*pcre2_only=*/true)),
+          std::move(content));
+    } else {
+      normalizer->AddReplace(pattern.text, std::move(content));
     }
-    normalizer->AddReplace(pattern.text, KITE_TRY(fields.String(value, "content", path)));
+    return Ok();
+  }
+  static const std::pair<const char*, UnicodeForm> kForms[] = {{"NFC", UnicodeForm::kNfc},
+                                                               {"NFD", UnicodeForm::kNfd},
+                                                               {"NFKC", UnicodeForm::kNfkc},
+                                                               {"NFKD", UnicodeForm::kNfkd}};
+  for (const auto& [form_name, form] : kForms) {
+    if (type == form_name) {
+      normalizer->AddUnicodeForm(form);
+      return Ok();
+    }
+  }
+  if (type == "Lowercase") {
+    normalizer->AddLowercase();
+    return Ok();
+  }
+  if (type == "StripAccents") {
+    normalizer->AddStripAccents();
+    return Ok();
+  }
+  if (type == "Strip") {
+    normalizer->AddStrip(KITE_TRY(fields.BoolOr(value, "strip_left", path, true)),
+                         KITE_TRY(fields.BoolOr(value, "strip_right", path, true)));
+    return Ok();
+  }
+  if (type == "Precompiled") {
+    const std::string field = JoinPath(path, "precompiled_charsmap");
+    const std::string encoded = KITE_TRY(fields.StringOr(value, "precompiled_charsmap", path, ""));
+    const std::optional<std::vector<uint8_t>> bytes = DecodeBase64(encoded);
+    if (!bytes) return fields.Bad(field, "not base64");
+    if (bytes->empty()) return Ok();  // no rules: the identity
+    PrecompiledCharsmap charsmap =
+        KITE_TRY(PrecompiledCharsmap::Parse(*bytes, fields.file() + ": field '" + field + "'"));
+    normalizer->AddPrecompiled(std::make_shared<const PrecompiledCharsmap>(std::move(charsmap)));
+    return Ok();
+  }
+  if (type == "BertNormalizer") {
+    Normalizer::BertOptions options;
+    options.clean_text = KITE_TRY(fields.BoolOr(value, "clean_text", path, true));
+    options.handle_chinese_chars = KITE_TRY(fields.BoolOr(value, "handle_chinese_chars", path, true));
+    options.lowercase = KITE_TRY(fields.BoolOr(value, "lowercase", path, true));
+    // null: strip accents when lowercasing (BERT's uncased models).
+    options.strip_accents =
+        KITE_TRY(fields.BoolOr(value, "strip_accents", path, options.lowercase));
+    normalizer->AddBert(options);
     return Ok();
   }
   return fields.NotSupported(
       JoinPath(path, "type"),
-      "normalizer \"" + type + "\" is not supported (supported: Sequence, Prepend, Replace)");
+      "normalizer \"" + type +
+          "\" is not supported (supported: Sequence, Prepend, Replace, NFC, NFD, NFKC, NFKD, "
+          "Lowercase, Strip, StripAccents, Precompiled, BertNormalizer)");
 }
 
 Status ParsePreTokenizer(const json& value, const std::string& path, const JsonFields& fields,
@@ -108,17 +186,15 @@ Status ParsePreTokenizer(const json& value, const std::string& path, const JsonF
   }
   if (type == "Split") {
     const Pattern pattern = KITE_TRY(ParsePattern(value, path, fields));
-    const std::string behavior = KITE_TRY(fields.String(value, "behavior", path));
-    if (behavior != "Isolated") {
-      return fields.NotSupported(
-          JoinPath(path, "behavior"),
-          "Split behavior \"" + behavior + "\" is not supported (supported: Isolated)");
-    }
-    if (KITE_TRY(fields.BoolOr(value, "invert", path, false))) {
-      return fields.NotSupported(JoinPath(path, "invert"), "an inverted Split is not supported");
-    }
+    const SplitBehavior behavior = KITE_TRY(ParseBehavior(value, path, fields, std::nullopt));
+    const bool invert = KITE_TRY(fields.BoolOr(value, "invert", path, false));
     const std::string regex = pattern.is_regex ? pattern.text : QuoteRegex(pattern.text);
-    pre_tokenizer->AddSplit(KITE_TRY(Regex::Compile(regex, fields.file())));
+    if (behavior == SplitBehavior::kIsolated && !invert) {  // tiles by the fast path
+      pre_tokenizer->AddSplit(KITE_TRY(Regex::Compile(regex, fields.file())));
+    } else {
+      pre_tokenizer->AddSplitMatches(KITE_TRY(Regex::Compile(regex, fields.file(), true)),
+                                     behavior, invert);
+    }
     const std::string_view known = KnownPatternName(pattern.text);
     info->name = known.empty() ? "custom regex" : std::string(known);
     return Ok();
@@ -135,10 +211,45 @@ Status ParsePreTokenizer(const json& value, const std::string& path, const JsonF
     pre_tokenizer->AddDigits(KITE_TRY(fields.BoolOr(value, "individual_digits", path, false)));
     return Ok();
   }
+  using CharClass = PreTokenizer::CharClass;
+  if (type == "Whitespace") {
+    // \w+|[^\w\s]+ with Rust's Unicode \w spelled out (PCRE2's lacks marks and joiners).
+    constexpr std::string_view kWord = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}";
+    const std::string words = "[" + std::string(kWord) + "]+|[^" + std::string(kWord) + "\\s]+";
+    pre_tokenizer->AddSplitMatches(KITE_TRY(Regex::Compile(words, fields.file(), true)),
+                                   SplitBehavior::kRemoved, /*invert=*/true);
+    return Ok();
+  }
+  if (type == "WhitespaceSplit") {
+    pre_tokenizer->AddCharSplit(CharClass::kWhiteSpace, SplitBehavior::kRemoved);
+    return Ok();
+  }
+  if (type == "Punctuation") {
+    pre_tokenizer->AddCharSplit(
+        CharClass::kPunctuation,
+        KITE_TRY(ParseBehavior(value, path, fields, SplitBehavior::kIsolated)));
+    return Ok();
+  }
+  if (type == "BertPreTokenizer") {
+    pre_tokenizer->AddCharSplit(CharClass::kWhiteSpace, SplitBehavior::kRemoved);
+    pre_tokenizer->AddCharSplit(CharClass::kPunctuation, SplitBehavior::kIsolated);
+    return Ok();
+  }
+  if (type == "CharDelimiterSplit") {
+    const std::string delimiter = KITE_TRY(fields.String(value, "delimiter", path));
+    size_t length = 0;
+    const char32_t cp = delimiter.empty() ? 0 : DecodeUtf8(delimiter, 0, &length);
+    if (delimiter.empty() || length != delimiter.size()) {
+      return fields.Bad(JoinPath(path, "delimiter"), "expected one character");
+    }
+    pre_tokenizer->AddCharSplit(CharClass::kDelimiter, SplitBehavior::kRemoved, cp);
+    return Ok();
+  }
   return fields.NotSupported(
       JoinPath(path, "type"),
       "pre-tokenizer \"" + type +
-          "\" is not supported (supported: Sequence, ByteLevel, Split, Metaspace, Digits)");
+          "\" is not supported (supported: Sequence, ByteLevel, Split, Metaspace, Digits, "
+          "Whitespace, WhitespaceSplit, Punctuation, BertPreTokenizer, CharDelimiterSplit)");
 }
 
 Status ParsePostProcessor(const json& value, const std::string& path, const JsonFields& fields,
@@ -249,11 +360,16 @@ Status ParseDecoder(const json& value, const std::string& path, const JsonFields
     decoder->AddMetaspace(std::move(replacement), scheme != "never");
     return Ok();
   }
+  if (type == "WordPiece") {
+    decoder->AddWordPiece(KITE_TRY(fields.StringOr(value, "prefix", path, "##")),
+                          KITE_TRY(fields.BoolOr(value, "cleanup", path, true)));
+    return Ok();
+  }
   return fields.NotSupported(
       JoinPath(path, "type"),
       "decoder \"" + type +
           "\" is not supported (supported: Sequence, Replace, ByteFallback, Fuse, Strip, "
-          "ByteLevel, Metaspace)");
+          "ByteLevel, Metaspace, WordPiece)");
 }
 
 }  // namespace kite::tok

@@ -16,7 +16,8 @@
 
 namespace kite::tok {
 
-// Sequence, Prepend, Replace (string patterns).
+// Sequence, Prepend, Replace, NFC/NFD/NFKC/NFKD, Lowercase, Strip, StripAccents, Precompiled,
+// BertNormalizer.
 Status ParseNormalizer(const nlohmann::json& value, const std::string& path,
                        const JsonFields& fields, Normalizer* normalizer);
 
@@ -25,7 +26,8 @@ struct PreTokenizerInfo {
   std::string name;         // "llama3", "gpt2", "qwen2", "metaspace", "custom regex" or ""
 };
 
-// Sequence, ByteLevel, Split (Isolated regex or string), Metaspace, Digits.
+// Sequence, ByteLevel, Split (every behavior, inverted or not), Metaspace, Digits, Whitespace,
+// WhitespaceSplit, Punctuation, BertPreTokenizer, CharDelimiterSplit.
 Status ParsePreTokenizer(const nlohmann::json& value, const std::string& path,
                          const JsonFields& fields, PreTokenizer* pre_tokenizer,
                          PreTokenizerInfo* info);
@@ -36,7 +38,7 @@ Status ParsePostProcessor(const nlohmann::json& value, const std::string& path,
                           const JsonFields& fields, const Vocab& vocab,
                           std::vector<int32_t>* prefix, std::vector<int32_t>* suffix);
 
-// Sequence, Replace, ByteFallback, Fuse, Strip, ByteLevel, Metaspace.
+// Sequence, Replace, ByteFallback, Fuse, Strip, ByteLevel, Metaspace, WordPiece.
 Status ParseDecoder(const nlohmann::json& value, const std::string& path, const JsonFields& fields,
                     Decoder* decoder);
 

@@ -4,6 +4,7 @@
 
 #include "format/json_util.h"
 #include "tokenizer/hf_json.h"
+#include "tokenizer/hf_models.h"
 #include "tokenizer/hf_stages.h"
 #include "tokenizer/loaders.h"
 
@@ -21,6 +22,7 @@ constexpr int64_t kMaxVocabSize = 1 << 24;
 // are std::maps: that halves the load time of a large vocabulary.
 struct ModelTables {
   std::vector<std::pair<std::string, json>> vocab;  // in file order
+  std::vector<json> pieces;                         // Unigram's [text, score] list
   std::vector<json> merges;
 };
 
@@ -53,6 +55,10 @@ Result<json> ParseTokenizerJson(std::string_view text, const std::string& name,
       tables->vocab.emplace_back(keys[3], std::move(parsed));
       return false;
     }
+    if (keys[2] == "vocab" && kinds[3] == 'a') {
+      tables->pieces.push_back(std::move(parsed));
+      return false;
+    }
     if (keys[2] == "merges" && kinds[3] == 'a') {
       tables->merges.push_back(std::move(parsed));
       return false;
@@ -71,11 +77,29 @@ Result<json> ParseTokenizerJson(std::string_view text, const std::string& name,
 struct AddedToken {
   SpecialToken token;
   bool special = false;
+  bool normalized = false;  // matched in the normalized text
 };
 
+// Unigram's model.vocab, [[text, score], ...]: entries numbered in order, and their scores.
+Status TakePieces(const std::vector<json>& pieces, const JsonFields& fields,
+                  std::vector<std::pair<std::string, json>>* entries, std::vector<float>* scores) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const json& piece = pieces[i];
+    if (!piece.is_array() || piece.size() != 2 || !piece[0].is_string() ||
+        !piece[1].is_number()) {
+      return fields.Wrong(IndexPath("model.vocab", i), "[text, score]", piece);
+    }
+    entries->emplace_back(piece[0].get<std::string>(), json(static_cast<int64_t>(i)));
+    scores->push_back(piece[1].get<float>());
+  }
+  return Ok();
+}
+
 // model.vocab and added_tokens -> the vocabulary (ids may leave gaps, which stay empty).
+// `scores`: per entry (Unigram), or empty.
 Status BuildVocab(const std::vector<std::pair<std::string, json>>& entries,
-                  const std::vector<AddedToken>& added, const JsonFields& fields, Vocab* vocab) {
+                  const std::vector<float>& scores, const std::vector<AddedToken>& added,
+                  const JsonFields& fields, Vocab* vocab) {
   int64_t max_id = -1;
   for (const auto& [text, id_json] : entries) {
     const std::optional<int64_t> id = JsonInt(id_json);
@@ -94,9 +118,12 @@ Status BuildVocab(const std::vector<std::pair<std::string, json>>& entries,
                                          "id range empty (" + std::to_string(count) + " tokens)");
   }
   std::vector<std::string> texts(max_id + 1);
+  std::vector<float> id_scores(max_id + 1, 0.0f);
   std::vector<bool> used(max_id + 1, false);
-  for (const auto& [text, id_json] : entries) {
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& [text, id_json] = entries[i];
     const int64_t id = *JsonInt(id_json);
+    if (!scores.empty()) id_scores[id] = scores[i];
     if (used[id]) {
       return fields.Bad("model.vocab", "token id " + std::to_string(id) + " is given to both \"" +
                                            texts[id] + "\" and \"" + text + "\"");
@@ -112,7 +139,9 @@ Status BuildVocab(const std::vector<std::pair<std::string, json>>& entries,
     texts[token.token.id] = token.token.text;
     types[token.token.id] = token.special ? TokenType::kControl : TokenType::kUserDefined;
   }
-  for (int64_t id = 0; id <= max_id; ++id) vocab->Add(std::move(texts[id]), 0.0f, types[id]);
+  for (int64_t id = 0; id <= max_id; ++id) {
+    vocab->Add(std::move(texts[id]), id_scores[id], types[id]);
+  }
   vocab->Finalize();
   return Ok();
 }
@@ -136,35 +165,10 @@ Result<std::vector<AddedToken>> ParseAddedTokens(const json& root, const JsonFie
     token.token.rstrip = KITE_TRY(fields.BoolOr(item, "rstrip", path, false));
     token.token.single_word = KITE_TRY(fields.BoolOr(item, "single_word", path, false));
     token.special = KITE_TRY(fields.BoolOr(item, "special", path, false));
+    token.normalized = KITE_TRY(fields.BoolOr(item, "normalized", path, !token.special));
     added.push_back(std::move(token));
   }
   return added;
-}
-
-Status ParseMerges(const std::vector<json>& merges, const Vocab& vocab, const JsonFields& fields,
-                   RankedBpe* bpe) {
-  for (size_t i = 0; i < merges.size(); ++i) {
-    const json& merge = merges[i];
-    std::string_view left, right;
-    if (merge.is_string()) {  // "left right"
-      const std::string& text = merge.get_ref<const std::string&>();
-      const size_t space = text.find(' ', 1);
-      if (space == std::string::npos) {
-        return fields.Bad(IndexPath("model.merges", i), "\"" + text + "\" has no space");
-      }
-      left = std::string_view(text).substr(0, space);
-      right = std::string_view(text).substr(space + 1);
-    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
-               merge[1].is_string()) {  // ["left", "right"]
-      left = merge[0].get_ref<const std::string&>();
-      right = merge[1].get_ref<const std::string&>();
-    } else {
-      return fields.Wrong(IndexPath("model.merges", i), "\"left right\" or [\"left\", \"right\"]",
-                          merge);
-    }
-    KITE_RETURN_IF_ERROR(bpe->AddMerge(vocab, left, right, "model.merges", i));
-  }
-  return Ok();
 }
 
 // "<s>" or {"content": "<s>", ...} in tokenizer_config.json.
@@ -232,25 +236,29 @@ Result<std::unique_ptr<Pipeline>> LoadHfTokenizerJson(std::string_view text,
   if (!root.is_object()) return fields.Wrong("(top level)", "an object", root);
   const json* model = KITE_TRY(fields.Object(root, "model", ""));
   const std::string type = KITE_TRY(fields.StringOr(*model, "type", "model", "BPE"));
-  if (type != "BPE") {
+  if (type != "BPE" && type != "Unigram" && type != "WordPiece" && type != "WordLevel") {
     return fields.NotSupported("model.type",
-                               "model \"" + type + "\" is not supported (supported: BPE)");
-  }
-  for (const char* affix : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (!KITE_TRY(fields.StringOr(*model, affix, "model", "")).empty()) {
-      return fields.NotSupported(JoinPath("model", affix),
-                                 "a non-empty subword affix is not supported");
-    }
+                               "model \"" + type +
+                                   "\" is not supported (supported: BPE, Unigram, WordPiece, "
+                                   "WordLevel)");
   }
 
   auto pipeline = std::make_unique<Pipeline>();
   pipeline->name = name;
   const std::vector<AddedToken> added = KITE_TRY(ParseAddedTokens(root, fields));
   // The tables were taken out during parsing; what stays in the tree must be empty containers.
-  KITE_RETURN_IF_ERROR(fields.Object(*model, "vocab", "model"));
-  KITE_RETURN_IF_ERROR(BuildVocab(tables.vocab, added, fields, &pipeline->vocab));
+  std::vector<float> scores;
+  if (type == "Unigram") {
+    KITE_RETURN_IF_ERROR(fields.Array(*model, "vocab", "model"));
+    KITE_RETURN_IF_ERROR(TakePieces(tables.pieces, fields, &tables.vocab, &scores));
+  } else {
+    KITE_RETURN_IF_ERROR(fields.Object(*model, "vocab", "model"));
+  }
+  KITE_RETURN_IF_ERROR(BuildVocab(tables.vocab, scores, added, fields, &pipeline->vocab));
   const Vocab& vocab = pipeline->vocab;
-  for (const AddedToken& token : added) pipeline->specials.Add(token.token);
+  for (const AddedToken& token : added) {
+    (token.normalized ? pipeline->normalized_specials : pipeline->specials).Add(token.token);
+  }
 
   if (const json* normalizer = JsonFields::Member(root, "normalizer")) {
     KITE_RETURN_IF_ERROR(ParseNormalizer(*normalizer, "normalizer", fields, &pipeline->normalizer));
@@ -261,26 +269,8 @@ Result<std::unique_ptr<Pipeline>> LoadHfTokenizerJson(std::string_view text,
         ParsePreTokenizer(*pre, "pre_tokenizer", fields, &pipeline->pre_tokenizer, &pre_info));
   }
   pipeline->pre_tokenizer_name = pre_info.name;
-  pipeline->kind = pre_info.byte_level ? "byte-level-bpe" : "sentencepiece-bpe";
-
-  RankedBpeOptions options;
-  options.byte_level = pre_info.byte_level;
-  options.ignore_merges = KITE_TRY(fields.BoolOr(*model, "ignore_merges", "model", false));
-  options.byte_fallback = KITE_TRY(fields.BoolOr(*model, "byte_fallback", "model", false));
-  options.fuse_unk = KITE_TRY(fields.BoolOr(*model, "fuse_unk", "model", false));
-  const std::string unk = KITE_TRY(fields.StringOr(*model, "unk_token", "model", ""));
-  if (!unk.empty()) {
-    options.unk_id = vocab.Find(unk);
-    if (options.unk_id < 0) {
-      return fields.Bad("model.unk_token", "\"" + unk + "\" is not in the vocabulary");
-    }
-  }
-  RankedBpe bpe = KITE_TRY(RankedBpe::Create(vocab, options, name));
-  KITE_RETURN_IF_ERROR(fields.Array(*model, "merges", "model"));
-  KITE_RETURN_IF_ERROR(ParseMerges(tables.merges, vocab, fields, &bpe));
-  pipeline->model = std::move(bpe);
-  pipeline->split_at_word_starts = !options.byte_level && CanSplitAtWordStarts(vocab);
-  pipeline->unk_id = options.unk_id;
+  KITE_RETURN_IF_ERROR(
+      BuildHfModel(*model, type, tables.merges, pre_info.byte_level, fields, pipeline.get()));
 
   if (const json* post = JsonFields::Member(root, "post_processor")) {
     KITE_RETURN_IF_ERROR(ParsePostProcessor(*post, "post_processor", fields, vocab,

@@ -1,11 +1,16 @@
-// Text normalization before pre-tokenization: SentencePiece's (dummy prefix, white space
-// escaping and collapsing) and the subset of Hugging Face normalizers that BPE models use
-// (Prepend, Replace).
+// Text normalization before pre-tokenization: SentencePiece's (its precompiled rules, dummy
+// prefix, white space escaping and collapsing) and Hugging Face's normalizers (Unicode forms,
+// Lowercase, Strip, StripAccents, Replace, Prepend, Precompiled, BertNormalizer).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "tokenizer/precompiled_charsmap.h"
+#include "tokenizer/regex.h"
+#include "tokenizer/unicode_text.h"
 
 namespace kite::tok {
 
@@ -22,13 +27,29 @@ class Normalizer {
  public:
   // Changes nothing.
   Normalizer() = default;
-  static Normalizer SentencePiece(SpmNormalizerSpec spec);
+  // `charsmap`: the model's precompiled rules, applied first (longest match), or nullptr.
+  static Normalizer SentencePiece(SpmNormalizerSpec spec,
+                                  std::shared_ptr<const PrecompiledCharsmap> charsmap = nullptr);
 
   // Hugging Face steps, applied in the order added.
   void AddPrepend(std::string text) { steps_.push_back({Kind::kPrepend, std::move(text), {}}); }
   void AddReplace(std::string from, std::string to) {
     steps_.push_back({Kind::kReplace, std::move(from), std::move(to)});
   }
+  void AddReplaceRegex(Regex regex, std::string to);
+  void AddUnicodeForm(UnicodeForm form);
+  void AddLowercase() { steps_.push_back({Kind::kLowercase}); }
+  void AddStrip(bool left, bool right);
+  void AddStripAccents() { steps_.push_back({Kind::kStripAccents}); }
+  // Per grapheme cluster, as Hugging Face applies SentencePiece's rules.
+  void AddPrecompiled(std::shared_ptr<const PrecompiledCharsmap> charsmap);
+  struct BertOptions {
+    bool clean_text = true;
+    bool handle_chinese_chars = true;
+    bool strip_accents = true;
+    bool lowercase = true;
+  };
+  void AddBert(BertOptions options);
 
   bool IsIdentity() const { return steps_.empty(); }
   // The spec of SentencePiece's normalizer when it is one of the steps, else nullptr (for
@@ -47,16 +68,35 @@ class Normalizer {
                          bool continuation = false) const;
 
  private:
-  enum class Kind { kSentencePiece, kPrepend, kReplace };
+  enum class Kind {
+    kSentencePiece,
+    kPrepend,
+    kReplace,
+    kReplaceRegex,
+    kUnicodeForm,
+    kLowercase,
+    kStrip,
+    kStripAccents,
+    kPrecompiled,
+    kBert,
+  };
   struct Step {
     Kind kind;
     std::string a, b;
+    UnicodeForm form = UnicodeForm::kNfc;
+    bool left = false, right = false;  // Strip's sides
+    BertOptions bert;
+    std::shared_ptr<const Regex> regex;
+    std::shared_ptr<const PrecompiledCharsmap> charsmap;
   };
   static void ApplySentencePiece(const SpmNormalizerSpec& spec, std::string_view text,
                                  bool continuation, std::string* out);
+  // Steps that rewrite text character by character; false when nothing changed (`*out` unset).
+  static bool ApplyStep(const Step& step, std::string_view text, std::string* out);
 
   std::vector<Step> steps_;
   SpmNormalizerSpec spm_;
+  std::shared_ptr<const PrecompiledCharsmap> spm_charsmap_;
 };
 
 }  // namespace kite::tok

@@ -49,8 +49,14 @@ void Pipeline::EncodePiece(std::string_view piece, EncodeScratch* scratch,
   const bool after_unk = scratch->spm.prev_unk;
   if (const auto* bpe = std::get_if<RankedBpe>(&model)) {
     bpe->Encode(vocab, piece, &scratch->bpe, out);
+  } else if (const auto* spm = std::get_if<SpmBpe>(&model)) {
+    spm->Encode(vocab, piece, &scratch->spm, out);
+  } else if (const auto* unigram = std::get_if<Unigram>(&model)) {
+    unigram->Encode(vocab, piece, &scratch->unigram, out);
+  } else if (const auto* wordpiece = std::get_if<WordPiece>(&model)) {
+    wordpiece->Encode(vocab, piece, out);
   } else {
-    std::get<SpmBpe>(model).Encode(vocab, piece, &scratch->spm, out);
+    std::get<WordLevel>(model).Encode(vocab, piece, out);
   }
   // Ids next to an <unk> depend on their neighbours (a run of unknown pieces shares one <unk>).
   if (scratch->use_cache && !after_unk &&
@@ -76,33 +82,52 @@ Status Pipeline::Encode(std::string_view text, bool add_special, std::vector<int
       continue;
     }
     const bool continues = continuation && segment.offset == 0;
+    const bool at_start = segment.offset == 0 && !continues;
     const std::string_view normalized =
         normalizer.Apply(segment.text, &scratch.normalized, continues);
-    if (pre_tokenizer.empty()) {
-      scratch.pre.pieces.assign(1, normalized);
-    } else {
-      KITE_RETURN_IF_ERROR(
-          pre_tokenizer.Split(normalized, segment.offset == 0 && !continues, &scratch.pre));
+    if (normalized_specials.empty()) {
+      KITE_RETURN_IF_ERROR(EncodeNormalized(normalized, at_start, &scratch, out));
+      continue;
     }
-    scratch.spm.prev_unk = false;
-    for (const std::string_view piece : scratch.pre.pieces) {
-      if (!split_at_word_starts) {
-        EncodePiece(piece, &scratch, out);
-        continue;
+    std::vector<Segment> parts;
+    normalized_specials.Split(normalized, &parts);
+    for (const Segment& part : parts) {
+      if (part.id >= 0) {
+        out->push_back(part.id);
+      } else {
+        KITE_RETURN_IF_ERROR(
+            EncodeNormalized(part.text, at_start && part.offset == 0, &scratch, out));
       }
-      size_t start = 0;
-      for (size_t hit = piece.find(kSpaceMarker, 1); hit != std::string_view::npos;
-           hit = piece.find(kSpaceMarker, hit + 1)) {
-        if (hit >= start + kSpaceMarker.size() &&
-            piece.substr(hit - kSpaceMarker.size(), kSpaceMarker.size()) != kSpaceMarker) {
-          EncodePiece(piece.substr(start, hit - start), &scratch, out);
-          start = hit;
-        }
-      }
-      EncodePiece(piece.substr(start), &scratch, out);
     }
   }
   if (add_special) out->insert(out->end(), suffix_ids.begin(), suffix_ids.end());
+  return Ok();
+}
+
+Status Pipeline::EncodeNormalized(std::string_view normalized, bool at_start,
+                                  EncodeScratch* scratch, std::vector<int32_t>* out) const {
+  if (pre_tokenizer.empty()) {
+    scratch->pre.pieces.assign(1, normalized);
+  } else {
+    KITE_RETURN_IF_ERROR(pre_tokenizer.Split(normalized, at_start, &scratch->pre));
+  }
+  scratch->spm.prev_unk = false;
+  for (const std::string_view piece : scratch->pre.pieces) {
+    if (!split_at_word_starts) {
+      EncodePiece(piece, scratch, out);
+      continue;
+    }
+    size_t start = 0;
+    for (size_t hit = piece.find(kSpaceMarker, 1); hit != std::string_view::npos;
+         hit = piece.find(kSpaceMarker, hit + 1)) {
+      if (hit >= start + kSpaceMarker.size() &&
+          piece.substr(hit - kSpaceMarker.size(), kSpaceMarker.size()) != kSpaceMarker) {
+        EncodePiece(piece.substr(start, hit - start), scratch, out);
+        start = hit;
+      }
+    }
+    EncodePiece(piece.substr(start), scratch, out);
+  }
   return Ok();
 }
 

@@ -17,6 +17,8 @@
 #include "tokenizer/ranked_bpe.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/spm_bpe.h"
+#include "tokenizer/unigram.h"
+#include "tokenizer/word_models.h"
 #include "tokenizer/vocab.h"
 
 namespace kite::tok {
@@ -28,6 +30,7 @@ struct EncodeScratch {
   PreTokenizerScratch pre;
   SpmScratch spm;
   BpeScratch bpe;
+  UnigramScratch unigram;
   PieceCache cache;
   bool use_cache = false;  // worth it for long text only
 };
@@ -36,9 +39,11 @@ struct Pipeline {
   std::string name;  // the file it came from, for messages
   Vocab vocab;
   SpecialTokenSplitter specials;
+  // Added tokens Hugging Face matches in the normalized text (`"normalized": true`).
+  SpecialTokenSplitter normalized_specials;
   Normalizer normalizer;
   PreTokenizer pre_tokenizer;
-  std::variant<SpmBpe, RankedBpe> model;
+  std::variant<SpmBpe, RankedBpe, Unigram, WordPiece, WordLevel> model;
   std::vector<int32_t> prefix_ids;  // added before the text when add_special
   std::vector<int32_t> suffix_ids;  // added after it
   Decoder decoder;
@@ -47,7 +52,8 @@ struct Pipeline {
   bool split_at_word_starts = false;
 
   // What `kite inspect` shows and the runtime asks for.
-  std::string kind;                // "sentencepiece-bpe" or "byte-level-bpe"
+  // "sentencepiece-bpe", "byte-level-bpe", "unigram", "wordpiece" or "wordlevel"
+  std::string kind;
   std::string pre_tokenizer_name;  // "llama3", "gpt2", "qwen2", "custom regex", "" for none
   int32_t bos_id = -1;
   int32_t unk_id = -1;
@@ -60,6 +66,11 @@ struct Pipeline {
   Status Encode(std::string_view text, bool add_special, std::vector<int32_t>* out,
                 bool continuation = false) const;
   void EncodePiece(std::string_view piece, EncodeScratch* scratch, std::vector<int32_t>* out) const;
+
+ private:
+  // Pre-tokenizes normalized text and encodes its pieces.
+  Status EncodeNormalized(std::string_view normalized, bool at_start, EncodeScratch* scratch,
+                          std::vector<int32_t>* out) const;
 };
 
 // True when no token BPE can produce holds a U+2581 after another character (so no merge

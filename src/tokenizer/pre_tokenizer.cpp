@@ -1,6 +1,107 @@
 #include "tokenizer/pre_tokenizer.h"
 
+#include <unicode/uchar.h>
+
+#include <algorithm>
+
+#include "base/utf8.h"
+#include "tokenizer/unicode_text.h"
+
 namespace kite::tok {
+
+namespace {
+
+struct Span {
+  size_t begin, end;
+  bool is_match;
+};
+
+// Hugging Face's NormalizedString::split: what each behaviour makes of the pieces between and
+// at the delimiters.
+void ApplyBehavior(std::string_view piece, const std::vector<Span>& spans, SplitBehavior behavior,
+                   std::vector<std::string_view>* out) {
+  std::vector<Span> merged;
+  bool previous_match = false;
+  switch (behavior) {
+    case SplitBehavior::kRemoved:
+      for (const Span& span : spans) {
+        if (!span.is_match) merged.push_back(span);
+      }
+      break;
+    case SplitBehavior::kIsolated:
+      merged = spans;
+      break;
+    case SplitBehavior::kMergedWithPrevious:
+      for (const Span& span : spans) {
+        if (span.is_match && !previous_match && !merged.empty()) {
+          merged.back().end = span.end;
+        } else {
+          merged.push_back(span);
+        }
+        previous_match = span.is_match;
+      }
+      break;
+    case SplitBehavior::kMergedWithNext:
+      for (size_t i = spans.size(); i-- > 0;) {
+        const Span& span = spans[i];
+        if (span.is_match && !previous_match && !merged.empty()) {
+          merged.back().begin = span.begin;
+        } else {
+          merged.push_back(span);
+        }
+        previous_match = span.is_match;
+      }
+      std::reverse(merged.begin(), merged.end());
+      break;
+    case SplitBehavior::kContiguous:
+      for (size_t i = 0; i < spans.size(); ++i) {
+        if (i > 0 && spans[i].is_match == previous_match) {
+          merged.back().end = spans[i].end;
+        } else {
+          merged.push_back(spans[i]);
+        }
+        previous_match = spans[i].is_match;
+      }
+      break;
+  }
+  for (const Span& span : merged) {
+    if (span.end > span.begin) out->push_back(piece.substr(span.begin, span.end - span.begin));
+  }
+}
+
+// The matches of `matches` and the text between them, tiling `piece`.
+std::vector<Span> Tile(size_t size, const std::vector<std::pair<size_t, size_t>>& matches,
+                       bool invert) {
+  std::vector<Span> spans;
+  size_t previous = 0;
+  for (const auto& [begin, end] : matches) {
+    if (begin > previous) spans.push_back({previous, begin, invert});
+    spans.push_back({begin, end, !invert});
+    previous = end;
+  }
+  if (previous < size) spans.push_back({previous, size, invert});
+  return spans;
+}
+
+bool InClass(PreTokenizer::CharClass char_class, char32_t delimiter, char32_t cp) {
+  switch (char_class) {
+    case PreTokenizer::CharClass::kWhiteSpace:
+      return IsWhiteSpace(cp);
+    case PreTokenizer::CharClass::kPunctuation:
+      return IsPunctuation(cp);
+    case PreTokenizer::CharClass::kDelimiter:
+      return cp == delimiter;
+  }
+  return false;
+}
+
+// Rust's char::is_numeric: General_Category Nd, Nl or No.
+bool IsNumeric(char32_t cp) {
+  if (cp < 0x80) return cp >= '0' && cp <= '9';
+  return (U_GET_GC_MASK(cp) & (U_GC_ND_MASK | U_GC_NL_MASK | U_GC_NO_MASK)) != 0;
+}
+
+}  // namespace
 
 void PreTokenizer::AddSplit(Regex regex) {
   Step step;
@@ -27,7 +128,25 @@ void PreTokenizer::AddMetaspace(std::string replacement, std::string prepend, bo
 void PreTokenizer::AddDigits(bool individual) {
   Step step;
   step.kind = Kind::kDigits;
-  step.flag = individual;
+  step.behavior = individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
+  steps_.push_back(std::move(step));
+}
+
+void PreTokenizer::AddSplitMatches(Regex regex, SplitBehavior behavior, bool invert) {
+  Step step;
+  step.kind = Kind::kSplitMatches;
+  step.regex = std::move(regex);
+  step.behavior = behavior;
+  step.flag = invert;
+  steps_.push_back(std::move(step));
+}
+
+void PreTokenizer::AddCharSplit(CharClass char_class, SplitBehavior behavior, char32_t delimiter) {
+  Step step;
+  step.kind = Kind::kCharSplit;
+  step.char_class = char_class;
+  step.behavior = behavior;
+  step.delimiter = delimiter;
   steps_.push_back(std::move(step));
 }
 
@@ -82,21 +201,32 @@ Status PreTokenizer::Split(std::string_view text, bool at_start,
           if (start < all.size()) scratch->next.push_back(all.substr(start));
           break;
         }
-        case Kind::kDigits: {
-          size_t start = 0;
-          for (size_t pos = 0; pos < piece.size(); ++pos) {
-            const bool digit = piece[pos] >= '0' && piece[pos] <= '9';
-            if (!digit) continue;
-            if (pos > start) scratch->next.push_back(piece.substr(start, pos - start));
-            size_t end = pos + 1;
-            if (!step.flag) {
-              while (end < piece.size() && piece[end] >= '0' && piece[end] <= '9') ++end;
+        case Kind::kDigits:
+        case Kind::kCharSplit: {
+          std::vector<Span> spans;
+          size_t previous = 0;
+          for (size_t pos = 0; pos < piece.size();) {
+            size_t length = 1;
+            const char32_t cp = DecodeUtf8(piece, pos, &length);
+            const bool hit = step.kind == Kind::kDigits
+                                 ? IsNumeric(cp)
+                                 : InClass(step.char_class, step.delimiter, cp);
+            if (hit) {
+              if (pos > previous) spans.push_back({previous, pos, false});
+              spans.push_back({pos, pos + length, true});
+              previous = pos + length;
             }
-            scratch->next.push_back(piece.substr(pos, end - pos));
-            start = end;
-            pos = end - 1;
+            pos += length;
           }
-          if (start < piece.size()) scratch->next.push_back(piece.substr(start));
+          if (previous < piece.size()) spans.push_back({previous, piece.size(), false});
+          ApplyBehavior(piece, spans, step.behavior, &scratch->next);
+          break;
+        }
+        case Kind::kSplitMatches: {
+          std::vector<std::pair<size_t, size_t>> matches;
+          KITE_RETURN_IF_ERROR(step.regex.Find(piece, &matches));
+          ApplyBehavior(piece, Tile(piece.size(), matches, step.flag), step.behavior,
+                        &scratch->next);
           break;
         }
       }

@@ -21,6 +21,9 @@ struct PreTokenizerScratch {
   std::vector<std::unique_ptr<std::string>> owned;
 };
 
+// What Hugging Face's split steps do with the delimiters they find.
+enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
+
 class PreTokenizer {
  public:
   // Steps run in the order added; each splits every piece the previous one produced.
@@ -32,6 +35,11 @@ class PreTokenizer {
   void AddMetaspace(std::string replacement, std::string prepend, bool split);
   // Hugging Face's Digits: each ASCII digit (or run of them) becomes its own piece.
   void AddDigits(bool individual);
+  // Split with any behaviour; `invert`: the pattern describes the pieces, not the delimiters.
+  void AddSplitMatches(Regex regex, SplitBehavior behavior, bool invert);
+  // Splits on characters of a class, each character its own delimiter.
+  enum class CharClass { kWhiteSpace, kPunctuation, kDelimiter };
+  void AddCharSplit(CharClass char_class, SplitBehavior behavior, char32_t delimiter = 0);
 
   bool empty() const { return steps_.empty(); }
 
@@ -40,13 +48,16 @@ class PreTokenizer {
   Status Split(std::string_view text, bool at_start, PreTokenizerScratch* scratch) const;
 
  private:
-  enum class Kind { kSplit, kPrefixSpace, kMetaspace, kDigits };
+  enum class Kind { kSplit, kPrefixSpace, kMetaspace, kDigits, kSplitMatches, kCharSplit };
   struct Step {
     Kind kind = Kind::kSplit;
     Regex regex;
     std::string replacement;
     std::string prepend;
-    bool flag = false;  // Metaspace: split; Digits: individual
+    bool flag = false;  // Metaspace: split; Digits: individual; SplitMatches: invert
+    SplitBehavior behavior = SplitBehavior::kIsolated;
+    CharClass char_class = CharClass::kWhiteSpace;
+    char32_t delimiter = 0;
   };
   std::vector<Step> steps_;
 };

@@ -155,4 +155,31 @@ Status Regex::Split(std::string_view text, std::vector<std::string_view>* pieces
   return Ok();
 }
 
+Status Regex::Find(std::string_view text,
+                   std::vector<std::pair<size_t, size_t>>* matches) const {
+  ThreadMatchState& state = MatchState();
+  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  for (size_t offset = 0; offset < text.size();) {
+    const int rc = code_->jit ? pcre2_jit_match(code_->code, subject, text.size(), offset, 0,
+                                                state.data, state.context)
+                              : pcre2_match(code_->code, subject, text.size(), offset,
+                                            PCRE2_NO_UTF_CHECK, state.data, state.context);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      return InvalidInput(name_ + ": regex failed at byte " + std::to_string(offset) + ": " +
+                          Pcre2Message(rc));
+    }
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);
+    const size_t begin = ovector[0], end = ovector[1];
+    if (end == begin) {  // an empty match: step over one character
+      offset = begin + 1;
+      while (offset < text.size() && (static_cast<uint8_t>(text[offset]) & 0xc0) == 0x80) ++offset;
+      continue;
+    }
+    matches->emplace_back(begin, end);
+    offset = end;
+  }
+  return Ok();
+}
+
 }  // namespace kite::tok

@@ -28,6 +28,8 @@ class Regex {
   // pieces tile `text` (Hugging Face's Split with behavior "Isolated"). `text` must be valid
   // UTF-8 (it is not checked again).
   Status Split(std::string_view text, std::vector<std::string_view>* pieces) const;
+  // Appends [begin, end) of every non-empty match, left to right (PCRE2 alone).
+  Status Find(std::string_view text, std::vector<std::pair<size_t, size_t>>* matches) const;
 
   const std::string& pattern() const { return pattern_; }
 

@@ -16,6 +16,16 @@ class PrefixMatcher {
   bool empty() const { return nodes_.size() <= 1; }
   // Length of the longest added string that `text` starts with (0 if none); its id in `*id`.
   size_t LongestMatch(std::string_view text, int32_t* id) const;
+  // Calls `hit(length, id)` for every added string `text` starts with, shortest first.
+  template <typename Hit>
+  void ForEachPrefix(std::string_view text, Hit hit) const {
+    int32_t node = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      node = Child(node, static_cast<uint8_t>(text[i]));
+      if (node < 0) return;
+      if (nodes_[node].id >= 0) hit(i + 1, nodes_[node].id);
+    }
+  }
   // True when some added string starts with `byte` (a cheap filter before LongestMatch).
   bool CanStartWith(uint8_t byte) const { return root_child_[byte] >= 0; }
   // The first byte every added string starts with, or -1 when they start differently.
