@@ -256,12 +256,19 @@ Result<std::unique_ptr<Pipeline>> LoadHfTokenizerJson(std::string_view text,
   }
   KITE_RETURN_IF_ERROR(BuildVocab(tables.vocab, scores, added, fields, &pipeline->vocab));
   const Vocab& vocab = pipeline->vocab;
-  for (const AddedToken& token : added) {
-    (token.normalized ? pipeline->normalized_specials : pipeline->specials).Add(token.token);
-  }
-
   if (const json* normalizer = JsonFields::Member(root, "normalizer")) {
     KITE_RETURN_IF_ERROR(ParseNormalizer(*normalizer, "normalizer", fields, &pipeline->normalizer));
+  }
+  for (const AddedToken& token : added) {
+    if (!token.normalized) {
+      pipeline->specials.Add(token.token);
+      continue;
+    }
+    // Matched in normalized text, so as the normalizer writes it (Hugging Face does the same).
+    SpecialToken normalized = token.token;
+    std::string buffer;
+    normalized.text = std::string(pipeline->normalizer.Apply(token.token.text, &buffer));
+    pipeline->normalized_specials.Add(std::move(normalized));
   }
   PreTokenizerInfo pre_info;
   if (const json* pre = JsonFields::Member(root, "pre_tokenizer")) {

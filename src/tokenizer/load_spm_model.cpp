@@ -2,6 +2,7 @@
 //   ModelProto { repeated SentencePiece pieces = 1; TrainerSpec trainer_spec = 2;
 //                NormalizerSpec normalizer_spec = 3; NormalizerSpec denormalizer_spec = 5; }
 //   SentencePiece { string piece = 1; float score = 2; Type type = 3 [default NORMAL]; }
+#include <memory>
 #include <set>
 
 #include "tokenizer/loaders.h"
@@ -22,6 +23,7 @@ struct TrainerSpec {
 struct NormalizerFields {
   std::string name;
   bool has_charsmap = false;
+  std::span<const uint8_t> charsmap;
   SpmNormalizerSpec spec;
 };
 
@@ -113,6 +115,7 @@ Result<NormalizerFields> ParseNormalizerSpec(std::span<const uint8_t> all, const
         break;
       case 2:
         fields.has_charsmap = !field.bytes.empty();
+        fields.charsmap = field.bytes;
         break;
       case 3:
         if (varint) fields.spec.add_dummy_prefix = field.value != 0;
@@ -158,13 +161,14 @@ Result<std::unique_ptr<Pipeline>> LoadSpmModel(std::span<const uint8_t> bytes,
   }
 
   if (pieces.empty()) return InvalidInput(name + ": no pieces (is this a SentencePiece model?)");
-  if (trainer.model_type != 2) {
+  if (trainer.model_type != 1 && trainer.model_type != 2) {
     return Unsupported(name + ": trainer_spec.model_type is " + std::to_string(trainer.model_type) +
-                       " (1 unigram, 3 word, 4 char); only BPE (2) is supported");
+                       " (3 word, 4 char); supported: unigram (1) and BPE (2)");
   }
+  std::shared_ptr<const PrecompiledCharsmap> charsmap;
   if (normalizer.has_charsmap) {
-    return Unsupported(name + ": normalizer_spec '" + normalizer.name +
-                       "' has a precompiled_charsmap; only the identity normalizer is supported");
+    charsmap = std::make_shared<const PrecompiledCharsmap>(KITE_TRY(PrecompiledCharsmap::Parse(
+        normalizer.charsmap, name + ": normalizer_spec.precompiled_charsmap")));
   }
   if (has_denormalizer_rules) {
     return Unsupported(name + ": denormalizer_spec rules are not supported");
@@ -175,7 +179,7 @@ Result<std::unique_ptr<Pipeline>> LoadSpmModel(std::span<const uint8_t> bytes,
 
   auto pipeline = std::make_unique<Pipeline>();
   pipeline->name = name;
-  pipeline->kind = "sentencepiece-bpe";
+  pipeline->kind = trainer.model_type == 1 ? "unigram" : "sentencepiece-bpe";
   Vocab& vocab = pipeline->vocab;
   std::set<std::string_view> seen;
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -208,13 +212,21 @@ Result<std::unique_ptr<Pipeline>> LoadSpmModel(std::span<const uint8_t> bytes,
                         "byte pieces are present");
   }
 
-  SpmBpe model(trainer.byte_fallback, pipeline->unk_id);
-  for (int32_t id = 0; id < vocab.size(); ++id) {
-    if (vocab.Type(id) == TokenType::kUserDefined) model.AddUserDefined(vocab.Text(id), id);
+  if (trainer.model_type == 1) {
+    UnigramOptions options;
+    options.unk_id = pipeline->unk_id;
+    options.byte_fallback = trainer.byte_fallback;
+    options.sentencepiece = true;
+    pipeline->model = KITE_TRY(Unigram::Create(vocab, options, name));
+  } else {
+    SpmBpe model(trainer.byte_fallback, pipeline->unk_id);
+    for (int32_t id = 0; id < vocab.size(); ++id) {
+      if (vocab.Type(id) == TokenType::kUserDefined) model.AddUserDefined(vocab.Text(id), id);
+    }
+    pipeline->model = std::move(model);
   }
-  pipeline->model = std::move(model);
   pipeline->split_at_word_starts = CanSplitAtWordStarts(vocab);
-  pipeline->normalizer = Normalizer::SentencePiece(normalizer.spec);
+  pipeline->normalizer = Normalizer::SentencePiece(normalizer.spec, std::move(charsmap));
   pipeline->decoder = Decoder::SentencePiece(
       normalizer.spec.add_dummy_prefix || normalizer.spec.remove_extra_whitespaces,
       normalizer.spec.remove_extra_whitespaces, trainer.unk_surface);

@@ -154,6 +154,7 @@ Status PreTokenizer::Split(std::string_view text, bool at_start,
                            PreTokenizerScratch* scratch) const {
   scratch->pieces.clear();
   scratch->owned.clear();
+  if (text.empty()) return Ok();  // nothing to split, nothing to prepend to
   scratch->pieces.push_back(text);
   for (const Step& step : steps_) {
     scratch->next.clear();
@@ -178,7 +179,9 @@ Status PreTokenizer::Split(std::string_view text, bool at_start,
               *scratch->owned.emplace_back(std::make_unique<std::string>());
           const bool prepend =
               step.prepend == "always" || (step.prepend == "first" && at_start && i == 0);
-          if (prepend && !piece.starts_with(step.replacement)) rewritten = step.replacement;
+          if (prepend && !piece.starts_with(' ') && !piece.starts_with(step.replacement)) {
+            rewritten = step.replacement;
+          }
           for (char c : piece) {
             if (c == ' ') {
               rewritten += step.replacement;

@@ -49,36 +49,42 @@ Result<Unigram> Unigram::Create(const Vocab& vocab, UnigramOptions options,
   return model;
 }
 
-template <typename Real>
+// Hugging Face adds up scores in double. SentencePiece stores each position's best score as a
+// float but forms candidates in double (a user-defined piece's score is a double expression),
+// except the unknown character's, formed in float: `Stored` is the type of the stored score.
+template <typename Stored>
 void Unigram::Viterbi(const Vocab& vocab, std::string_view piece, UnigramScratch* scratch) const {
   auto& best = scratch->best;
   best.assign(piece.size() + 1, {0.0, -1, -1});
-  const Real unknown_score = static_cast<Real>(min_score_) - static_cast<Real>(kUnknownPenalty);
   const bool spm = options_.sentencepiece;
+  const Stored unknown_score =
+      static_cast<Stored>(min_score_) - static_cast<Stored>(kUnknownPenalty);
   for (size_t start = 0; start < piece.size();) {
-    const Real till_here = static_cast<Real>(best[start].score);
+    const auto till_here = static_cast<Stored>(best[start].score);
     size_t char_length = 1;
     DecodeUtf8(piece, start, &char_length);
     char_length = std::min(char_length, piece.size() - start);
     bool has_single_char = false;
-    const auto consider = [&](size_t end, Real score, int32_t id) {
-      const Real candidate = score + till_here;
+    const auto consider = [&](size_t end, double candidate, int32_t id) {
       UnigramScratch::Node& target = best[end];
-      if (target.start < 0 || candidate > static_cast<Real>(target.score)) {
-        target = {static_cast<double>(candidate), static_cast<int32_t>(start), id};
+      if (target.start < 0 || candidate > target.score) {
+        target = {static_cast<double>(static_cast<Stored>(candidate)), static_cast<int32_t>(start),
+                  id};
       }
     };
     pieces_.ForEachPrefix(piece.substr(start), [&](size_t length, int32_t id) {
       const TokenType type = vocab.Type(id);
       if (spm && type == TokenType::kUnused) return;
-      const Real score = spm && type == TokenType::kUserDefined
-                             ? static_cast<Real>(length) * static_cast<Real>(max_score_) -
-                                   static_cast<Real>(0.1)
-                             : static_cast<Real>(vocab.Score(id));
-      consider(start + length, score, id);
+      const double score = spm && type == TokenType::kUserDefined
+                               ? static_cast<double>(length) * max_score_ - 0.1
+                               : static_cast<double>(vocab.Score(id));
+      consider(start + length, score + static_cast<double>(till_here), id);
       if (length == char_length) has_single_char = true;
     });
-    if (!has_single_char) consider(start + char_length, unknown_score, options_.unk_id);
+    if (!has_single_char) {
+      consider(start + char_length, static_cast<double>(unknown_score + till_here),
+               options_.unk_id);
+    }
     start += char_length;
   }
   scratch->path.clear();
@@ -110,8 +116,8 @@ void Unigram::Encode(const Vocab& vocab, std::string_view piece, UnigramScratch*
   } else {
     Viterbi<double>(vocab, piece, scratch);
   }
-  // The path runs from the end; walk it forwards, fusing runs of unknown characters unless
-  // SentencePiece's rules keep them apart.
+  // The path runs from the end; walk it forwards, fusing runs of unknown characters (both
+  // references do).
   size_t unknown_start = piece.size();  // start of the pending run of unknowns
   size_t end = piece.size();
   std::vector<std::pair<size_t, size_t>> spans;  // per path entry: [start, end)
@@ -131,10 +137,6 @@ void Unigram::Encode(const Vocab& vocab, std::string_view piece, UnigramScratch*
     const auto [start, stop] = spans[i];
     if (!is_unknown(i)) {
       out->push_back(scratch->path[i].second);
-      continue;
-    }
-    if (options_.sentencepiece) {
-      EmitUnknown(vocab, piece.substr(start, stop - start), out);
       continue;
     }
     if (unknown_start == piece.size()) unknown_start = start;

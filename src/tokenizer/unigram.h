@@ -19,9 +19,9 @@ struct UnigramOptions {
   int32_t unk_id = -1;
   bool byte_fallback = false;
   // SentencePiece's own rules (a tokenizer.model, GGUF "t5"): only normal, user-defined and
-  // unused pieces match (unused ones are skipped), a user-defined piece always wins, scores add
-  // up in float, and unknown characters stay separate. Otherwise Hugging Face's: every entry
-  // matches with its score, in double, and neighbouring unknown characters share one <unk>.
+  // unused pieces match (unused ones are skipped), a user-defined piece always wins, and scores
+  // add up in float. Otherwise Hugging Face's: every entry matches with its score, in double.
+  // Both give neighbouring unknown characters one <unk>.
   bool sentencepiece = false;
 };
 
@@ -49,7 +49,7 @@ class Unigram {
   const UnigramOptions& options() const { return options_; }
 
  private:
-  template <typename Real>
+  template <typename Stored>
   void Viterbi(const Vocab& vocab, std::string_view piece, UnigramScratch* scratch) const;
   void EmitUnknown(const Vocab& vocab, std::string_view text, std::vector<int32_t>* out) const;
 

@@ -1,0 +1,100 @@
+// SentencePiece Unigram tokenizers against their references, on models trained when the test
+// runs (tools/make_unigram_fixture.py: Debian's SentencePiece, nmt_nfkc rules):
+//   - tokenizer.model, read by Kite, against SentencePiece's own encode and decode;
+//   - the same models as tokenizer.json in the T5, ALBERT, XLM-RoBERTa and byte-fallback
+//     layouts of Hugging Face's converters, against Hugging Face tokenizers (npm, 0.23.2);
+//   - the GGUF "t5" vocabulary Kite writes, read back, against SentencePiece again.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "export/tokenizer_export.h"
+#include "format/gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer_golden_check.h"
+
+namespace kite {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::SourcePath;
+
+// Trains the fixture models into a fresh folder (each test process makes its own).
+class UnigramFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "kite-unigram-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    const auto made =
+        testing::RunProgram("/usr/bin/python3", {SourcePath("tools/make_unigram_fixture.py"), dir_});
+    ASSERT_EQ(made.exit_code, 0) << made.err
+                                 << "(needs Debian's python3-sentencepiece: make deps installs it)";
+    corpus_ = testing::ReadJsonLines(dir_ + "/corpus.jsonl");
+    ASSERT_GT(corpus_.size(), 400u);
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    if (!dir_.empty()) fs::remove_all(dir_, ignored);
+  }
+
+  // SentencePiece's ids and decodes of every corpus line against `tokenizer`.
+  void ExpectSentencePiece(const std::string& name, const Tokenizer& tokenizer) {
+    const auto cases = testing::ReadJsonLines(dir_ + "/" + name + "/spm.jsonl");
+    ASSERT_EQ(cases.size(), corpus_.size());
+    int encoded = 0, decoded = 0;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const std::string text = corpus_[i]["text"].get<std::string>();
+      const std::vector<int32_t> want = testing::Ids(cases[i]["ids"]);
+      const auto ids = tokenizer.Encode(text, /*add_special=*/false);
+      ASSERT_TRUE(ids.has_value()) << ids.error().message;
+      EXPECT_EQ(*ids, want) << name << " line " << i << ": " << corpus_[i]["text"];
+      encoded += *ids == want;
+      const auto text_back = tokenizer.Decode(want);
+      ASSERT_TRUE(text_back.has_value()) << text_back.error().message;
+      EXPECT_EQ(*text_back, cases[i]["decoded"].get<std::string>()) << name << " line " << i;
+      decoded += *text_back == cases[i]["decoded"].get<std::string>();
+    }
+    std::printf("%s: SentencePiece encode %d/%zu, decode %d/%zu\n", name.c_str(), encoded,
+                cases.size(), decoded, cases.size());
+  }
+
+  std::string dir_;
+  std::vector<nlohmann::json> corpus_;
+};
+
+TEST_F(UnigramFixture, TokenizerModelMatchesSentencePiece) {
+  for (const char* name : {"t5", "bytes"}) {
+    auto tokenizer = Tokenizer::Load(dir_ + "/" + name + "/tokenizer.model");
+    ASSERT_TRUE(tokenizer.has_value()) << tokenizer.error().message;
+    EXPECT_EQ((*tokenizer)->Summary().kind, "unigram");
+    ExpectSentencePiece(name, **tokenizer);
+  }
+}
+
+TEST_F(UnigramFixture, TokenizerJsonMatchesHuggingFace) {
+  if (!fs::exists(SourcePath("tools/tokenizers/node_modules/tokenizers/package.json"))) {
+    GTEST_SKIP() << "Hugging Face tokenizers (npm) is not installed in tools/tokenizers: "
+                    "`make tokenizers` installs it (make test does it first)";
+  }
+  for (const char* name : {"t5", "albert", "xlmr", "bytes"}) {
+    const std::string json = dir_ + "/" + name + "/tokenizer.json";
+    const auto run = testing::RunProgram(
+        "node", {SourcePath("tools/tokenizers/make_goldens.mjs"), json, dir_ + "/corpus.jsonl"});
+    ASSERT_EQ(run.exit_code, 0) << run.err << "(exit 127: no node on PATH)";
+    std::istringstream lines(run.out);
+    const auto golden = testing::ParseJsonLines(lines);
+    auto tokenizer = Tokenizer::Load(json);
+    ASSERT_TRUE(tokenizer.has_value()) << tokenizer.error().message;
+    EXPECT_EQ(testing::CheckAgainstGolden(name, **tokenizer, corpus_, golden),
+              static_cast<int>(corpus_.size()));
+  }
+}
+
+}  // namespace
+}  // namespace kite
