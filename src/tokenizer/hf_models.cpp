@@ -78,7 +78,9 @@ Status BuildUnigram(const json& model, const JsonFields& fields, Pipeline* pipel
   }
   pipeline->model = KITE_TRY(Unigram::Create(vocab, options, fields.file()));
   pipeline->kind = "unigram";
-  pipeline->split_at_word_starts = CanSplitAtWordStarts(vocab);
+  // Viterbi runs over each pre-tokenized piece whole: cutting it at word starts would give the
+  // same segmentation in exact arithmetic, but the sums round differently and ties can flip.
+  pipeline->split_at_word_starts = false;
   pipeline->unk_id = options.unk_id;
   return Ok();
 }
