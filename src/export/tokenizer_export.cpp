@@ -95,7 +95,13 @@ Result<GgufTokenizer> FromHf(const fs::path& json_path, const fs::path& spm_path
     out.merges = KITE_TRY(ReadMerges(json_path.string()));
     return out;
   }
-  // SentencePiece-style: the scores must be SentencePiece's, which only tokenizer.model has.
+  if (pipeline.kind == "wordpiece" || pipeline.kind == "wordlevel") {
+    return Unsupported(json_path.string() + ": field 'model.type': a " + pipeline.kind +
+                       " tokenizer has no llama.cpp vocabulary Kite writes (supported: BPE, and "
+                       "Unigram with its tokenizer.model)");
+  }
+  // SentencePiece-style (BPE or Unigram): the scores and normalizer must be SentencePiece's,
+  // which only tokenizer.model has.
   const tok::Pipeline* spm = &pipeline;
   std::unique_ptr<Tokenizer> from_model;
   if (pipeline.normalizer.sentence_piece_spec() == nullptr) {
@@ -110,9 +116,13 @@ Result<GgufTokenizer> FromHf(const fs::path& json_path, const fs::path& spm_path
     out = FromPipeline(*spm);
     if (out.chat_template.empty()) out.chat_template = chat_template;
   }
-  out.model = "llama";
+  out.model = spm->kind == "unigram" ? "t5" : "llama";
   if (const tok::SpmNormalizerSpec* spec = spm->normalizer.sentence_piece_spec()) {
     out.add_space_prefix = spec->add_dummy_prefix;
+    if (out.model == "t5") out.remove_extra_whitespaces = spec->remove_extra_whitespaces;
+  }
+  if (const tok::PrecompiledCharsmap* rules = spm->normalizer.sentence_piece_charsmap()) {
+    out.precompiled_charsmap.assign(rules->bytes().begin(), rules->bytes().end());
   }
   return out;
 }
@@ -171,6 +181,12 @@ Result<GgufTokenizer> FromGguf(const std::string& path) {
   out.add_bos = KITE_TRY(flag("tokenizer.ggml.add_bos_token"));
   out.add_eos = KITE_TRY(flag("tokenizer.ggml.add_eos_token"));
   out.add_space_prefix = KITE_TRY(flag("tokenizer.ggml.add_space_prefix"));
+  out.remove_extra_whitespaces = KITE_TRY(flag("tokenizer.ggml.remove_extra_whitespaces"));
+  if (gguf.Find("tokenizer.ggml.precompiled_charsmap")) {  // checked by FromGguf: bytes
+    for (const GgufValue& v : KITE_TRY(gguf.GetArray("tokenizer.ggml.precompiled_charsmap"))->items) {
+      out.precompiled_charsmap.push_back(static_cast<uint8_t>(v.AsInt().value_or(0) & 0xff));
+    }
+  }
   if (gguf.Find("tokenizer.chat_template")) {
     out.chat_template = KITE_TRY(gguf.GetString("tokenizer.chat_template"));
   }
@@ -202,7 +218,7 @@ Result<GgufTokenizer> LoadGgufTokenizer(const std::string& path) {
 
 Status ResizeVocab(int32_t size, const std::string& what, GgufTokenizer* t) {
   const int32_t old_size = t->size();
-  const bool spm = t->model == "llama";
+  const bool spm = t->model == "llama" || t->model == "t5";  // with scores
   if (size >= old_size) {
     for (int32_t id = old_size; id < size; ++id) {
       t->tokens.push_back("[PAD" + std::to_string(id) + "]");
@@ -250,7 +266,7 @@ void SetTokenizerMetadata(const GgufTokenizer& t, GgufWriter* writer) {
   writer->SetString("tokenizer.ggml.model", t.model);
   if (!t.pre.empty()) writer->SetString("tokenizer.ggml.pre", t.pre);
   writer->SetStringArray("tokenizer.ggml.tokens", t.tokens);
-  if (t.model == "llama") {
+  if (t.model == "llama" || t.model == "t5") {
     std::vector<GgufValue> scores;
     for (float s : t.scores) scores.push_back(GgufValue{s});
     writer->SetValue("tokenizer.ggml.scores", Array(GgufType::kFloat32, std::move(scores)));
@@ -269,6 +285,15 @@ void SetTokenizerMetadata(const GgufTokenizer& t, GgufWriter* writer) {
   if (t.add_bos) writer->SetBool("tokenizer.ggml.add_bos_token", *t.add_bos);
   if (t.add_eos) writer->SetBool("tokenizer.ggml.add_eos_token", *t.add_eos);
   if (t.add_space_prefix) writer->SetBool("tokenizer.ggml.add_space_prefix", *t.add_space_prefix);
+  if (t.remove_extra_whitespaces) {
+    writer->SetBool("tokenizer.ggml.remove_extra_whitespaces", *t.remove_extra_whitespaces);
+  }
+  if (!t.precompiled_charsmap.empty()) {
+    std::vector<GgufValue> bytes;
+    bytes.reserve(t.precompiled_charsmap.size());
+    for (uint8_t byte : t.precompiled_charsmap) bytes.push_back(GgufValue{byte});
+    writer->SetValue("tokenizer.ggml.precompiled_charsmap", Array(GgufType::kUint8, std::move(bytes)));
+  }
   if (!t.chat_template.empty()) writer->SetString("tokenizer.chat_template", t.chat_template);
 }
 

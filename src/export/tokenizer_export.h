@@ -2,7 +2,9 @@
 // read from a Hugging Face folder or tokenizer file, or copied from another GGUF file.
 //   model "llama": SentencePiece BPE, with tokens, scores and token types;
 //   model "gpt2":  byte-level BPE, with tokens, token types, merges and the pre-tokenizer's name
-//                  (tokenizer.ggml.pre) as llama.cpp spells it.
+//                  (tokenizer.ggml.pre) as llama.cpp spells it;
+//   model "t5":    SentencePiece Unigram, with tokens, scores, token types and the normalizer's
+//                  precompiled rules (tokenizer.ggml.precompiled_charsmap).
 #pragma once
 
 #include <cstdint>
@@ -16,15 +18,17 @@
 namespace kite {
 
 struct GgufTokenizer {
-  std::string model;  // "llama" or "gpt2"
+  std::string model;  // "llama", "gpt2" or "t5"
   std::string pre;    // gpt2: "llama-bpe", "qwen2", "gpt-2", ...
   std::vector<std::string> tokens;
-  std::vector<float> scores;        // llama only (one per token)
+  std::vector<float> scores;        // llama and t5 (one per token)
   std::vector<int32_t> types;       // SentencePiece / GGUF token types, one per token
   std::vector<std::string> merges;  // gpt2 only: "left right" in rank order
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // -1: none
   std::optional<bool> add_bos, add_eos;
-  std::optional<bool> add_space_prefix;  // llama only
+  std::optional<bool> add_space_prefix;           // llama and t5
+  std::optional<bool> remove_extra_whitespaces;   // t5
+  std::vector<uint8_t> precompiled_charsmap;      // t5: SentencePiece's rules, or empty
   std::string chat_template;
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }

@@ -51,19 +51,47 @@ TEST(HfJsonErrors, MergeWithAnUnknownTokenIsNamed) {
 }
 
 TEST(HfJsonErrors, UnsupportedStagesSayWhatIsSupported) {
-  const Error unigram = HfError(R"({"model": {"type": "Unigram", "vocab": []}})");
-  EXPECT_EQ(unigram.code, ErrorCode::kUnsupported);
-  EXPECT_EQ(unigram.message,
-            "toy.json: field 'model.type': model \"Unigram\" is not supported (supported: BPE)");
-  const Error nfkc = HfError(R"({"normalizer": {"type": "NFKC"},
-                                 "model": {"vocab": {"a": 0}, "merges": []}})");
-  EXPECT_EQ(nfkc.code, ErrorCode::kUnsupported);
-  EXPECT_TRUE(Contains(nfkc.message, "field 'normalizer.type': normalizer \"NFKC\""));
+  const Error model = HfError(R"({"model": {"type": "Char", "vocab": []}})");
+  EXPECT_EQ(model.code, ErrorCode::kUnsupported);
+  EXPECT_EQ(model.message,
+            "toy.json: field 'model.type': model \"Char\" is not supported (supported: BPE, "
+            "Unigram, WordPiece, WordLevel)");
+  const Error nmt = HfError(R"({"normalizer": {"type": "Sequence", "normalizers": [
+                                  {"type": "NFKC"}, {"type": "Nmt"}]},
+                                "model": {"vocab": {"a": 0}, "merges": []}})");
+  EXPECT_EQ(nmt.code, ErrorCode::kUnsupported);
+  EXPECT_TRUE(Contains(nmt.message, "field 'normalizer.normalizers[1].type': normalizer \"Nmt\" "
+                                    "is not supported (supported: Sequence, Prepend, Replace, "
+                                    "NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, "
+                                    "Precompiled, BertNormalizer)"))
+      << nmt.message;
+  const Error scripts = HfError(R"({"pre_tokenizer": {"type": "UnicodeScripts"},
+                                    "model": {"vocab": {"a": 0}, "merges": []}})");
+  EXPECT_TRUE(Contains(scripts.message, "field 'pre_tokenizer.type': pre-tokenizer "
+                                        "\"UnicodeScripts\" is not supported (supported: "
+                                        "Sequence, ByteLevel, Split, Metaspace, Digits"))
+      << scripts.message;
+  const Error behavior = HfError(R"({"pre_tokenizer": {"type": "Split", "behavior": "Sideways",
+                                       "pattern": {"String": " "}},
+                                     "model": {"vocab": {"a": 0}, "merges": []}})");
+  EXPECT_TRUE(Contains(behavior.message, "field 'pre_tokenizer.behavior': Split behavior "
+                                         "\"Sideways\" is not supported (supported: Removed, "
+                                         "Isolated, MergedWithPrevious, MergedWithNext, "
+                                         "Contiguous)"))
+      << behavior.message;
   const Error nested = HfError(R"({"decoder": {"type": "Sequence", "decoders": [
-                                     {"type": "Fuse"}, {"type": "WordPiece"}]},
+                                     {"type": "Fuse"}, {"type": "CTC"}]},
                                    "model": {"vocab": {"a": 0}, "merges": []}})");
-  EXPECT_TRUE(Contains(nested.message, "field 'decoder.decoders[1].type': decoder \"WordPiece\""))
+  EXPECT_TRUE(Contains(nested.message, "field 'decoder.decoders[1].type': decoder \"CTC\""))
       << nested.message;
+  const Error charsmap = HfError(R"({"normalizer": {"type": "Precompiled",
+                                                    "precompiled_charsmap": "not base64!"},
+                                     "model": {"vocab": {"a": 0}, "merges": []}})");
+  EXPECT_EQ(charsmap.message,
+            "toy.json: field 'normalizer.precompiled_charsmap': not base64");
+  const Error pieces = HfError(R"({"model": {"type": "Unigram", "vocab": [["a", "x"]]}})");
+  EXPECT_EQ(pieces.message,
+            "toy.json: field 'model.vocab[0]': expected [text, score], got array");
 }
 
 TEST(HfJsonErrors, ByteLevelVocabularyNeedsEveryByte) {
@@ -115,12 +143,12 @@ TEST(SpmModelErrors, WireFormatProblemsNameTheOffset) {
             "obsolete)");
 }
 
-TEST(SpmModelErrors, OnlyBpeModelsAreSupported) {
+TEST(SpmModelErrors, OnlyBpeAndUnigramModelsAreSupported) {
   const std::string unk = Bytes(1, Bytes(1, "<unk>") + Int(3, 2));
   const std::string a = Bytes(1, Bytes(1, "a"));
-  const Error unigram = SpmError(unk + a + Bytes(2, Int(3, 1)));
-  EXPECT_EQ(unigram.code, ErrorCode::kUnsupported);
-  EXPECT_TRUE(Contains(unigram.message, "only BPE (2) is supported"));
+  const Error word = SpmError(unk + a + Bytes(2, Int(3, 3)));
+  EXPECT_EQ(word.code, ErrorCode::kUnsupported);
+  EXPECT_TRUE(Contains(word.message, "supported: unigram (1) and BPE (2)")) << word.message;
   const Error no_unk = SpmError(a + Bytes(2, Int(3, 2)));
   EXPECT_EQ(no_unk.message, "toy.model: no piece of type UNKNOWN");
   const Error twice = SpmError(unk + a + a + Bytes(2, Int(3, 2)));
@@ -165,7 +193,7 @@ TEST(GgufVocabErrors, UnknownPreTokenizerListsTheKnownOnes) {
   const auto bert = GgufVocab("bert", "", &storage);
   ASSERT_FALSE(bert.has_value());
   EXPECT_EQ(bert.error().message,
-            "toy.gguf: tokenizer.ggml.model 'bert' is not supported (supported: llama, gpt2)");
+            "toy.gguf: tokenizer.ggml.model 'bert' is not supported (supported: llama, gpt2, t5)");
 }
 
 TEST(GgufVocabErrors, SentencePieceVocabularyFromMetadata) {

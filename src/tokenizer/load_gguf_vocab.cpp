@@ -1,7 +1,8 @@
 // tokenizer.ggml.* metadata in GGUF files, as llama.cpp writes and reads it:
 //   model "llama": SentencePiece-style BPE over scores; "gpt2": byte-level BPE over merges with
-//   the pre-tokenizer named by tokenizer.ggml.pre.
+//   the pre-tokenizer named by tokenizer.ggml.pre; "t5": SentencePiece Unigram.
 #include <algorithm>
+#include <memory>
 
 #include "tokenizer/loaders.h"
 
@@ -115,14 +116,51 @@ void AddSpecials(const Vocab& vocab, SpecialTokenSplitter* specials) {
   }
 }
 
+// tokenizer.ggml.model "t5": SentencePiece Unigram with its normalizer (precompiled rules, dummy
+// prefix, white space collapsing), as llama.cpp's UGM tokenizer reads it.
+Status SetUpUnigram(const GgufFile& gguf, Pipeline* pipeline) {
+  const std::string& name = gguf.name();
+  pipeline->kind = "unigram";
+  std::shared_ptr<const PrecompiledCharsmap> charsmap;
+  if (const GgufValue* value = gguf.Find("tokenizer.ggml.precompiled_charsmap")) {
+    const GgufValue::Array* array = value->AsArray();
+    if (array == nullptr || (array->element_type != GgufType::kUint8 &&
+                             array->element_type != GgufType::kInt8)) {
+      return InvalidInput(name + ": tokenizer.ggml.precompiled_charsmap must be an array of bytes");
+    }
+    std::vector<uint8_t> bytes;
+    bytes.reserve(array->items.size());
+    for (const GgufValue& item : array->items) {
+      bytes.push_back(static_cast<uint8_t>(item.AsInt().value_or(0) & 0xff));
+    }
+    if (!bytes.empty()) {
+      charsmap = std::make_shared<const PrecompiledCharsmap>(
+          KITE_TRY(PrecompiledCharsmap::Parse(bytes, name + ": tokenizer.ggml.precompiled_charsmap")));
+    }
+  }
+  SpmNormalizerSpec spec;
+  spec.add_dummy_prefix = KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_space_prefix", true));
+  spec.remove_extra_whitespaces =
+      KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.remove_extra_whitespaces", true));
+  pipeline->normalizer = Normalizer::SentencePiece(spec, std::move(charsmap));
+  UnigramOptions options;
+  options.unk_id = pipeline->unk_id;
+  options.byte_fallback = pipeline->vocab.HasAllByteTokens();
+  options.sentencepiece = true;
+  pipeline->model = KITE_TRY(Unigram::Create(pipeline->vocab, options, name));
+  pipeline->decoder = Decoder::SentencePiece(spec.add_dummy_prefix || spec.remove_extra_whitespaces,
+                                             spec.remove_extra_whitespaces, " \xe2\x81\x87 ");
+  return Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Pipeline>> LoadGgufVocab(const GgufFile& gguf) {
   const std::string& name = gguf.name();
   const std::string model = KITE_TRY(gguf.GetString("tokenizer.ggml.model"));
-  if (model != "llama" && model != "gpt2") {
+  if (model != "llama" && model != "gpt2" && model != "t5") {
     return Unsupported(name + ": tokenizer.ggml.model '" + model +
-                       "' is not supported (supported: llama, gpt2)");
+                       "' is not supported (supported: llama, gpt2, t5)");
   }
   auto pipeline = std::make_unique<Pipeline>();
   pipeline->name = name;
@@ -131,13 +169,16 @@ Result<std::unique_ptr<Pipeline>> LoadGgufVocab(const GgufFile& gguf) {
   AddSpecials(vocab, &pipeline->specials);
 
   const bool spm = model == "llama";
-  // llama.cpp's defaults for SentencePiece vocabularies: <unk> 0, <s> 1, </s> 2.
+  const bool t5 = model == "t5";
+  // llama.cpp's defaults for SentencePiece vocabularies: <unk> 0, <s> 1, </s> 2; for T5's:
+  // </s> 1, <unk> 2, no <s>.
   pipeline->bos_id =
       KITE_TRY(OptionalId(gguf, "tokenizer.ggml.bos_token_id", spm ? 1 : -1, vocab.size()));
+  const int32_t default_eos = t5 ? 1 : (spm ? 2 : -1);
   const int32_t eos =
-      KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eos_token_id", spm ? 2 : -1, vocab.size()));
-  pipeline->unk_id =
-      KITE_TRY(OptionalId(gguf, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1, vocab.size()));
+      KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eos_token_id", default_eos, vocab.size()));
+  pipeline->unk_id = KITE_TRY(OptionalId(gguf, "tokenizer.ggml.unknown_token_id",
+                                         spm ? 0 : (t5 ? 2 : -1), vocab.size()));
   for (int32_t id :
        {eos, KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eot_token_id", -1, vocab.size())),
         KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eom_token_id", -1, vocab.size()))}) {
@@ -151,7 +192,11 @@ Result<std::unique_ptr<Pipeline>> LoadGgufVocab(const GgufFile& gguf) {
   }
 
   bool add_bos_default = spm;
-  if (spm) {
+  bool add_eos_default = false;
+  if (t5) {
+    KITE_RETURN_IF_ERROR(SetUpUnigram(gguf, pipeline.get()));
+    add_eos_default = true;  // T5 ends every input with </s>
+  } else if (spm) {
     pipeline->kind = "sentencepiece-bpe";
     const bool add_space_prefix =
         KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_space_prefix", true));
@@ -201,7 +246,8 @@ Result<std::unique_ptr<Pipeline>> LoadGgufVocab(const GgufFile& gguf) {
 
   const bool add_bos =
       KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_bos_token", add_bos_default));
-  const bool add_eos = KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_eos_token", false));
+  const bool add_eos =
+      KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_eos_token", add_eos_default));
   if (add_bos && pipeline->bos_id >= 0) pipeline->prefix_ids.push_back(pipeline->bos_id);
   if (add_eos && eos >= 0) pipeline->suffix_ids.push_back(eos);
   return pipeline;

@@ -79,37 +79,43 @@ Normalizer Normalizer::SentencePiece(SpmNormalizerSpec spec,
   Normalizer normalizer;
   normalizer.spm_ = spec;
   normalizer.spm_charsmap_ = std::move(charsmap);
-  normalizer.steps_.push_back({Kind::kSentencePiece, {}, {}});
+  normalizer.AddTextStep(Kind::kSentencePiece, {}, {});
   return normalizer;
 }
 
 void Normalizer::AddReplaceRegex(Regex regex, std::string to) {
-  Step step{Kind::kReplaceRegex, {}, std::move(to)};
+  Step step;
+  step.kind = Kind::kReplaceRegex;
+  step.b = std::move(to);
   step.regex = std::make_shared<const Regex>(std::move(regex));
   steps_.push_back(std::move(step));
 }
 
 void Normalizer::AddUnicodeForm(UnicodeForm form) {
-  Step step{Kind::kUnicodeForm};
+  Step step;
+  step.kind = Kind::kUnicodeForm;
   step.form = form;
   steps_.push_back(std::move(step));
 }
 
 void Normalizer::AddStrip(bool left, bool right) {
-  Step step{Kind::kStrip};
+  Step step;
+  step.kind = Kind::kStrip;
   step.left = left;
   step.right = right;
   steps_.push_back(std::move(step));
 }
 
 void Normalizer::AddPrecompiled(std::shared_ptr<const PrecompiledCharsmap> charsmap) {
-  Step step{Kind::kPrecompiled};
+  Step step;
+  step.kind = Kind::kPrecompiled;
   step.charsmap = std::move(charsmap);
   steps_.push_back(std::move(step));
 }
 
 void Normalizer::AddBert(BertOptions options) {
-  Step step{Kind::kBert};
+  Step step;
+  step.kind = Kind::kBert;
   step.bert = options;
   steps_.push_back(std::move(step));
 }

@@ -32,15 +32,15 @@ class Normalizer {
                                   std::shared_ptr<const PrecompiledCharsmap> charsmap = nullptr);
 
   // Hugging Face steps, applied in the order added.
-  void AddPrepend(std::string text) { steps_.push_back({Kind::kPrepend, std::move(text), {}}); }
+  void AddPrepend(std::string text) { AddTextStep(Kind::kPrepend, std::move(text), {}); }
   void AddReplace(std::string from, std::string to) {
-    steps_.push_back({Kind::kReplace, std::move(from), std::move(to)});
+    AddTextStep(Kind::kReplace, std::move(from), std::move(to));
   }
   void AddReplaceRegex(Regex regex, std::string to);
   void AddUnicodeForm(UnicodeForm form);
-  void AddLowercase() { steps_.push_back({Kind::kLowercase}); }
+  void AddLowercase() { AddTextStep(Kind::kLowercase, {}, {}); }
   void AddStrip(bool left, bool right);
-  void AddStripAccents() { steps_.push_back({Kind::kStripAccents}); }
+  void AddStripAccents() { AddTextStep(Kind::kStripAccents, {}, {}); }
   // Per grapheme cluster, as Hugging Face applies SentencePiece's rules.
   void AddPrecompiled(std::shared_ptr<const PrecompiledCharsmap> charsmap);
   struct BertOptions {
@@ -60,6 +60,9 @@ class Normalizer {
     }
     return nullptr;
   }
+
+  // SentencePiece's precompiled rules when SentencePiece's normalizer is a step and has them.
+  const PrecompiledCharsmap* sentence_piece_charsmap() const { return spm_charsmap_.get(); }
 
   // The normalized text: `text` itself when nothing changes, else a view of `*buffer`.
   // `continuation`: the text continues text already encoded, so nothing is prepended to it
@@ -81,7 +84,7 @@ class Normalizer {
     kBert,
   };
   struct Step {
-    Kind kind;
+    Kind kind = Kind::kReplace;
     std::string a, b;
     UnicodeForm form = UnicodeForm::kNfc;
     bool left = false, right = false;  // Strip's sides
@@ -89,6 +92,13 @@ class Normalizer {
     std::shared_ptr<const Regex> regex;
     std::shared_ptr<const PrecompiledCharsmap> charsmap;
   };
+  void AddTextStep(Kind kind, std::string a, std::string b) {
+    Step step;
+    step.kind = kind;
+    step.a = std::move(a);
+    step.b = std::move(b);
+    steps_.push_back(std::move(step));
+  }
   static void ApplySentencePiece(const SpmNormalizerSpec& spec, std::string_view text,
                                  bool continuation, std::string* out);
   // Steps that rewrite text character by character; false when nothing changed (`*out` unset).
