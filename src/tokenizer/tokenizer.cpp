@@ -111,11 +111,13 @@ Tokenizer::~Tokenizer() = default;
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& path) {
   std::unique_ptr<tok::Pipeline> pipeline = KITE_TRY(LoadPipeline(path));
+  tok::AddTurnEndTokens(pipeline.get());
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(pipeline)));
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& gguf) {
   std::unique_ptr<tok::Pipeline> pipeline = KITE_TRY(tok::LoadGgufVocab(gguf));
+  tok::AddTurnEndTokens(pipeline.get());
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(pipeline)));
 }
 
