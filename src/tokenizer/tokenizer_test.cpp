@@ -146,7 +146,8 @@ TEST(Tokenizer, SummaryOfAGgufVocabulary) {
   EXPECT_EQ(s.kind, "sentencepiece-bpe");
   EXPECT_EQ(s.vocab_size, 32064);
   EXPECT_EQ(s.bos_id, 1);
-  EXPECT_EQ(s.eos_ids, std::vector<int32_t>{32000});  // tokenizer.ggml.eos_token_id
+  // tokenizer.ggml.eos_token_id, then <|end|>, which ends Phi-3's chat turns.
+  EXPECT_EQ(s.eos_ids, (std::vector<int32_t>{32000, 32007}));
   EXPECT_TRUE(s.add_bos);
   EXPECT_TRUE(s.has_chat_template);
   EXPECT_NE(phi3->chat_template().find("<|assistant|>"), std::string::npos);
