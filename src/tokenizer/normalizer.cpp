@@ -19,9 +19,10 @@ void ForEachChar(std::string_view text, Each each) {
   }
 }
 
-void AppendWithoutMarks(std::string_view text, std::string* out) {
+// StripAccents drops every mark; BertNormalizer's strip_accents only nonspacing ones.
+void AppendWithoutMarks(std::string_view text, bool nonspacing_only, std::string* out) {
   ForEachChar(text, [&](char32_t cp, size_t pos, size_t length) {
-    if (!IsMark(cp)) out->append(text.substr(pos, length));
+    if (!(nonspacing_only ? IsNonspacingMark(cp) : IsMark(cp))) out->append(text.substr(pos, length));
   });
 }
 
@@ -62,7 +63,7 @@ void ApplyBert(const Normalizer::BertOptions& options, std::string_view text, st
   if (options.strip_accents) {
     AppendNormalized(UnicodeForm::kNfd, current, &next);
     current.clear();
-    AppendWithoutMarks(next, &current);
+    AppendWithoutMarks(next, /*nonspacing_only=*/true, &current);
     next.clear();
   }
   if (options.lowercase) {
@@ -214,7 +215,7 @@ bool Normalizer::ApplyStep(const Step& step, std::string_view text, std::string*
       return true;
     }
     case Kind::kStripAccents:
-      AppendWithoutMarks(text, out);
+      AppendWithoutMarks(text, /*nonspacing_only=*/false, out);
       return true;
     case Kind::kPrecompiled:
       step.charsmap->ApplyPerGrapheme(text, out);

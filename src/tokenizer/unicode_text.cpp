@@ -93,6 +93,8 @@ bool IsWhiteSpace(char32_t cp) { return u_hasBinaryProperty(cp, UCHAR_WHITE_SPAC
 
 bool IsMark(char32_t cp) { return (U_GET_GC_MASK(cp) & U_GC_M_MASK) != 0; }
 
+bool IsNonspacingMark(char32_t cp) { return u_charType(cp) == U_NON_SPACING_MARK; }
+
 bool IsPunctuation(char32_t cp) {
   if (cp < 0x80) {
     return (cp >= 0x21 && cp <= 0x2f) || (cp >= 0x3a && cp <= 0x40) || (cp >= 0x5b && cp <= 0x60) ||
@@ -103,11 +105,7 @@ bool IsPunctuation(char32_t cp) {
 
 bool IsBertControl(char32_t cp) {
   if (cp == '\t' || cp == '\n' || cp == '\r') return false;
-  return (U_GET_GC_MASK(cp) & (U_GC_CC_MASK | U_GC_CF_MASK | U_GC_CN_MASK | U_GC_CO_MASK)) != 0;
-}
-
-bool IsBertWhiteSpace(char32_t cp) {
-  return cp == '\t' || cp == '\n' || cp == '\r' || cp == ' ' || u_charType(cp) == U_SPACE_SEPARATOR;
+  return (U_GET_GC_MASK(cp) & (U_GC_CC_MASK | U_GC_CF_MASK | U_GC_CO_MASK)) != 0;
 }
 
 bool IsCjkIdeograph(char32_t cp) {

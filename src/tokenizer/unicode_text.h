@@ -23,11 +23,13 @@ void AppendLowercase(std::string_view text, std::string* out);
 // Calls `each(begin, end)` for every extended grapheme cluster of `text`, in order.
 void ForEachGrapheme(std::string_view text, const std::function<void(size_t, size_t)>& each);
 
-bool IsWhiteSpace(char32_t cp);     // Unicode White_Space (Rust's char::is_whitespace)
-bool IsMark(char32_t cp);           // General_Category M (Mn, Mc, Me)
+bool IsWhiteSpace(char32_t cp);      // Unicode White_Space (Rust's char::is_whitespace)
+bool IsMark(char32_t cp);            // General_Category M (Mn, Mc, Me): StripAccents
 bool IsPunctuation(char32_t cp);    // ASCII punctuation or General_Category P
-bool IsBertControl(char32_t cp);    // Cc, Cf, Cn, Co except tab, LF and CR (BERT's clean_text)
-bool IsBertWhiteSpace(char32_t cp); // tab, LF, CR, space, or General_Category Zs
+bool IsNonspacingMark(char32_t cp); // General_Category Mn (BERT's strip_accents)
+// Cc, Cf, Co except tab, LF and CR (BERT's clean_text; its table of unassigned characters, Cn,
+// is empty, so those stay).
+bool IsBertControl(char32_t cp);
 bool IsCjkIdeograph(char32_t cp);   // the CJK blocks BERT pads with spaces
 
 }  // namespace kite::tok

@@ -2,7 +2,7 @@
 """Makes SentencePiece Unigram tokenizers and what the references make of a set of texts; the
 tests run it at test time (nothing it writes is committed):
 
-    /usr/bin/python3 tools/make_unigram_fixture.py OUT_DIR
+    /usr/bin/python3 tools/make_tokenizer_fixtures.py OUT_DIR
 
 Two models are trained with Debian's SentencePiece (python3-sentencepiece, the library behind
 spm_train/spm_encode) on the license texts every Debian system ships plus lines of other
@@ -12,12 +12,14 @@ scripts, both with SentencePiece's default nmt_nfkc normalization rules (a preco
   bytes: <unk> 0, <s> 1, </s> 2, byte fallback, nmt_nfkc_cf (case folding), a user-defined <sep>.
 Then each model's tokenizer.json is written the way Hugging Face's converters lay out T5,
 ALBERT, XLM-RoBERTa and a byte-fallback unigram model (normalizer, pre-tokenizer, post-processor,
-decoder), for the Hugging Face oracle (tools/tokenizers/make_goldens.mjs) to read.
+decoder), for the Hugging Face oracle (tools/tokenizers/make_goldens.mjs) to read; and, from the
+t5 model's pieces, a WordPiece vocabulary in BERT's uncased layout and a cased one with other
+pre-tokenizers, and a WordLevel one whose pre-tokenizer uses every Split behaviour.
 
 Writes under OUT_DIR:
   corpus.jsonl                {"id", "text"}: testdata/tokenizers/corpus.jsonl plus awkward lines
   t5/tokenizer.model, bytes/tokenizer.model
-  t5/, albert/, xlmr/, bytes/tokenizer.json
+  t5/, albert/, xlmr/, bytes/, bert/, bert-cased/, wordlevel/tokenizer.json
   t5/spm.jsonl, bytes/spm.jsonl   {"id", "ids", "decoded"}: SentencePiece's encode (no BOS/EOS)
                                   and decode of each corpus line
 """
@@ -168,6 +170,71 @@ def tokenizer_json(pieces, charsmap, style):
             "pre_tokenizer": pre, "post_processor": post, "decoder": decoder, "model": model}
 
 
+def special_tokens(names):
+    return [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": True} for i, t in enumerate(names)]
+
+
+BERT_SPECIALS = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+
+
+def word_vocab(pieces, continuation):
+    """Words from the unigram pieces: "▁word" -> "word"; with `continuation`, the other pieces
+    as "##piece" (a WordPiece vocabulary)."""
+    vocab = {t: i for i, t in enumerate(BERT_SPECIALS)}
+    for text, _, kind in pieces:
+        if kind != NORMAL:
+            continue
+        if text.startswith(SPACE):
+            word = text[len(SPACE):]
+        elif continuation:
+            word = "##" + text
+        else:
+            continue
+        if word and word not in vocab:
+            vocab[word] = len(vocab)
+    return vocab
+
+
+def word_tokenizer_json(pieces, style):
+    post = {"type": "BertProcessing", "sep": ["[SEP]", 2], "cls": ["[CLS]", 1]}
+    if style == "bert":
+        normalizer = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                      "strip_accents": None, "lowercase": True}
+        pre = {"type": "BertPreTokenizer"}
+        decoder = {"type": "WordPiece", "prefix": "##", "cleanup": True}
+    elif style == "bert-cased":
+        normalizer = {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": False,
+                      "strip_accents": False, "lowercase": False}
+        pre = {"type": "Sequence", "pretokenizers": [
+            {"type": "WhitespaceSplit"}, {"type": "Punctuation", "behavior": "Contiguous"},
+            {"type": "Digits", "individual_digits": True}]}
+        decoder = {"type": "WordPiece", "prefix": "##", "cleanup": False}
+    else:  # wordlevel
+        normalizer = {"type": "Sequence", "normalizers": [
+            {"type": "NFKC"}, {"type": "Lowercase"},
+            {"type": "Strip", "strip_left": True, "strip_right": True}]}
+        pre = {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"String": "-"}, "behavior": "MergedWithPrevious",
+             "invert": False},
+            {"type": "Split", "pattern": {"String": "/"}, "behavior": "MergedWithNext",
+             "invert": False},
+            {"type": "CharDelimiterSplit", "delimiter": " "},
+            {"type": "Split", "pattern": {"Regex": "[.,!?]"}, "behavior": "Contiguous",
+             "invert": False},
+            {"type": "Split", "pattern": {"Regex": "\\p{L}+|\\p{N}+"}, "behavior": "Removed",
+             "invert": True},
+            {"type": "Whitespace"}]}
+        decoder = None
+    model = ({"type": "WordLevel", "vocab": word_vocab(pieces, False), "unk_token": "[UNK]"}
+             if style == "wordlevel" else
+             {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+              "max_input_chars_per_word": 100, "vocab": word_vocab(pieces, True)})
+    return {"version": "1.0", "truncation": None, "padding": None,
+            "added_tokens": special_tokens(BERT_SPECIALS), "normalizer": normalizer,
+            "pre_tokenizer": pre, "post_processor": post, "decoder": decoder, "model": model}
+
+
 def train(corpus, prefix, **options):
     spm.SentencePieceTrainer.train(
         input=corpus, model_prefix=prefix, model_type="unigram", vocab_size=1200,
@@ -210,13 +277,16 @@ def main():
                        byte_fallback=True, normalization_rule_name="nmt_nfkc_cf",
                        user_defined_symbols=["<sep>"]),
     }
-    styles = {"t5": "t5", "albert": "t5", "xlmr": "t5", "bytes": "bytes"}
+    styles = {"t5": "t5", "albert": "t5", "xlmr": "t5", "bytes": "bytes", "bert": "t5",
+              "bert-cased": "t5", "wordlevel": "t5"}
     for style, source in styles.items():
         pieces, charsmap = read_model(models[source])
         folder = os.path.join(out, style)
         os.makedirs(folder, exist_ok=True)
+        made = (tokenizer_json(pieces, charsmap, style) if source == style or style in
+                ("albert", "xlmr") else word_tokenizer_json(pieces, style))
         with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
-            json.dump(tokenizer_json(pieces, charsmap, style), f, ensure_ascii=False)
+            json.dump(made, f, ensure_ascii=False)
     for name, model in models.items():
         with open(model, "rb") as f:
             data = f.read()

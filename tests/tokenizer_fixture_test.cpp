@@ -1,8 +1,9 @@
-// SentencePiece Unigram tokenizers against their references, on models trained when the test
-// runs (tools/make_unigram_fixture.py: Debian's SentencePiece, nmt_nfkc rules):
+// Tokenizers made when the test runs (tools/make_tokenizer_fixtures.py: unigram models trained
+// by Debian's SentencePiece with its nmt_nfkc rules) against their references:
 //   - tokenizer.model, read by Kite, against SentencePiece's own encode and decode;
 //   - the same models as tokenizer.json in the T5, ALBERT, XLM-RoBERTa and byte-fallback
-//     layouts of Hugging Face's converters, against Hugging Face tokenizers (npm, 0.23.2);
+//     layouts of Hugging Face's converters, and WordPiece (BERT, uncased and cased) and
+//     WordLevel files made from their pieces, against Hugging Face tokenizers (npm, 0.23.2);
 //   - the GGUF "t5" vocabulary Kite writes, read back, against SentencePiece again.
 #include <gtest/gtest.h>
 
@@ -26,14 +27,14 @@ namespace fs = std::filesystem;
 using testing::SourcePath;
 
 // Trains the fixture models into a fresh folder (each test process makes its own).
-class UnigramFixture : public ::testing::Test {
+class TrainedTokenizers : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (fs::temp_directory_path() / "kite-unigram-XXXXXX").string();
+    std::string pattern = (fs::temp_directory_path() / "kite-tokenizers-XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
     const auto made =
-        testing::RunProgram("/usr/bin/python3", {SourcePath("tools/make_unigram_fixture.py"), dir_});
+        testing::RunProgram("/usr/bin/python3", {SourcePath("tools/make_tokenizer_fixtures.py"), dir_});
     ASSERT_EQ(made.exit_code, 0) << made.err
                                  << "(needs Debian's python3-sentencepiece: make deps installs it)";
     corpus_ = testing::ReadJsonLines(dir_ + "/corpus.jsonl");
@@ -69,7 +70,7 @@ class UnigramFixture : public ::testing::Test {
   std::vector<nlohmann::json> corpus_;
 };
 
-TEST_F(UnigramFixture, TokenizerModelMatchesSentencePiece) {
+TEST_F(TrainedTokenizers, TokenizerModelMatchesSentencePiece) {
   for (const char* name : {"t5", "bytes"}) {
     auto tokenizer = Tokenizer::Load(dir_ + "/" + name + "/tokenizer.model");
     ASSERT_TRUE(tokenizer.has_value()) << tokenizer.error().message;
@@ -78,12 +79,12 @@ TEST_F(UnigramFixture, TokenizerModelMatchesSentencePiece) {
   }
 }
 
-TEST_F(UnigramFixture, TokenizerJsonMatchesHuggingFace) {
+TEST_F(TrainedTokenizers, TokenizerJsonMatchesHuggingFace) {
   if (!fs::exists(SourcePath("tools/tokenizers/node_modules/tokenizers/package.json"))) {
     GTEST_SKIP() << "Hugging Face tokenizers (npm) is not installed in tools/tokenizers: "
                     "`make tokenizers` installs it (make test does it first)";
   }
-  for (const char* name : {"t5", "albert", "xlmr", "bytes"}) {
+  for (const char* name : {"t5", "albert", "xlmr", "bytes", "bert", "bert-cased", "wordlevel"}) {
     const std::string json = dir_ + "/" + name + "/tokenizer.json";
     const auto run = testing::RunProgram(
         "node", {SourcePath("tools/tokenizers/make_goldens.mjs"), json, dir_ + "/corpus.jsonl"});
@@ -99,7 +100,7 @@ TEST_F(UnigramFixture, TokenizerJsonMatchesHuggingFace) {
 
 // kite convert writes a SentencePiece Unigram vocabulary as GGUF "t5" (llama.cpp's UGM
 // tokenizer); read back, it must still be SentencePiece's tokenizer.
-TEST_F(UnigramFixture, GgufT5VocabularyMatchesSentencePiece) {
+TEST_F(TrainedTokenizers, GgufT5VocabularyMatchesSentencePiece) {
   for (const char* name : {"t5", "bytes"}) {
     const std::string model = dir_ + "/" + name + "/tokenizer.model";
     auto vocabulary = LoadGgufTokenizer(model);
