@@ -2,7 +2,10 @@
 // (median of 5 runs, after one warm-up). CPU time rather than wall time because these machines
 // are shared; compare against tools/spm_bench.py (SentencePiece on llama2's tokenizer.model,
 // same texts, same two modes) run at the same time.
-//   tokenizer_bench [--testdata DIR] [english.txt [chinese.txt]]
+//   tokenizer_bench [--testdata DIR] [--fixtures DIR] [english.txt [chinese.txt]]
+// The real vocabularies `make tokenizers` installs (Qwen2.5, Qwen3, Gemma 3, GPT-4o) are measured
+// when present; --fixtures names a folder tools/make_tokenizer_fixtures.py wrote (T5-style
+// unigram as tokenizer.model and tokenizer.json, BERT-style WordPiece).
 // Texts default to files Debian ships: the GPL-3 (English); Vim's Chinese tutor and GnuPG's
 // Chinese help (Chinese); each repeated to at least 1 MiB. Modes: "document" encodes the whole
 // text in one call, "lines" calls Encode once per line (newline included), like many prompts.
@@ -55,10 +58,10 @@ double ThreadSeconds() {
   return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
-// The repository's testdata folder, from where this file was compiled.
-std::string DefaultTestdata() {
+// The repository's root folder, from where this file was compiled.
+std::string RepositoryRoot() {
   const std::filesystem::path root = std::filesystem::path(__FILE__).parent_path().parent_path();
-  return (root.empty() ? std::filesystem::path(".") : root).string() + "/testdata";
+  return (root.empty() ? std::filesystem::path(".") : root).string();
 }
 
 // Median MB/s over kRuns of encoding `chunks`; `tokens` receives the token count.
@@ -87,12 +90,15 @@ double MedianRate(const kite::Tokenizer& tokenizer, const std::vector<std::strin
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string root = DefaultTestdata();
+  std::string root = RepositoryRoot() + "/testdata";
+  std::string fixtures;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--testdata" && i + 1 < argc) {
       root = argv[++i];
+    } else if (arg == "--fixtures" && i + 1 < argc) {
+      fixtures = argv[++i];
     } else {
       files.push_back(arg);
     }
@@ -105,8 +111,26 @@ int main(int argc, char** argv) {
                                    "/usr/share/gnupg/help.zh_CN.txt"});
   std::printf("%-8s %-8s %6s %10s %16s %13s\n", "model", "text", "MB", "tokens",
               "document MB/s", "lines MB/s");
-  for (const char* model : {"llama3", "gpt2", "llama2", "mistral"}) {
-    auto tokenizer = kite::Tokenizer::Load(root + "/tokenizers/" + model);
+  const std::string lenml = RepositoryRoot() + "/tools/tokenizers/node_modules/@lenml/tokenizer-";
+  std::vector<std::pair<std::string, std::string>> models;  // name, path
+  for (const char* name : {"llama3", "gpt2", "llama2", "mistral"}) {
+    models.emplace_back(name, root + "/tokenizers/" + name);
+  }
+  for (const char* name : {"qwen2_5", "qwen3", "gemma3", "gpt4o"}) {
+    models.emplace_back(name, lenml + name + "/models");
+  }
+  if (!fixtures.empty()) {
+    models.emplace_back("t5-spm", fixtures + "/t5/tokenizer.model");
+    models.emplace_back("t5-hf", fixtures + "/t5/tokenizer.json");
+    models.emplace_back("bert", fixtures + "/bert/tokenizer.json");
+  }
+  for (const auto& [name, path] : models) {
+    const char* model = name.c_str();
+    if (!std::filesystem::exists(path)) {
+      std::printf("%-8s (not installed: %s)\n", model, path.c_str());
+      continue;
+    }
+    auto tokenizer = kite::Tokenizer::Load(path);
     if (!tokenizer) {
       std::fprintf(stderr, "%s\n", tokenizer.error().message.c_str());
       return 1;

@@ -62,7 +62,7 @@ Status BuildBpe(const json& model, const std::vector<json>& merges, bool byte_le
   KITE_RETURN_IF_ERROR(ParseMerges(merges, vocab, fields, &bpe));
   pipeline->model = std::move(bpe);
   pipeline->kind = byte_level ? "byte-level-bpe" : "sentencepiece-bpe";
-  pipeline->split_at_word_starts = !byte_level && CanSplitAtWordStarts(vocab);
+  pipeline->split_at_word_starts = !byte_level && CanSplitAtWordStarts(vocab, &pipeline->word_crossing_tokens);
   pipeline->unk_id = options.unk_id;
   return Ok();
 }

@@ -205,7 +205,7 @@ Result<std::unique_ptr<Pipeline>> LoadGgufVocab(const GgufFile& gguf) {
     if (add_space_prefix) pipeline->normalizer.AddPrepend(" ");
     pipeline->normalizer.AddReplace(" ", std::string(kSpaceMarker));
     pipeline->model = SpmBpe(vocab.HasAllByteTokens(), pipeline->unk_id);
-    pipeline->split_at_word_starts = CanSplitAtWordStarts(vocab);
+    pipeline->split_at_word_starts = CanSplitAtWordStarts(vocab, &pipeline->word_crossing_tokens);
     pipeline->decoder = Decoder::SentencePiece(add_space_prefix, false, " \xe2\x81\x87 ");
   } else {
     pipeline->kind = "byte-level-bpe";

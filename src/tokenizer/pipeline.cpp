@@ -117,11 +117,21 @@ Status Pipeline::EncodeNormalized(std::string_view normalized, bool at_start,
       EncodePiece(piece, scratch, out);
       continue;
     }
+    // Whether a token that holds a word start spells itself across `hit` in the piece.
+    const auto crossed = [&](size_t hit) {
+      for (const WordCrossingToken& token : word_crossing_tokens) {
+        for (const size_t at : token.starts) {
+          if (at <= hit && piece.substr(hit - at, token.text.size()) == token.text) return true;
+        }
+      }
+      return false;
+    };
     size_t start = 0;
     for (size_t hit = piece.find(kSpaceMarker, 1); hit != std::string_view::npos;
          hit = piece.find(kSpaceMarker, hit + 1)) {
       if (hit >= start + kSpaceMarker.size() &&
-          piece.substr(hit - kSpaceMarker.size(), kSpaceMarker.size()) != kSpaceMarker) {
+          piece.substr(hit - kSpaceMarker.size(), kSpaceMarker.size()) != kSpaceMarker &&
+          !crossed(hit)) {
         EncodePiece(piece.substr(start, hit - start), scratch, out);
         start = hit;
       }
@@ -131,7 +141,10 @@ Status Pipeline::EncodeNormalized(std::string_view normalized, bool at_start,
   return Ok();
 }
 
-bool CanSplitAtWordStarts(const Vocab& vocab) {
+bool CanSplitAtWordStarts(const Vocab& vocab, std::vector<WordCrossingToken>* crossing) {
+  // Past this many, checking each cut costs more than the long piece it saves.
+  constexpr size_t kMaxCrossing = 16;
+  crossing->clear();
   const int32_t marker = vocab.Find(kSpaceMarker);
   if (marker < 0 || vocab.Type(marker) != TokenType::kNormal) return false;
   for (int32_t id = 0; id < vocab.size(); ++id) {
@@ -140,13 +153,21 @@ bool CanSplitAtWordStarts(const Vocab& vocab) {
       continue;
     }
     const std::string_view text = vocab.Text(id);
+    WordCrossingToken token;
     for (size_t hit = text.find(kSpaceMarker, 1); hit != std::string_view::npos;
          hit = text.find(kSpaceMarker, hit + 1)) {
       if (hit < kSpaceMarker.size() ||
           text.substr(hit - kSpaceMarker.size(), kSpaceMarker.size()) != kSpaceMarker) {
-        return false;
+        token.starts.push_back(hit);
       }
     }
+    if (token.starts.empty()) continue;
+    if (crossing->size() == kMaxCrossing) {
+      crossing->clear();
+      return false;
+    }
+    token.text = std::string(text);
+    crossing->push_back(std::move(token));
   }
   return true;
 }

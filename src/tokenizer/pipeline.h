@@ -23,6 +23,13 @@
 
 namespace kite::tok {
 
+// A token holding the start of a word after another character, and where in it each such start
+// is (byte offsets of the U+2581).
+struct WordCrossingToken {
+  std::string text;
+  std::vector<size_t> starts;
+};
+
 // Scratch space for one Encode call, reused across its segments and pieces.
 struct EncodeScratch {
   std::vector<Segment> segments;
@@ -50,6 +57,8 @@ struct Pipeline {
   // Pieces may be cut before each word-initial U+2581 and encoded chunk by chunk (see
   // CanSplitAtWordStarts): same ids, but short chunks instead of one long piece.
   bool split_at_word_starts = false;
+  // Tokens a word start falls inside (Gemma's ">▁</"): no cut where the text spells one across.
+  std::vector<WordCrossingToken> word_crossing_tokens;
 
   // What `kite inspect` shows and the runtime asks for.
   // "sentencepiece-bpe", "byte-level-bpe", "unigram", "wordpiece" or "wordlevel"
@@ -73,9 +82,10 @@ struct Pipeline {
                           std::vector<int32_t>* out) const;
 };
 
-// True when no token BPE can produce holds a U+2581 after another character (so no merge
-// crosses the start of a word) and U+2581 itself is a token.
-bool CanSplitAtWordStarts(const Vocab& vocab);
+// True when U+2581 itself is a token and few tokens BPE can produce hold a U+2581 after another
+// character (`*crossing` receives them): a merge crosses the start of a word only where the text
+// spells one of them across it.
+bool CanSplitAtWordStarts(const Vocab& vocab, std::vector<WordCrossingToken>* crossing);
 
 // Number of tokens of type control, user-defined or unknown.
 int32_t CountSpecialTokens(const Vocab& vocab);
