@@ -81,7 +81,8 @@ AWKWARD = [
 ]
 
 
-def main():
+def license_texts():
+    """The license texts every Debian system ships: the fixtures' training text."""
     texts = []
     for path in sorted(glob.glob("/usr/share/common-licenses/*")):
         if os.path.isfile(path):
@@ -89,6 +90,11 @@ def main():
                 texts.append(f.read())
     if not texts:
         sys.exit("no license texts in /usr/share/common-licenses")
+    return texts
+
+
+def main():
+    texts = license_texts()
     os.makedirs(OUT, exist_ok=True)
     # A fixed folder: the model records its training input's path.
     tmp = os.path.join(tempfile.gettempdir(), "kite-spm-oracle")

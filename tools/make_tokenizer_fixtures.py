@@ -24,7 +24,6 @@ Writes under OUT_DIR:
                                   and decode of each corpus line
 """
 import base64
-import glob
 import json
 import os
 import struct
@@ -34,7 +33,7 @@ import sentencepiece as spm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from make_spm_fixture import AWKWARD, EXTRA_LINES  # noqa: E402
+from make_spm_fixture import AWKWARD, EXTRA_LINES, license_texts  # noqa: E402
 
 MORE_LINES = [
     "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ ｶﾀｶﾅ ①②③ ﬁ ﬂ ㎏ ™",
@@ -245,15 +244,9 @@ def train(corpus, prefix, **options):
 
 def main():
     if len(sys.argv) != 2:
-        sys.exit("usage: make_unigram_fixture.py OUT_DIR")
+        sys.exit("usage: make_tokenizer_fixtures.py OUT_DIR")
     out = sys.argv[1]
-    texts = []
-    for path in sorted(glob.glob("/usr/share/common-licenses/*")):
-        if os.path.isfile(path):
-            with open(path, encoding="utf-8", errors="replace") as f:
-                texts.append(f.read())
-    if not texts:
-        sys.exit("no license texts in /usr/share/common-licenses")
+    texts = license_texts()
     os.makedirs(out, exist_ok=True)
     training = os.path.join(out, "training.txt")
     with open(training, "w", encoding="utf-8") as f:

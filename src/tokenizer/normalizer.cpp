@@ -85,41 +85,24 @@ Normalizer Normalizer::SentencePiece(SpmNormalizerSpec spec,
 }
 
 void Normalizer::AddReplaceRegex(Regex regex, std::string to) {
-  Step step;
-  step.kind = Kind::kReplaceRegex;
+  Step& step = NewStep(Kind::kReplaceRegex);
   step.b = std::move(to);
   step.regex = std::make_shared<const Regex>(std::move(regex));
-  steps_.push_back(std::move(step));
 }
 
-void Normalizer::AddUnicodeForm(UnicodeForm form) {
-  Step step;
-  step.kind = Kind::kUnicodeForm;
-  step.form = form;
-  steps_.push_back(std::move(step));
-}
+void Normalizer::AddUnicodeForm(UnicodeForm form) { NewStep(Kind::kUnicodeForm).form = form; }
 
 void Normalizer::AddStrip(bool left, bool right) {
-  Step step;
-  step.kind = Kind::kStrip;
+  Step& step = NewStep(Kind::kStrip);
   step.left = left;
   step.right = right;
-  steps_.push_back(std::move(step));
 }
 
 void Normalizer::AddPrecompiled(std::shared_ptr<const PrecompiledCharsmap> charsmap) {
-  Step step;
-  step.kind = Kind::kPrecompiled;
-  step.charsmap = std::move(charsmap);
-  steps_.push_back(std::move(step));
+  NewStep(Kind::kPrecompiled).charsmap = std::move(charsmap);
 }
 
-void Normalizer::AddBert(BertOptions options) {
-  Step step;
-  step.kind = Kind::kBert;
-  step.bert = options;
-  steps_.push_back(std::move(step));
-}
+void Normalizer::AddBert(BertOptions options) { NewStep(Kind::kBert).bert = options; }
 
 // SentencePiece's Normalizer::Normalize: its rules, then white space handling.
 void Normalizer::ApplySentencePiece(const SpmNormalizerSpec& spec, std::string_view text,

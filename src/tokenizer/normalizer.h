@@ -92,12 +92,14 @@ class Normalizer {
     std::shared_ptr<const Regex> regex;
     std::shared_ptr<const PrecompiledCharsmap> charsmap;
   };
+  Step& NewStep(Kind kind) {
+    steps_.emplace_back().kind = kind;
+    return steps_.back();
+  }
   void AddTextStep(Kind kind, std::string a, std::string b) {
-    Step step;
-    step.kind = kind;
+    Step& step = NewStep(kind);
     step.a = std::move(a);
     step.b = std::move(b);
-    steps_.push_back(std::move(step));
   }
   static void ApplySentencePiece(const SpmNormalizerSpec& spec, std::string_view text,
                                  bool continuation, std::string* out);

@@ -117,49 +117,11 @@ Result<Regex> Regex::Compile(std::string_view pattern, const std::string& name, 
   return regex;
 }
 
-Status Regex::Split(std::string_view text, std::vector<std::string_view>* pieces) const {
+Result<std::optional<std::pair<size_t, size_t>>> Regex::NextMatch(std::string_view text,
+                                                                  size_t offset) const {
   ThreadMatchState& state = MatchState();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  size_t gap_start = 0;
-  size_t offset = 0;
   while (offset < text.size()) {
-    if (ascii_matcher_ != nullptr && offset == gap_start) {
-      if (const size_t length = ascii_matcher_(text, offset); length > 0) {
-        pieces->push_back(text.substr(offset, length));
-        gap_start = offset += length;
-        continue;
-      }
-    }
-    const int rc = code_->jit ? pcre2_jit_match(code_->code, subject, text.size(), offset, 0,
-                                                state.data, state.context)
-                              : pcre2_match(code_->code, subject, text.size(), offset,
-                                            PCRE2_NO_UTF_CHECK, state.data, state.context);
-    if (rc == PCRE2_ERROR_NOMATCH) break;
-    if (rc < 0) {
-      return InvalidInput(name_ + ": pre-tokenizer regex failed at byte " + std::to_string(offset) +
-                          ": " + Pcre2Message(rc));
-    }
-    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);
-    const size_t begin = ovector[0], end = ovector[1];
-    if (end == begin) {
-      // An empty match: step over one character; it stays in the current gap.
-      offset = begin + 1;
-      while (offset < text.size() && (static_cast<uint8_t>(text[offset]) & 0xc0) == 0x80) ++offset;
-      continue;
-    }
-    if (begin > gap_start) pieces->push_back(text.substr(gap_start, begin - gap_start));
-    pieces->push_back(text.substr(begin, end - begin));
-    gap_start = offset = end;
-  }
-  if (gap_start < text.size()) pieces->push_back(text.substr(gap_start));
-  return Ok();
-}
-
-Status Regex::Find(std::string_view text,
-                   std::vector<std::pair<size_t, size_t>>* matches) const {
-  ThreadMatchState& state = MatchState();
-  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  for (size_t offset = 0; offset < text.size();) {
     const int rc = code_->jit ? pcre2_jit_match(code_->code, subject, text.size(), offset, 0,
                                                 state.data, state.context)
                               : pcre2_match(code_->code, subject, text.size(), offset,
@@ -171,13 +133,43 @@ Status Regex::Find(std::string_view text,
     }
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(state.data);
     const size_t begin = ovector[0], end = ovector[1];
-    if (end == begin) {  // an empty match: step over one character
-      offset = begin + 1;
-      while (offset < text.size() && (static_cast<uint8_t>(text[offset]) & 0xc0) == 0x80) ++offset;
-      continue;
+    if (end > begin) return std::optional(std::pair(begin, end));
+    // An empty match: step over one character.
+    offset = begin + 1;
+    while (offset < text.size() && (static_cast<uint8_t>(text[offset]) & 0xc0) == 0x80) ++offset;
+  }
+  return std::optional<std::pair<size_t, size_t>>();
+}
+
+Status Regex::Split(std::string_view text, std::vector<std::string_view>* pieces) const {
+  size_t gap_start = 0;
+  size_t offset = 0;
+  while (offset < text.size()) {
+    if (ascii_matcher_ != nullptr && offset == gap_start) {
+      if (const size_t length = ascii_matcher_(text, offset); length > 0) {
+        pieces->push_back(text.substr(offset, length));
+        gap_start = offset += length;
+        continue;
+      }
     }
-    matches->emplace_back(begin, end);
-    offset = end;
+    const auto match = KITE_TRY(NextMatch(text, offset));
+    if (!match) break;
+    const auto [begin, end] = *match;
+    if (begin > gap_start) pieces->push_back(text.substr(gap_start, begin - gap_start));
+    pieces->push_back(text.substr(begin, end - begin));
+    gap_start = offset = end;
+  }
+  if (gap_start < text.size()) pieces->push_back(text.substr(gap_start));
+  return Ok();
+}
+
+Status Regex::Find(std::string_view text,
+                   std::vector<std::pair<size_t, size_t>>* matches) const {
+  for (size_t offset = 0; offset < text.size();) {
+    const auto match = KITE_TRY(NextMatch(text, offset));
+    if (!match) break;
+    matches->push_back(*match);
+    offset = match->second;
   }
   return Ok();
 }

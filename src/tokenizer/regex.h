@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,10 @@ class Regex {
   const std::string& pattern() const { return pattern_; }
 
  private:
+  // The first non-empty match at or after `offset` ([begin, end)), nullopt when there is none.
+  Result<std::optional<std::pair<size_t, size_t>>> NextMatch(std::string_view text,
+                                                             size_t offset) const;
+
   struct Code;
   std::string pattern_;
   std::string name_;

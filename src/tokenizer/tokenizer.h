@@ -1,7 +1,8 @@
-// Text <-> token ids for every model Kite runs: SentencePiece-style BPE (Llama 2, Mistral, Phi-3)
-// and byte-level BPE (GPT-2, Llama 3, Qwen2), loaded from a Hugging Face folder, tokenizer.json,
-// tokenizer.model or a GGUF file. Outputs match the reference implementations exactly
-// (testdata/tokenizers, testdata/gguf-vocab).
+// Text <-> token ids for every model Kite runs: SentencePiece-style BPE (Llama 2, Mistral, Phi-3,
+// Gemma), byte-level BPE (GPT-2, Llama 3, Qwen2.5/3, Phi-4), SentencePiece Unigram (T5, ALBERT,
+// XLM-R) and WordPiece / WordLevel (BERT), loaded from a Hugging Face folder, tokenizer.json,
+// tokenizer.model or a GGUF file. Outputs match the reference implementations exactly (README:
+// Tokenizers).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +23,8 @@ struct Pipeline;
 
 // What `kite inspect` shows about a tokenizer.
 struct TokenizerSummary {
-  std::string kind;  // "sentencepiece-bpe" or "byte-level-bpe"
+  // "sentencepiece-bpe", "byte-level-bpe", "unigram", "wordpiece" or "wordlevel"
+  std::string kind;
   int32_t vocab_size = 0;
   std::string pre_tokenizer;  // "llama3", "gpt2", "qwen2", "metaspace", "custom regex", or ""
   int32_t bos_id = -1;        // -1: none
