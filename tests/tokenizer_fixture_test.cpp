@@ -33,8 +33,8 @@ class TrainedTokenizers : public ::testing::Test {
     std::string pattern = (fs::temp_directory_path() / "kite-tokenizers-XXXXXX").string();
     ASSERT_NE(mkdtemp(pattern.data()), nullptr);
     dir_ = pattern;
-    const auto made =
-        testing::RunProgram("/usr/bin/python3", {SourcePath("tools/make_tokenizer_fixtures.py"), dir_});
+    const auto made = testing::RunProgram("/usr/bin/python3",
+                                          {SourcePath("tools/make_tokenizer_fixtures.py"), dir_});
     ASSERT_EQ(made.exit_code, 0) << made.err
                                  << "(needs Debian's python3-sentencepiece: make deps installs it)";
     corpus_ = testing::ReadJsonLines(dir_ + "/corpus.jsonl");

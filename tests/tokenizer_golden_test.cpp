@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "format/gguf.h"
-#include "tokenizer_golden_check.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer_golden_check.h"
 
 namespace kite {
 namespace {

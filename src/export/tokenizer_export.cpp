@@ -183,7 +183,8 @@ Result<GgufTokenizer> FromGguf(const std::string& path) {
   out.add_space_prefix = KITE_TRY(flag("tokenizer.ggml.add_space_prefix"));
   out.remove_extra_whitespaces = KITE_TRY(flag("tokenizer.ggml.remove_extra_whitespaces"));
   if (gguf.Find("tokenizer.ggml.precompiled_charsmap")) {  // checked by FromGguf: bytes
-    for (const GgufValue& v : KITE_TRY(gguf.GetArray("tokenizer.ggml.precompiled_charsmap"))->items) {
+    for (const GgufValue& v :
+         KITE_TRY(gguf.GetArray("tokenizer.ggml.precompiled_charsmap"))->items) {
       out.precompiled_charsmap.push_back(static_cast<uint8_t>(v.AsInt().value_or(0) & 0xff));
     }
   }
@@ -292,7 +293,8 @@ void SetTokenizerMetadata(const GgufTokenizer& t, GgufWriter* writer) {
     std::vector<GgufValue> bytes;
     bytes.reserve(t.precompiled_charsmap.size());
     for (uint8_t byte : t.precompiled_charsmap) bytes.push_back(GgufValue{byte});
-    writer->SetValue("tokenizer.ggml.precompiled_charsmap", Array(GgufType::kUint8, std::move(bytes)));
+    writer->SetValue("tokenizer.ggml.precompiled_charsmap",
+                     Array(GgufType::kUint8, std::move(bytes)));
   }
   if (!t.chat_template.empty()) writer->SetString("tokenizer.chat_template", t.chat_template);
 }

@@ -26,9 +26,9 @@ struct GgufTokenizer {
   std::vector<std::string> merges;  // gpt2 only: "left right" in rank order
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;  // -1: none
   std::optional<bool> add_bos, add_eos;
-  std::optional<bool> add_space_prefix;           // llama and t5
-  std::optional<bool> remove_extra_whitespaces;   // t5
-  std::vector<uint8_t> precompiled_charsmap;      // t5: SentencePiece's rules, or empty
+  std::optional<bool> add_space_prefix;          // llama and t5
+  std::optional<bool> remove_extra_whitespaces;  // t5
+  std::vector<uint8_t> precompiled_charsmap;     // t5: SentencePiece's rules, or empty
   std::string chat_template;
 
   int32_t size() const { return static_cast<int32_t>(tokens.size()); }

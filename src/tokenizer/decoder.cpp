@@ -194,8 +194,8 @@ void Decoder::ApplyStep(const Step& step, bool raw, std::vector<std::string>* to
         }
         if (!step.flag) continue;
         static const std::pair<const char*, const char*> kCleanup[] = {
-            {" .", "."},   {" ?", "?"},     {" !", "!"},         {" ,", ","},
-            {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},       {" do not", " don't"},
+            {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+            {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
             {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
         for (const auto& [from, to] : kCleanup) {
           std::string replaced;

@@ -62,7 +62,8 @@ Status BuildBpe(const json& model, const std::vector<json>& merges, bool byte_le
   KITE_RETURN_IF_ERROR(ParseMerges(merges, vocab, fields, &bpe));
   pipeline->model = std::move(bpe);
   pipeline->kind = byte_level ? "byte-level-bpe" : "sentencepiece-bpe";
-  pipeline->split_at_word_starts = !byte_level && CanSplitAtWordStarts(vocab, &pipeline->word_crossing_tokens);
+  pipeline->split_at_word_starts =
+      !byte_level && CanSplitAtWordStarts(vocab, &pipeline->word_crossing_tokens);
   pipeline->unk_id = options.unk_id;
   return Ok();
 }
@@ -99,9 +100,9 @@ Status BuildHfModel(const json& model, const std::string& type, const std::vecto
     const int64_t max_chars =
         KITE_TRY(fields.IntOr(model, "max_input_chars_per_word", "model", 100));
     if (max_chars < 0) return fields.Bad("model.max_input_chars_per_word", "negative");
-    pipeline->model =
-        WordPiece(unk_id, KITE_TRY(fields.StringOr(model, "continuing_subword_prefix", "model", "##")),
-                  static_cast<size_t>(max_chars));
+    pipeline->model = WordPiece(
+        unk_id, KITE_TRY(fields.StringOr(model, "continuing_subword_prefix", "model", "##")),
+        static_cast<size_t>(max_chars));
     pipeline->kind = "wordpiece";
     return Ok();
   }

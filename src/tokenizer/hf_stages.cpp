@@ -148,7 +148,8 @@ Status ParseNormalizer(const json& value, const std::string& path, const JsonFie
   if (type == "BertNormalizer") {
     Normalizer::BertOptions options;
     options.clean_text = KITE_TRY(fields.BoolOr(value, "clean_text", path, true));
-    options.handle_chinese_chars = KITE_TRY(fields.BoolOr(value, "handle_chinese_chars", path, true));
+    options.handle_chinese_chars =
+        KITE_TRY(fields.BoolOr(value, "handle_chinese_chars", path, true));
     options.lowercase = KITE_TRY(fields.BoolOr(value, "lowercase", path, true));
     // null: strip accents when lowercasing (BERT's uncased models).
     options.strip_accents =
@@ -192,8 +193,8 @@ Status ParsePreTokenizer(const json& value, const std::string& path, const JsonF
     if (behavior == SplitBehavior::kIsolated && !invert) {  // tiles by the fast path
       pre_tokenizer->AddSplit(KITE_TRY(Regex::Compile(regex, fields.file())));
     } else {
-      pre_tokenizer->AddSplitMatches(KITE_TRY(Regex::Compile(regex, fields.file(), true)),
-                                     behavior, invert);
+      pre_tokenizer->AddSplitMatches(KITE_TRY(Regex::Compile(regex, fields.file(), true)), behavior,
+                                     invert);
     }
     const std::string_view known = KnownPatternName(pattern.text);
     info->name = known.empty() ? "custom regex" : std::string(known);

@@ -60,24 +60,27 @@ TEST(HfJsonErrors, UnsupportedStagesSayWhatIsSupported) {
                                   {"type": "NFKC"}, {"type": "Nmt"}]},
                                 "model": {"vocab": {"a": 0}, "merges": []}})");
   EXPECT_EQ(nmt.code, ErrorCode::kUnsupported);
-  EXPECT_TRUE(Contains(nmt.message, "field 'normalizer.normalizers[1].type': normalizer \"Nmt\" "
-                                    "is not supported (supported: Sequence, Prepend, Replace, "
-                                    "NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, "
-                                    "Precompiled, BertNormalizer)"))
+  EXPECT_TRUE(Contains(nmt.message,
+                       "field 'normalizer.normalizers[1].type': normalizer \"Nmt\" "
+                       "is not supported (supported: Sequence, Prepend, Replace, "
+                       "NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, "
+                       "Precompiled, BertNormalizer)"))
       << nmt.message;
   const Error scripts = HfError(R"({"pre_tokenizer": {"type": "UnicodeScripts"},
                                     "model": {"vocab": {"a": 0}, "merges": []}})");
-  EXPECT_TRUE(Contains(scripts.message, "field 'pre_tokenizer.type': pre-tokenizer "
-                                        "\"UnicodeScripts\" is not supported (supported: "
-                                        "Sequence, ByteLevel, Split, Metaspace, Digits"))
+  EXPECT_TRUE(Contains(scripts.message,
+                       "field 'pre_tokenizer.type': pre-tokenizer "
+                       "\"UnicodeScripts\" is not supported (supported: "
+                       "Sequence, ByteLevel, Split, Metaspace, Digits"))
       << scripts.message;
   const Error behavior = HfError(R"({"pre_tokenizer": {"type": "Split", "behavior": "Sideways",
                                        "pattern": {"String": " "}},
                                      "model": {"vocab": {"a": 0}, "merges": []}})");
-  EXPECT_TRUE(Contains(behavior.message, "field 'pre_tokenizer.behavior': Split behavior "
-                                         "\"Sideways\" is not supported (supported: Removed, "
-                                         "Isolated, MergedWithPrevious, MergedWithNext, "
-                                         "Contiguous)"))
+  EXPECT_TRUE(Contains(behavior.message,
+                       "field 'pre_tokenizer.behavior': Split behavior "
+                       "\"Sideways\" is not supported (supported: Removed, "
+                       "Isolated, MergedWithPrevious, MergedWithNext, "
+                       "Contiguous)"))
       << behavior.message;
   const Error nested = HfError(R"({"decoder": {"type": "Sequence", "decoders": [
                                      {"type": "Fuse"}, {"type": "CTC"}]},
@@ -87,11 +90,9 @@ TEST(HfJsonErrors, UnsupportedStagesSayWhatIsSupported) {
   const Error charsmap = HfError(R"({"normalizer": {"type": "Precompiled",
                                                     "precompiled_charsmap": "not base64!"},
                                      "model": {"vocab": {"a": 0}, "merges": []}})");
-  EXPECT_EQ(charsmap.message,
-            "toy.json: field 'normalizer.precompiled_charsmap': not base64");
+  EXPECT_EQ(charsmap.message, "toy.json: field 'normalizer.precompiled_charsmap': not base64");
   const Error pieces = HfError(R"({"model": {"type": "Unigram", "vocab": [["a", "x"]]}})");
-  EXPECT_EQ(pieces.message,
-            "toy.json: field 'model.vocab[0]': expected [text, score], got array");
+  EXPECT_EQ(pieces.message, "toy.json: field 'model.vocab[0]': expected [text, score], got array");
 }
 
 TEST(HfJsonErrors, ByteLevelVocabularyNeedsEveryByte) {

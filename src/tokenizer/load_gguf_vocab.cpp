@@ -124,8 +124,8 @@ Status SetUpUnigram(const GgufFile& gguf, Pipeline* pipeline) {
   std::shared_ptr<const PrecompiledCharsmap> charsmap;
   if (const GgufValue* value = gguf.Find("tokenizer.ggml.precompiled_charsmap")) {
     const GgufValue::Array* array = value->AsArray();
-    if (array == nullptr || (array->element_type != GgufType::kUint8 &&
-                             array->element_type != GgufType::kInt8)) {
+    if (array == nullptr ||
+        (array->element_type != GgufType::kUint8 && array->element_type != GgufType::kInt8)) {
       return InvalidInput(name + ": tokenizer.ggml.precompiled_charsmap must be an array of bytes");
     }
     std::vector<uint8_t> bytes;
@@ -134,8 +134,8 @@ Status SetUpUnigram(const GgufFile& gguf, Pipeline* pipeline) {
       bytes.push_back(static_cast<uint8_t>(item.AsInt().value_or(0) & 0xff));
     }
     if (!bytes.empty()) {
-      charsmap = std::make_shared<const PrecompiledCharsmap>(
-          KITE_TRY(PrecompiledCharsmap::Parse(bytes, name + ": tokenizer.ggml.precompiled_charsmap")));
+      charsmap = std::make_shared<const PrecompiledCharsmap>(KITE_TRY(
+          PrecompiledCharsmap::Parse(bytes, name + ": tokenizer.ggml.precompiled_charsmap")));
     }
   }
   SpmNormalizerSpec spec;
@@ -177,8 +177,8 @@ Result<std::unique_ptr<Pipeline>> LoadGgufVocab(const GgufFile& gguf) {
   const int32_t default_eos = t5 ? 1 : (spm ? 2 : -1);
   const int32_t eos =
       KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eos_token_id", default_eos, vocab.size()));
-  pipeline->unk_id = KITE_TRY(OptionalId(gguf, "tokenizer.ggml.unknown_token_id",
-                                         spm ? 0 : (t5 ? 2 : -1), vocab.size()));
+  pipeline->unk_id = KITE_TRY(
+      OptionalId(gguf, "tokenizer.ggml.unknown_token_id", spm ? 0 : (t5 ? 2 : -1), vocab.size()));
   for (int32_t id :
        {eos, KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eot_token_id", -1, vocab.size())),
         KITE_TRY(OptionalId(gguf, "tokenizer.ggml.eom_token_id", -1, vocab.size()))}) {

@@ -85,8 +85,7 @@ Status TakePieces(const std::vector<json>& pieces, const JsonFields& fields,
                   std::vector<std::pair<std::string, json>>* entries, std::vector<float>* scores) {
   for (size_t i = 0; i < pieces.size(); ++i) {
     const json& piece = pieces[i];
-    if (!piece.is_array() || piece.size() != 2 || !piece[0].is_string() ||
-        !piece[1].is_number()) {
+    if (!piece.is_array() || piece.size() != 2 || !piece[0].is_string() || !piece[1].is_number()) {
       return fields.Wrong(IndexPath("model.vocab", i), "[text, score]", piece);
     }
     entries->emplace_back(piece[0].get<std::string>(), json(static_cast<int64_t>(i)));

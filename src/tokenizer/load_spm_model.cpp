@@ -226,7 +226,8 @@ Result<std::unique_ptr<Pipeline>> LoadSpmModel(std::span<const uint8_t> bytes,
     pipeline->model = std::move(model);
   }
   // Unigram's Viterbi sums must run over the whole text as SentencePiece's do (hf_models.cpp).
-  pipeline->split_at_word_starts = trainer.model_type == 2 && CanSplitAtWordStarts(vocab, &pipeline->word_crossing_tokens);
+  pipeline->split_at_word_starts =
+      trainer.model_type == 2 && CanSplitAtWordStarts(vocab, &pipeline->word_crossing_tokens);
   pipeline->normalizer = Normalizer::SentencePiece(normalizer.spec, std::move(charsmap));
   pipeline->decoder = Decoder::SentencePiece(
       normalizer.spec.add_dummy_prefix || normalizer.spec.remove_extra_whitespaces,

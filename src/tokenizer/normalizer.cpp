@@ -22,7 +22,8 @@ void ForEachChar(std::string_view text, Each each) {
 // StripAccents drops every mark; BertNormalizer's strip_accents only nonspacing ones.
 void AppendWithoutMarks(std::string_view text, bool nonspacing_only, std::string* out) {
   ForEachChar(text, [&](char32_t cp, size_t pos, size_t length) {
-    if (!(nonspacing_only ? IsNonspacingMark(cp) : IsMark(cp))) out->append(text.substr(pos, length));
+    if (!(nonspacing_only ? IsNonspacingMark(cp) : IsMark(cp)))
+      out->append(text.substr(pos, length));
   });
 }
 

@@ -18,8 +18,8 @@
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/spm_bpe.h"
 #include "tokenizer/unigram.h"
-#include "tokenizer/word_models.h"
 #include "tokenizer/vocab.h"
+#include "tokenizer/word_models.h"
 
 namespace kite::tok {
 

@@ -163,8 +163,7 @@ Status Regex::Split(std::string_view text, std::vector<std::string_view>* pieces
   return Ok();
 }
 
-Status Regex::Find(std::string_view text,
-                   std::vector<std::pair<size_t, size_t>>* matches) const {
+Status Regex::Find(std::string_view text, std::vector<std::pair<size_t, size_t>>* matches) const {
   for (size_t offset = 0; offset < text.size();) {
     const auto match = KITE_TRY(NextMatch(text, offset));
     if (!match) break;

@@ -25,11 +25,11 @@ void ForEachGrapheme(std::string_view text, const std::function<void(size_t, siz
 
 bool IsWhiteSpace(char32_t cp);      // Unicode White_Space (Rust's char::is_whitespace)
 bool IsMark(char32_t cp);            // General_Category M (Mn, Mc, Me): StripAccents
-bool IsPunctuation(char32_t cp);    // ASCII punctuation or General_Category P
-bool IsNonspacingMark(char32_t cp); // General_Category Mn (BERT's strip_accents)
+bool IsPunctuation(char32_t cp);     // ASCII punctuation or General_Category P
+bool IsNonspacingMark(char32_t cp);  // General_Category Mn (BERT's strip_accents)
 // Cc, Cf, Co except tab, LF and CR (BERT's clean_text; its table of unassigned characters, Cn,
 // is empty, so those stay).
 bool IsBertControl(char32_t cp);
-bool IsCjkIdeograph(char32_t cp);   // the CJK blocks BERT pads with spaces
+bool IsCjkIdeograph(char32_t cp);  // the CJK blocks BERT pads with spaces
 
 }  // namespace kite::tok

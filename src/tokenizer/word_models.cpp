@@ -4,8 +4,7 @@
 
 namespace kite::tok {
 
-void WordPiece::Encode(const Vocab& vocab, std::string_view word,
-                       std::vector<int32_t>* out) const {
+void WordPiece::Encode(const Vocab& vocab, std::string_view word, std::vector<int32_t>* out) const {
   size_t chars = 0;
   for (char c : word) chars += (static_cast<uint8_t>(c) & 0xc0) != 0x80;
   if (chars > max_chars_) {

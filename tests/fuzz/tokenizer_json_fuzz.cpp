@@ -19,10 +19,16 @@
 
 namespace {
 
-constexpr std::string_view kProbes[] = {
-    "",       "Hello world",  "  two  spaces ", "caf\xc3\xa9 e\xcc\x81",
-    "\xe9\xab\x98\xe9\x80\x9a NPU", "\xf0\x9f\x98\x80!", "a\tb\nc", "<s> [CLS] <sep>",
-    "12345 3.14", "\xef\xbc\xa6\xef\xbd\x95\xef\xbd\x8c\xef\xbd\x8c"};
+constexpr std::string_view kProbes[] = {"",
+                                        "Hello world",
+                                        "  two  spaces ",
+                                        "caf\xc3\xa9 e\xcc\x81",
+                                        "\xe9\xab\x98\xe9\x80\x9a NPU",
+                                        "\xf0\x9f\x98\x80!",
+                                        "a\tb\nc",
+                                        "<s> [CLS] <sep>",
+                                        "12345 3.14",
+                                        "\xef\xbc\xa6\xef\xbd\x95\xef\xbd\x8c\xef\xbd\x8c"};
 
 void Check(bool ok, const char* what) {
   if (ok) return;
