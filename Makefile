@@ -62,6 +62,9 @@ $(TOKENIZERS)/node_modules/.package-lock.json: $(TOKENIZERS)/package.json $(TOKE
 	  echo "tokenizers: npm (Node.js 20 or newer) is needed to install the tokenizer oracle" >&2; exit 1; \
 	else cd $(TOKENIZERS) && npm ci --ignore-scripts --no-audit --no-fund; fi
 
+# Both test suites run the tokenizer oracle tests.
+test-release test-sanitize: tokenizers
+
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
@@ -71,13 +74,13 @@ demo: build
 
 test: test-release test-sanitize test-tsan
 
-test-release: build llamacpp tokenizers
+test-release: build llamacpp
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The whole suite again under AddressSanitizer + UBSan, then each fuzz target for a bounded time.
 # -O1 with line tables only (what the sanitizers' docs advise) compiles in about half the time of
 # -O2 -g and still names file:line in every report; the benchmarks are not built.
-test-sanitize: deps san-deps llamacpp tokenizers
+test-sanitize: deps san-deps llamacpp
 	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
