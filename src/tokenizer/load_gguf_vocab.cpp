@@ -140,8 +140,9 @@ Status SetUpUnigram(const GgufFile& gguf, Pipeline* pipeline) {
   }
   SpmNormalizerSpec spec;
   spec.add_dummy_prefix = KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.add_space_prefix", true));
+  // llama.cpp's defaults when a key is absent (Kite's writer sets both).
   spec.remove_extra_whitespaces =
-      KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.remove_extra_whitespaces", true));
+      KITE_TRY(OptionalBool(gguf, "tokenizer.ggml.remove_extra_whitespaces", false));
   pipeline->normalizer = Normalizer::SentencePiece(spec, std::move(charsmap));
   UnigramOptions options;
   options.unk_id = pipeline->unk_id;
