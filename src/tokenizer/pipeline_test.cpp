@@ -26,5 +26,29 @@ TEST(Pipeline, WordStartCutsKeepTokensThatCrossThem) {
   EXPECT_EQ(ids, (std::vector<int32_t>{2, 8, 2, 9, 9}));
 }
 
+// An added token with "normalized": true is matched after normalization, as the normalizer
+// writes its content ("[MASK]" -> "_[mask]"). The ids are what Hugging Face tokenizers 0.23.2
+// gives for this file.
+TEST(Pipeline, NormalizedAddedTokensMatchTheirNormalizedForm) {
+  const std::string json = R"({
+    "added_tokens": [{"id": 5, "content": "[MASK]", "normalized": true, "special": false}],
+    "normalizer": {"type": "Sequence", "normalizers": [{"type": "Lowercase"},
+                                                       {"type": "Prepend", "prepend": "_"}]},
+    "pre_tokenizer": {"type": "WhitespaceSplit"},
+    "model": {"type": "WordLevel", "unk_token": "[UNK]",
+              "vocab": {"[UNK]": 0, "_hello": 1, "hello": 2, "[mask]": 3, "_": 4, "[MASK]": 5,
+                        "x": 6}}})";
+  auto pipeline = LoadHfTokenizerJson(json, nullptr, "toy.json");
+  ASSERT_TRUE(pipeline.has_value()) << pipeline.error().message;
+  const auto encode = [&](const char* text) {
+    std::vector<int32_t> ids;
+    EXPECT_TRUE((*pipeline)->Encode(text, false, &ids).has_value());
+    return ids;
+  };
+  EXPECT_EQ(encode("Hello [MASK]"), (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(encode("[MASK] x"), (std::vector<int32_t>{5, 6}));
+  EXPECT_EQ(encode("x[Mask]x"), (std::vector<int32_t>{0}));
+}
+
 }  // namespace
 }  // namespace kite::tok
