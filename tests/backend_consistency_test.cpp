@@ -811,6 +811,149 @@ TEST_P(ConsistencyTest, Q8_0CacheRefusesNonFiniteKeysAndValues) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The ops and attributes of Gemma, Phi-3 and sliding-window models
+
+TEST_P(ConsistencyTest, GeGluAndSoftcap) {
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{1}, {3, 5}, {2, 33}, {129, 301}}) {
+    const int64_t n =
+        std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
+    SCOPED_TRACE(ShapeString(shape));
+    // Wide inputs reach tanh's flat ends (|x| >> cap) and its steep middle.
+    const std::vector<Input> inputs = {F32("a", Random(n, 61, -80, 80)),
+                                       F32("b", Random(n, 62, -6, 6))};
+    const Pair geglu = RunBoth(
+        [&](GraphBuilder& b) -> Result<ValueId> {
+          return b.GeGlu("geglu", KITE_TRY(b.Input("a", DType::kF32, shape)),
+                         KITE_TRY(b.Input("b", DType::kF32, shape)));
+        },
+        {F32("a", Random(n, 63, -6, 6)), inputs[1]});
+    // Highway's tanh is within a few ulps; gelu's x³ term adds a few more.
+    ExpectNear(geglu, 1e-5, 1e-6, "geglu");
+    for (float cap : {30.0f, 50.0f, 0.5f}) {
+      const Pair softcap = RunBoth(
+          [&](GraphBuilder& b) -> Result<ValueId> {
+            return b.Softcap("softcap", KITE_TRY(b.Input("a", DType::kF32, shape)), cap);
+          },
+          {inputs[0]});
+      ExpectNear(softcap, 1e-5, 1e-6, "softcap " + std::to_string(cap));
+    }
+  }
+}
+
+TEST_P(ConsistencyTest, RopeLongRopeFactorsPartialDimAndAttentionFactor) {
+  // Phi-3's LongRoPE: per-pair divisors over a partial rotary dim (12 of 20), cos and sin scaled.
+  RopeAttrs attrs{.mode = RopeMode::kNeox, .theta = 10000.0f, .rotary_dim = 12};
+  attrs.scaling = RopeScaling::kDivisors;
+  attrs.divisors = {1.0f, 1.1f, 1.5f, 2.0f, 7.5f, 31.0f};
+  attrs.attention_factor = 1.19f;
+  for (int64_t tokens : {1, 29}) {
+    std::vector<int32_t> positions(tokens);
+    for (int64_t t = 0; t < tokens; ++t) positions[t] = static_cast<int32_t>(t * 97 % 5000);
+    const Pair p = RunBoth(
+        [&](GraphBuilder& b) -> Result<ValueId> {
+          const ValueId x = KITE_TRY(b.Input("x", DType::kF32, {tokens, 5, 20}));
+          const ValueId pos = KITE_TRY(b.Input("positions", DType::kI32, {tokens}));
+          return b.Rope("rope", x, pos, attrs);
+        },
+        {F32("x", Random(tokens * 5 * 20, 64, -2, 2)), I32("positions", positions)});
+    ExpectNear(p, 0, 3e-6, "longrope T=" + std::to_string(tokens));
+  }
+}
+
+TEST_P(ConsistencyTest, EmbeddingScale) {
+  const int64_t vocab = 5, dim = 96;
+  const std::vector<float> table = Random(vocab * dim, 65);
+  const Pair p = RunBoth(
+      [&](GraphBuilder& b) -> Result<ValueId> {
+        const ValueId t = KITE_TRY(b.Weight({.name = "table",
+                                             .dtype = DType::kF32,
+                                             .shape = {vocab, dim},
+                                             .data = table.data(),
+                                             .bytes = table.size() * sizeof(float)}));
+        return b.Embedding("embed", t, KITE_TRY(b.Input("ids", DType::kI32, {3})),
+                           std::sqrt(96.0f));
+      },
+      {I32("ids", {4, 0, 4})});
+  ExpectNear(p, 0, 0, "scaled embedding");
+  if (!p.skipped) EXPECT_FLOAT_EQ(p.ref[dim + 3], table[3] * std::sqrt(96.0f));
+}
+
+TEST_P(ConsistencyTest, AttentionSlidingWindowAndSoftcap) {
+  struct WindowCase {
+    AttentionCase shape;
+    int32_t window;
+    float softcap;
+  };
+  const std::vector<WindowCase> cases = {
+      {{1, 77, 8, 2, 64, 16, DType::kF16}, 5, 0.0f},      // decode: the last 5 of 78 positions
+      {{1, 200, 4, 1, 32, 64, DType::kQ8_0}, 70, 0.0f},   // decode: a window across tiles
+      {{100, 30, 4, 2, 64, 16, DType::kF16}, 17, 0.0f},   // prefill: each row its own window
+      {{40, 100, 8, 1, 64, 7, DType::kF16}, 3, 0.0f},     // rows whose window is past a tile
+      {{13, 5, 6, 3, 16, 4, DType::kF32}, 1000, 0.0f},    // a window longer than the context
+      {{1, 77, 8, 2, 64, 16, DType::kF16}, 0, 50.0f},     // Gemma 2's soft-cap, decode
+      {{37, 20, 8, 4, 128, 16, DType::kF16}, 0, 1.5f},    // a tight cap, prefill
+      {{50, 90, 4, 2, 32, 16, DType::kQ8_0}, 64, 50.0f},  // both, q8_0 pages
+      {{3, 70, 2, 1, 320, 64, DType::kF16}, 30, 20.0f},   // heads past the prefill kernel
+  };
+  uint32_t seed = 300;
+  for (const WindowCase& w : cases) {
+    const AttentionCase& c = w.shape;
+    SCOPED_TRACE("T=" + std::to_string(c.tokens) + " past=" + std::to_string(c.past) +
+                 " D=" + std::to_string(c.dim) + " window=" + std::to_string(w.window) +
+                 " softcap=" + std::to_string(w.softcap));
+    TestCache cpu_cache = MakeCache(c, seed);
+    TestCache ref_cache = MakeCache(c, seed);
+    ++seed;
+    std::vector<int32_t> positions(c.tokens);
+    for (int64_t t = 0; t < c.tokens; ++t) positions[t] = static_cast<int32_t>(c.past + t);
+    // Large scores (scale 1 on |q·k| up to ~100) so that the cap bends them.
+    const AttentionAttrs attrs{
+        .layer = 1, .scale = w.softcap > 0 ? 1.0f : 0.125f, .window = w.window,
+        .softcap = w.softcap};
+    const BuildFn build = [&](GraphBuilder& b) -> Result<ValueId> {
+      const ValueId q = KITE_TRY(b.Input("q", DType::kF32, {c.tokens, c.q_heads, c.dim}));
+      const ValueId k = KITE_TRY(b.Input("k", DType::kF32, {c.tokens, c.kv_heads, c.dim}));
+      const ValueId v = KITE_TRY(b.Input("v", DType::kF32, {c.tokens, c.kv_heads, c.dim}));
+      const ValueId pos = KITE_TRY(b.Input("positions", DType::kI32, {c.tokens}));
+      return b.Attention("attn", q, k, v, pos, attrs);
+    };
+    const std::vector<Input> inputs = {
+        F32("q", Random(c.tokens * c.q_heads * c.dim, seed++, -2, 2)),
+        F32("k", Random(c.tokens * c.kv_heads * c.dim, seed++, -2, 2)),
+        F32("v", Random(c.tokens * c.kv_heads * c.dim, seed++, -2, 2)),
+        I32("positions", positions)};
+    const KvCacheView cpu_view = cpu_cache.view();
+    const KvCacheView ref_view = ref_cache.view();
+    const Pair p = RunBoth(build, inputs, &cpu_view, &ref_view);
+    // As AttentionOverPagedCache; a soft-capped score adds tanh's few ulps of the cap.
+    ExpectNear(p, 0, 5e-5, "windowed attention");
+  }
+  // The window changes the result: a decode step with window 5 differs from the full context.
+  const AttentionCase c{1, 77, 2, 1, 16, 16, DType::kF32};
+  std::vector<float> outs[2];
+  for (int32_t window : {0, 5}) {
+    TestCache cache = MakeCache(c, 9);
+    const KvCacheView view = cache.view();
+    const Outcome o = RunGraph(
+        ref_, nullptr,
+        [&](GraphBuilder& b) -> Result<ValueId> {
+          const ValueId q = KITE_TRY(b.Input("q", DType::kF32, {1, 2, 16}));
+          const ValueId k = KITE_TRY(b.Input("k", DType::kF32, {1, 1, 16}));
+          const ValueId v = KITE_TRY(b.Input("v", DType::kF32, {1, 1, 16}));
+          const ValueId pos = KITE_TRY(b.Input("positions", DType::kI32, {1}));
+          return b.Attention("attn", q, k, v, pos, {.layer = 1, .scale = 0.25f, .window = window});
+        },
+        {F32("q", Random(32, 1, -2, 2)), F32("k", Random(16, 2, -2, 2)),
+         F32("v", Random(16, 3, -2, 2)), I32("positions", {77})},
+        &view);
+    outs[window == 0 ? 0 : 1] = o.out;
+  }
+  ASSERT_EQ(outs[0].size(), 32u);
+  EXPECT_NE(outs[0], outs[1]);
+}
+
 TEST(CpuConsistency, DeclinedNodesFallBackToRefWithAReason) {
   // A matmul whose weight is computed (not a constant) is declined by cpu and runs on ref.
   CpuBackend cpu(2);

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""PyTorch reference for the Llama family (Llama 2/3, Mistral, Qwen2), written from the
-architecture definitions, plus plain-Python safetensors and Hugging Face folder I/O.
+"""PyTorch reference for the Llama family (Llama 2/3, Mistral, Qwen2, Qwen3), written from the
+architecture definitions, plus plain-Python safetensors and Hugging Face folder I/O that the
+other references (gemma_reference.py, phi3_reference.py) share.
 
 This is the numeric oracle Kite's C++ is tested against, so it favours clarity over speed:
 one function per idea, shapes in comments, and every dtype decision explicit.
@@ -25,7 +26,10 @@ import torch.nn.functional as F
 #   Llama: "attention_bias" puts a bias on q, k, v and o; "mlp_bias" on gate, up, down.
 #   Qwen2: always a bias on q, k, v; never on o or the MLP.
 #   Mistral: no biases.
-ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM")
+#   Qwen3 (Qwen3 technical report): "attention_bias" on q, k, v and o (false in every release),
+#   and an RMSNorm over each q and k head (weight [head_dim]) before RoPE.
+ARCHITECTURES = ("LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+                 "Qwen3ForCausalLM")
 
 
 @dataclasses.dataclass
@@ -59,11 +63,15 @@ class LlamaConfig:
   def qkv_bias(self) -> bool:
     if self.architecture == "Qwen2ForCausalLM":
       return True
-    return self.architecture == "LlamaForCausalLM" and self.attention_bias
+    return self.o_bias
 
   @property
   def o_bias(self) -> bool:
-    return self.architecture == "LlamaForCausalLM" and self.attention_bias
+    return self.architecture in ("LlamaForCausalLM", "Qwen3ForCausalLM") and self.attention_bias
+
+  @property
+  def qk_norm(self) -> bool:
+    return self.architecture == "Qwen3ForCausalLM"
 
   @property
   def has_mlp_bias(self) -> bool:
@@ -74,7 +82,7 @@ class LlamaConfig:
     d = {
         "architectures": [self.architecture],
         "model_type": {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
-                       "Qwen2ForCausalLM": "qwen2"}[self.architecture],
+                       "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3"}[self.architecture],
         "vocab_size": self.vocab_size,
         "hidden_size": self.hidden_size,
         "intermediate_size": self.intermediate_size,
@@ -95,6 +103,10 @@ class LlamaConfig:
     if self.architecture == "LlamaForCausalLM":
       d["attention_bias"] = self.attention_bias
       d["mlp_bias"] = self.mlp_bias
+    if self.architecture == "Qwen3ForCausalLM":
+      d["attention_bias"] = self.attention_bias
+      d["use_sliding_window"] = False
+      d["sliding_window"] = None
     if self.architecture == "MistralForCausalLM":
       d["sliding_window"] = self.sliding_window
     if self.architecture == "Qwen2ForCausalLM":
@@ -241,6 +253,9 @@ class Attention(nn.Module):
     self.k_proj = nn.Linear(cfg.hidden_size, kv * d, bias=cfg.qkv_bias)
     self.v_proj = nn.Linear(cfg.hidden_size, kv * d, bias=cfg.qkv_bias)
     self.o_proj = nn.Linear(h * d, cfg.hidden_size, bias=cfg.o_bias)
+    if cfg.qk_norm:
+      self.q_norm = RmsNorm(d, cfg.rms_norm_eps)
+      self.k_norm = RmsNorm(d, cfg.rms_norm_eps)
 
   def forward(self, x: torch.Tensor, angles: torch.Tensor, act_round=None) -> torch.Tensor:
     cfg = self.cfg
@@ -250,6 +265,8 @@ class Attention(nn.Module):
     q = rnd(self.q_proj(x)).view(b, t, h, d)  # [B, T, H, d]
     k = rnd(self.k_proj(x)).view(b, t, kv, d)  # [B, T, KV, d]
     v = rnd(self.v_proj(x)).view(b, t, kv, d)  # [B, T, KV, d]
+    if cfg.qk_norm:  # Qwen3: each head normalized over its d values
+      q, k = self.q_norm(q), self.k_norm(k)
     q = apply_rope(q, angles, cfg.rope_interleaved)
     k = rnd(apply_rope(k, angles, cfg.rope_interleaved))  # what a KV cache would hold
     # GQA: query head j reads kv head j // (H / KV).
@@ -316,34 +333,9 @@ class Backbone(nn.Module):
     self.norm = RmsNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
 
-class LlamaForCausalLM(nn.Module):
-
-  def __init__(self, cfg: LlamaConfig):
-    super().__init__()
-    self.cfg = cfg
-    self.model = Backbone(cfg)
-    self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-    if cfg.tie_word_embeddings:
-      self.lm_head.weight = self.model.embed_tokens.weight
-
-  def forward(self, input_ids: torch.Tensor, hidden_states: Optional[list] = None,
-              act_round=None) -> torch.Tensor:
-    """input_ids [B, T] at positions 0..T-1 -> logits [B, T, vocab] (parameter dtype).
-    When `hidden_states` is a list, appends the embedding output, each layer's output and
-    the final-norm output (each [B, T, hidden])."""
-    t = input_ids.shape[1]
-    angles = rope_angles(self.cfg, torch.arange(t))  # [T, d/2]
-    x = self.model.embed_tokens(input_ids)  # [B, T, hidden]
-    if hidden_states is not None:
-      hidden_states.append(x)
-    for layer in self.model.layers:
-      x = layer(x, angles, act_round)
-      if hidden_states is not None:
-        hidden_states.append(x)
-    x = self.model.norm(x)
-    if hidden_states is not None:
-      hidden_states.append(x)
-    return self.lm_head(x)
+class HfWeights:
+  """Hugging Face tensor names for a module whose state_dict() keys are them and whose `cfg`
+  says whether lm_head is tied to the embedding (every reference model here)."""
 
   def hf_state_dict(self) -> Dict[str, torch.Tensor]:
     """Tensors under their HF names; a tied lm_head is left out, as HF saves it."""
@@ -373,7 +365,37 @@ class LlamaForCausalLM(nn.Module):
         own[name].copy_(sd[name].to(own[name].dtype))
 
 
-def greedy_generate(model: LlamaForCausalLM, ids: List[int], n_new: int):
+class LlamaForCausalLM(HfWeights, nn.Module):
+
+  def __init__(self, cfg: LlamaConfig):
+    super().__init__()
+    self.cfg = cfg
+    self.model = Backbone(cfg)
+    self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+    if cfg.tie_word_embeddings:
+      self.lm_head.weight = self.model.embed_tokens.weight
+
+  def forward(self, input_ids: torch.Tensor, hidden_states: Optional[list] = None,
+              act_round=None) -> torch.Tensor:
+    """input_ids [B, T] at positions 0..T-1 -> logits [B, T, vocab] (parameter dtype).
+    When `hidden_states` is a list, appends the embedding output, each layer's output and
+    the final-norm output (each [B, T, hidden])."""
+    t = input_ids.shape[1]
+    angles = rope_angles(self.cfg, torch.arange(t))  # [T, d/2]
+    x = self.model.embed_tokens(input_ids)  # [B, T, hidden]
+    if hidden_states is not None:
+      hidden_states.append(x)
+    for layer in self.model.layers:
+      x = layer(x, angles, act_round)
+      if hidden_states is not None:
+        hidden_states.append(x)
+    x = self.model.norm(x)
+    if hidden_states is not None:
+      hidden_states.append(x)
+    return self.lm_head(x)
+
+
+def greedy_generate(model: nn.Module, ids: List[int], n_new: int):
   """Greedy continuation recomputing the whole prefix each step (no KV cache, so nothing to
   get wrong). Returns (new tokens, top1 - top2 logit margin at each step)."""
   ids = list(ids)
@@ -467,9 +489,11 @@ _TORCH_DTYPE_NAMES = {torch.float32: "float32", torch.float16: "float16",
                       torch.bfloat16: "bfloat16"}
 
 
-def write_hf_folder(folder: str, model: LlamaForCausalLM, dtype: torch.dtype,
+def write_hf_folder(folder: str, model: nn.Module, dtype: torch.dtype,
                     extra_files: Optional[Dict[str, str]] = None) -> None:
-  """config.json + model.safetensors (weights rounded to `dtype`) + any extra text files."""
+  """config.json + model.safetensors (weights rounded to `dtype`) + any extra text files, for
+  any reference model: its `cfg` is a dataclass with `torch_dtype` and to_hf_dict(), and it
+  has hf_state_dict() (HfWeights)."""
   os.makedirs(folder, exist_ok=True)
   cfg = dataclasses.replace(model.cfg, torch_dtype=_TORCH_DTYPE_NAMES[dtype])
   with open(os.path.join(folder, "config.json"), "w") as f:
@@ -482,11 +506,15 @@ def write_hf_folder(folder: str, model: LlamaForCausalLM, dtype: torch.dtype,
       f.write(text)
 
 
-def load_hf_folder(folder: str, compute_dtype: torch.dtype = torch.float32) -> LlamaForCausalLM:
+def load_hf_folder(folder: str, compute_dtype: torch.dtype = torch.float32,
+                   model_for=None) -> nn.Module:
   """Loads config.json and model.safetensors (or a sharded model.safetensors.index.json) and
-  returns the model with weights converted exactly to `compute_dtype`."""
+  returns the model with weights converted exactly to `compute_dtype`. `model_for(config
+  dict)` builds the model (default: this file's LlamaForCausalLM)."""
   with open(os.path.join(folder, "config.json")) as f:
-    cfg = LlamaConfig.from_hf_dict(json.load(f))
+    config = json.load(f)
+  if model_for is None:
+    model_for = lambda d: LlamaForCausalLM(LlamaConfig.from_hf_dict(d))
   index = os.path.join(folder, "model.safetensors.index.json")
   if os.path.exists(index):
     with open(index) as f:
@@ -496,7 +524,7 @@ def load_hf_folder(folder: str, compute_dtype: torch.dtype = torch.float32) -> L
   sd = {}
   for shard in shards:
     sd.update(read_safetensors(os.path.join(folder, shard)))
-  model = LlamaForCausalLM(cfg).to(compute_dtype)
+  model = model_for(config).to(compute_dtype)
   model.load_hf_state_dict(sd)
   model.eval()
   return model

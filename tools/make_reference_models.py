@@ -75,9 +75,10 @@ def model_specs(vocab: int):
   ]
 
 
-def random_weights(model: ref.LlamaForCausalLM, seed: int) -> None:
+def random_weights(model, seed: int, norm_center: float = 1.0) -> None:
   """Scales chosen so every part matters: logits spread ~2, attention fairly sharp (so RoPE
-  changes the output), biases and norm weights far from 0 and 1."""
+  changes the output), biases and norm weights far from 0 and 1. Norm weights are
+  norm_center ± 0.2 (Gemma's norms multiply by 1 + w: center 0)."""
   g = torch.Generator().manual_seed(seed)
   cfg = model.cfg
 
@@ -87,7 +88,7 @@ def random_weights(model: ref.LlamaForCausalLM, seed: int) -> None:
   with torch.no_grad():
     for name, p in sorted(model.named_parameters()):
       if name.endswith("norm.weight"):
-        value = 1.0 + 0.2 * randn(*p.shape)
+        value = norm_center + 0.2 * randn(*p.shape)
       elif name.endswith("q_proj.bias") or name.endswith("k_proj.bias"):
         value = 0.5 * randn(*p.shape)
       elif name.endswith(".bias"):
@@ -99,7 +100,7 @@ def random_weights(model: ref.LlamaForCausalLM, seed: int) -> None:
       elif name == "lm_head.weight":
         value = randn(*p.shape) * 2.0 / p.shape[1] ** 0.5
       else:
-        gain = 1.5 if (".q_proj." in name or ".k_proj." in name) else 1.0
+        gain = 1.5 if (".q_proj." in name or ".k_proj." in name or ".qkv_proj." in name) else 1.0
         value = randn(*p.shape) * gain / p.shape[1] ** 0.5
       p.copy_(value)
 
@@ -185,8 +186,19 @@ def sensitivity(model: ref.LlamaForCausalLM, ids: torch.Tensor) -> dict:
   return out
 
 
-def golden(folder: str, name: str, purpose: str, dtype: torch.dtype, sp) -> dict:
-  model = ref.load_hf_folder(folder, torch.float64)
+def golden(folder: str, name: str, purpose: str, dtype: torch.dtype, sp, model_for=None,
+           with_sensitivity: bool = True, generator: str = "tools/make_reference_models.py "
+           "(tools/llama_reference.py)", context: int = 0) -> dict:
+  """The golden of the model in `folder` (built by `model_for`, default Llama); `context`: the
+  positions the run reserves, for models whose RoPE depends on it (Phi-3's LongRoPE)."""
+
+  def load(compute_dtype):
+    model = ref.load_hf_folder(folder, compute_dtype, model_for)
+    if context:
+      model.context = context
+    return model
+
+  model = load(torch.float64)
   cfg = model.cfg
   ids = [cfg.bos_token_id] + sp.encode(PROMPT)
   x = torch.tensor([ids])
@@ -208,13 +220,13 @@ def golden(folder: str, name: str, purpose: str, dtype: torch.dtype, sp) -> dict
   with torch.no_grad():
     steps = model(torch.tensor([ids + new[:-1]]))[0, t - 1:]  # [NEW_TOKENS, vocab]
   step_summaries = [row_summary(row) for row in steps]
-  f32 = ref.load_hf_folder(folder, torch.float32)
+  f32 = load(torch.float32)
   with torch.no_grad():
     f32_diff = (f32(x)[0].double() - logits).abs().max().item()
   return {
       "model": name,
       "purpose": purpose,
-      "generator": "tools/make_reference_models.py (tools/llama_reference.py)",
+      "generator": generator,
       "weights_dtype": {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}[dtype],
       "compute_dtype": "float64 from the stored weights",
       "prompt": PROMPT,
@@ -236,7 +248,7 @@ def golden(folder: str, name: str, purpose: str, dtype: torch.dtype, sp) -> dict
                          "steps[i] summarizes the logits that chose new_tokens[i] (position "
                          "len(input_ids) - 1 + i), for checking a KV-cache decode loop by value"},
       "float32_compute_max_abs_logit_diff": num(f32_diff),
-      "sensitivity_max_abs_logit_diff": sensitivity(model, x),
+      **({"sensitivity_max_abs_logit_diff": sensitivity(model, x)} if with_sensitivity else {}),
   }
 
 

@@ -64,7 +64,8 @@ SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_v
                            " backend computes in float only");
 }
 
-Status LookUpEmbedding(const TensorArg& table, const TensorArg& ids, const TensorArg& out) {
+Status LookUpEmbedding(const TensorArg& table, const TensorArg& ids, const TensorArg& out,
+                       float scale) {
   const int64_t vocab = table.shape[0];
   const int64_t dim = table.shape[1];
   const int64_t row_bytes = dim / Traits(table.dtype).block_size * Traits(table.dtype).block_bytes;
@@ -74,8 +75,11 @@ Status LookUpEmbedding(const TensorArg& table, const TensorArg& ids, const Tenso
       return InvalidInput("token id " + std::to_string(id) + " at index " + std::to_string(t) +
                           " is outside the table's " + std::to_string(vocab) + " rows");
     }
-    KITE_RETURN_IF_ERROR(
-        Dequantize(table.dtype, table.data + id * row_bytes, out.as<float>() + t * dim, dim));
+    float* row = out.as<float>() + t * dim;
+    KITE_RETURN_IF_ERROR(Dequantize(table.dtype, table.data + id * row_bytes, row, dim));
+    if (scale != 1.0f) {
+      for (int64_t i = 0; i < dim; ++i) row[i] *= scale;
+    }
   }
   return Ok();
 }

@@ -22,8 +22,9 @@ Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& conte
 SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend,
                              bool matmul_weights = false);
 
-// table [vocab, dim] (any dequantizable dtype), ids [T] i32 -> out [T, dim] f32; an id outside
-// the table is InvalidInput naming it and its index.
-Status LookUpEmbedding(const TensorArg& table, const TensorArg& ids, const TensorArg& out);
+// table [vocab, dim] (any dequantizable dtype), ids [T] i32 -> out [T, dim] f32, each row times
+// `scale` (in f32); an id outside the table is InvalidInput naming it and its index.
+Status LookUpEmbedding(const TensorArg& table, const TensorArg& ids, const TensorArg& out,
+                       float scale);
 
 }  // namespace kite

@@ -11,7 +11,6 @@
 #include "export/llama_gguf.h"
 #include "export/tokenizer_export.h"
 #include "export/weight_types.h"
-#include "models/llama.h"
 #include "models/load_model.h"
 #include "tensor/dequantize.h"
 #include "tensor/quantize.h"
@@ -24,7 +23,7 @@ namespace {
 // Llama, Mistral and SmolLM) and the folder's name.
 LlamaGgufHeader HeaderOf(const ModelConfig& config, const std::string& folder, uint32_t file_type) {
   LlamaGgufHeader h;
-  h.arch = config.architecture == "Qwen2ForCausalLM" ? "qwen2" : "llama";
+  h.arch = GgufArchOf(config);
   h.name = std::filesystem::path(folder).filename().string();
   if (h.name.empty()) h.name = std::filesystem::path(folder).parent_path().filename().string();
   h.file_type = file_type;
@@ -88,12 +87,13 @@ Result<HfGgufSource> ReadHfAsGguf(const std::string& folder, uint32_t file_type,
   SetLlamaMetadata(spec, header, &source.metadata);
   SetTokenizerMetadata(tokenizer, &source.metadata);
 
-  if (spec.rope.scaling == RopeScaling::kLlama3) {
-    source.tensors.push_back(FromFloats("rope_freqs.weight", Llama3RopeFreqs(spec)));
+  for (auto& [name, values] : ConfigTensorsOf(spec)) {
+    source.tensors.push_back(FromFloats(name, std::move(values)));
   }
   const bool permute = header.arch == "llama";
   if (permute) source.qk_permute_head_dim = spec.head_dim;
-  for (const ExpectedTensor& expected : LlamaTensors(spec)) {
+  const Architecture& architecture = *KITE_TRY(FindArchitecture(spec));
+  for (const ExpectedTensor& expected : architecture.tensors(spec)) {
     const TensorView* view = KITE_TRY(source.model->Weight(expected.name));
     const bool qk = expected.name.find(".attn_q.") != std::string::npos ||
                     expected.name.find(".attn_k.") != std::string::npos;

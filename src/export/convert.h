@@ -1,6 +1,7 @@
-// `kite convert`: a Hugging Face folder (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)
+// `kite convert`: a Hugging Face folder (every architecture models/hf_architectures.h reads)
 // -> the GGUF file llama.cpp's convert_hf_to_gguf.py would make of it: its metadata keys and
 // tensor names, q/k rows permuted for arch "llama", Llama 3 rope scaling as rope_freqs.weight,
+// Gemma's norms as 1 + w, Phi-3's LongRoPE factors as rope_factors_long/short.weight,
 // tied embeddings as a missing output.weight, the tokenizer and chat template inside. 2-D
 // weights are stored in the requested float type; norms, biases and other 1-D tensors stay F32.
 #pragma once

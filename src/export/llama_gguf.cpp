@@ -3,6 +3,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "models/architectures.h"
+
 namespace kite {
 
 void SetLlamaMetadata(const ModelConfig& c, const LlamaGgufHeader& header, GgufWriter* writer) {
@@ -20,7 +22,7 @@ void SetLlamaMetadata(const ModelConfig& c, const LlamaGgufHeader& header, GgufW
   u32("attention.head_count_kv", c.n_kv_heads);
   u32("attention.key_length", c.head_dim);
   u32("attention.value_length", c.head_dim);
-  u32("rope.dimension_count", c.head_dim);
+  u32("rope.dimension_count", c.rope.rotary_dim);
   u32("vocab_size", c.vocab);
   writer->SetFloat32(arch + ".attention.layer_norm_rms_epsilon", c.rms_eps);
   writer->SetFloat32(arch + ".rope.freq_base", c.rope.theta);
@@ -30,6 +32,23 @@ void SetLlamaMetadata(const ModelConfig& c, const LlamaGgufHeader& header, GgufW
   }
   writer->SetUint32("general.file_type", header.file_type);
   writer->SetUint32("general.quantization_version", 2);  // ggml's k-quant layout generation
+  const Architecture* architecture = FindFamily(c.family);
+  if (architecture != nullptr && architecture->to_gguf != nullptr) {
+    architecture->to_gguf(c, arch, writer);
+  }
+}
+
+std::string GgufArchOf(const ModelConfig& config) {
+  const Architecture* architecture = FindFamily(config.family);
+  if (architecture == nullptr || architecture->gguf_arch == nullptr) return "llama";
+  return architecture->gguf_arch(config);
+}
+
+std::vector<std::pair<std::string, std::vector<float>>> ConfigTensorsOf(const ModelConfig& c) {
+  if (c.rope.scaling == RopeScaling::kLlama3) return {{"rope_freqs.weight", Llama3RopeFreqs(c)}};
+  const Architecture* architecture = FindFamily(c.family);
+  if (architecture == nullptr || architecture->config_tensors == nullptr) return {};
+  return architecture->config_tensors(c);
 }
 
 std::vector<float> Llama3RopeFreqs(const ModelConfig& c) {

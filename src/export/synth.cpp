@@ -1,7 +1,9 @@
 // Preset shapes are those of each model's published config.json (Hugging Face model repos
-// meta-llama/Llama-3.2-1B, meta-llama/Llama-3.2-3B, Qwen/Qwen2.5-0.5B, HuggingFaceTB/SmolLM2-135M).
+// meta-llama/Llama-3.2-1B, meta-llama/Llama-3.2-3B, Qwen/Qwen2.5-0.5B, HuggingFaceTB/SmolLM2-135M,
+// Qwen/Qwen3-0.6B, google/gemma-3-1b-it, microsoft/Phi-4-mini-instruct).
 #include "export/synth.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -12,7 +14,7 @@
 #include "base/mapped_file.h"
 #include "export/tokenizer_export.h"
 #include "export/weight_types.h"
-#include "models/llama.h"
+#include "models/architectures.h"
 #include "tensor/quantize.h"
 
 namespace kite {
@@ -88,6 +90,77 @@ std::vector<SynthPreset> MakePresets() {
                      "chat_templates/smollm2.jinja",
                      "SmolLM2's own tokenizer is not in the repository: GPT-2's byte-level BPE cut "
                      "to 49152 tokens stands in for it"});
+
+  ModelConfig qwen3 = GgufConfig("qwen3", false);
+  qwen3.family = "qwen3";
+  qwen3.qk_norm = true;
+  qwen3.n_layers = 28;
+  qwen3.hidden = 1024;
+  qwen3.n_heads = 16;
+  qwen3.n_kv_heads = 8;
+  qwen3.head_dim = 128;
+  qwen3.ffn = 3072;
+  qwen3.vocab = 151936;
+  qwen3.context_length = 40960;
+  qwen3.rms_eps = 1e-6f;
+  qwen3.rope.theta = 1e6f;
+  qwen3.rope.rotary_dim = qwen3.head_dim;
+  presets.push_back({"qwen3-0.6b", qwen3, "gguf-vocab/ggml-vocab-qwen2.gguf",
+                     "chat_templates/qwen2.5.jinja",
+                     "Qwen2's byte-level BPE (the vocabulary Qwen3 extends with its added tokens) "
+                     "stands in for Qwen3's tokenizer.json; Qwen2.5's chat template"});
+
+  ModelConfig gemma = GgufConfig("gemma3", false);
+  gemma.family = "gemma";
+  gemma.qk_norm = true;
+  gemma.n_layers = 26;
+  gemma.hidden = 1152;
+  gemma.n_heads = 4;
+  gemma.n_kv_heads = 1;
+  gemma.head_dim = 256;
+  gemma.ffn = 6912;
+  gemma.vocab = 262144;
+  gemma.context_length = 32768;
+  gemma.rms_eps = 1e-6f;
+  gemma.rope.theta = 1e6f;
+  gemma.rope.rotary_dim = gemma.head_dim;
+  gemma.sliding_window = 512;
+  gemma.sliding_window_pattern = 6;
+  gemma.attention_scale = 1.0f / 16.0f;  // query_pre_attn_scalar 256
+  presets.push_back({"gemma-3-1b", gemma, "gguf-vocab/ggml-vocab-llama-spm.gguf",
+                     "chat_templates/gemma.jinja",
+                     "Gemma 3's 262144-piece SentencePiece model is not in the repository: "
+                     "Llama 2's SentencePiece vocabulary, padded to 262144, stands in for it"});
+
+  ModelConfig phi = GgufConfig("phi3", false);
+  phi.family = "phi3";
+  phi.n_layers = 32;
+  phi.hidden = 3072;
+  phi.n_heads = 24;
+  phi.n_kv_heads = 8;
+  phi.head_dim = 128;
+  phi.ffn = 8192;
+  phi.vocab = 200064;
+  phi.context_length = 131072;
+  phi.rms_eps = 1e-5f;
+  phi.rope.theta = 10000.0f;
+  phi.rope.rotary_dim = 96;  // partial_rotary_factor 0.75
+  phi.sliding_window = 262144;
+  // LongRoPE over 48 pairs from the original 4096 positions; attention factor
+  // √(1 + ln 32 / ln 4096). The published factors are not in the repository: short 1, long a
+  // geometric ramp from 1 to 32 stand in for them (they change angles, not speed).
+  phi.rope.scaling = RopeScaling::kDivisors;
+  phi.rope.divisors.assign(48, 1.0f);
+  for (int i = 0; i < 48; ++i) {
+    phi.rope_long_factors.push_back(static_cast<float>(std::pow(32.0, i / 47.0)));
+  }
+  phi.rope.original_max_position = 4096;
+  phi.rope.attention_factor =
+      static_cast<float>(std::sqrt(1.0 + std::log(32.0) / std::log(4096.0)));
+  presets.push_back({"phi-4-mini", phi, "gguf-vocab/ggml-vocab-gpt-2.gguf",
+                     "chat_templates/phi3.5.jinja",
+                     "Phi-4-mini's o200k tokenizer is not in the repository: GPT-2's byte-level "
+                     "BPE, padded to 200064, stands in for it; LongRoPE factors are placeholders"});
   return presets;
 }
 
@@ -173,10 +246,11 @@ Result<Plan> MakePlan(const SynthOptions& options) {
                  .name = plan.preset->name + " (random weights)",
                  .file_type = type.file_type};
 
-  if (config.rope.scaling == RopeScaling::kLlama3) {
-    plan.tensors.push_back({"rope_freqs.weight", {config.head_dim / 2}, DType::kF32});
+  for (const auto& [name, values] : ConfigTensorsOf(config)) {
+    plan.tensors.push_back({name, {static_cast<int64_t>(values.size())}, DType::kF32});
   }
-  for (const ExpectedTensor& expected : LlamaTensors(config)) {
+  const Architecture& architecture = *KITE_TRY(FindArchitecture(config));
+  for (const ExpectedTensor& expected : architecture.tensors(config)) {
     plan.tensors.push_back({expected.name, expected.shape,
                             ChooseTensorType(type, expected.name, expected.shape, config.n_layers,
                                              config.tied_embeddings)});
@@ -215,12 +289,16 @@ Status SynthesizeGguf(const SynthOptions& options, const std::string& out_path) 
   SetTokenizerMetadata(tokenizer, &writer);
 
   std::vector<StreamedTensor> tensors;
+  const auto config_tensors = ConfigTensorsOf(plan.config);
   for (const PlannedTensor& planned : plan.tensors) {
-    if (planned.name == "rope_freqs.weight") {
-      const auto freqs = std::make_shared<const std::vector<float>>(Llama3RopeFreqs(plan.config));
+    const auto config_tensor =
+        std::find_if(config_tensors.begin(), config_tensors.end(),
+                     [&](const auto& entry) { return entry.first == planned.name; });
+    if (config_tensor != config_tensors.end()) {
+      const auto values = std::make_shared<const std::vector<float>>(config_tensor->second);
       tensors.push_back({planned.name, planned.dtype, planned.shape,
-                         [freqs](int64_t, int64_t, std::span<uint8_t> dst) -> Status {
-                           std::memcpy(dst.data(), freqs->data(), dst.size());
+                         [values](int64_t, int64_t, std::span<uint8_t> dst) -> Status {
+                           std::memcpy(dst.data(), values->data(), dst.size());
                            return Ok();
                          }});
     } else {

@@ -94,6 +94,39 @@ class Fields {
     return value->get<std::string>();
   }
 
+  // A non-empty list of finite numbers > 0.
+  Result<std::vector<double>> PositiveList(std::string_view key) const {
+    const json* value = Get(key);
+    if (!value) return Missing(key);
+    if (!value->is_array() || value->empty()) return WrongType(key, "a non-empty list", *value);
+    std::vector<double> numbers;
+    for (const json& item : *value) {
+      if (!item.is_number() || !(item.get<double>() > 0) || !std::isfinite(item.get<double>())) {
+        return BadValue(key, "holds " + item.dump() + ", expected positive numbers");
+      }
+      numbers.push_back(item.get<double>());
+    }
+    return numbers;
+  }
+
+  // A list of strings; empty when absent.
+  Result<std::vector<std::string>> Strings(std::string_view key) const {
+    const json* value = Get(key);
+    std::vector<std::string> strings;
+    if (!value) return strings;
+    if (!value->is_array()) return WrongType(key, "a list of strings", *value);
+    for (const json& item : *value) {
+      if (!item.is_string()) return BadValue(key, "holds " + item.dump() + ", expected strings");
+      strings.push_back(item.get<std::string>());
+    }
+    return strings;
+  }
+
+  Result<std::optional<double>> OptionalPositive(std::string_view key) const {
+    if (!Get(key)) return std::optional<double>();
+    return std::optional<double>(KITE_TRY(Positive(key)));
+  }
+
   // A token id or a list of them; empty when absent.
   Result<std::vector<int64_t>> TokenIds(std::string_view key) const {
     const json* value = Get(key);
@@ -144,11 +177,26 @@ Result<HfRopeScaling> ReadRopeScaling(const Fields& config, const std::string& p
   if (!type) type = KITE_TRY(fields.String("type"));
   if (!type) return fields.Missing("rope_type");
   if (*type == "default") return scaling;
-  if (*type != "linear" && *type != "llama3") {
+  if (*type == "su") *type = "longrope";
+  if (*type != "linear" && *type != "llama3" && *type != "longrope") {
     return Unsupported(path + ": rope_scaling type '" + *type +
-                       "' is not supported (supported: none, linear, llama3)");
+                       "' is not supported (supported: none, linear, llama3, longrope)");
   }
   scaling.type = *type;
+  if (scaling.type == "longrope") {
+    scaling.short_factor = KITE_TRY(fields.PositiveList("short_factor"));
+    scaling.long_factor = KITE_TRY(fields.PositiveList("long_factor"));
+    if (scaling.short_factor.size() != scaling.long_factor.size()) {
+      return fields.BadValue("long_factor", "has " + std::to_string(scaling.long_factor.size()) +
+                                                " entries, short_factor " +
+                                                std::to_string(scaling.short_factor.size()));
+    }
+    if (fields.Get("original_max_position_embeddings")) {
+      scaling.original_max_position_embeddings =
+          KITE_TRY(fields.Size("original_max_position_embeddings"));
+    }
+    return scaling;
+  }
   scaling.factor = static_cast<float>(KITE_TRY(fields.Positive("factor")));
   if (scaling.type == "llama3") {
     scaling.low_freq_factor = static_cast<float>(KITE_TRY(fields.Positive("low_freq_factor")));
@@ -214,6 +262,27 @@ Result<HfConfig> ParseHfConfig(std::string_view json_text, const std::string& pa
   if (fields.Get("sliding_window")) config.sliding_window = KITE_TRY(fields.Size("sliding_window"));
   if (std::optional<std::string> act = KITE_TRY(fields.String("hidden_act"))) {
     config.hidden_act = *act;
+  }
+  if (std::optional<std::string> act = KITE_TRY(fields.String("hidden_activation"))) {
+    config.hidden_act = *act;
+  }
+  config.query_pre_attn_scalar = KITE_TRY(fields.OptionalPositive("query_pre_attn_scalar"));
+  config.attn_logit_softcapping = KITE_TRY(fields.OptionalPositive("attn_logit_softcapping"));
+  config.final_logit_softcapping = KITE_TRY(fields.OptionalPositive("final_logit_softcapping"));
+  if (fields.Get("sliding_window_pattern")) {
+    config.sliding_window_pattern = KITE_TRY(fields.Size("sliding_window_pattern"));
+  }
+  config.layer_types = KITE_TRY(fields.Strings("layer_types"));
+  config.rope_local_base_freq = KITE_TRY(fields.OptionalPositive("rope_local_base_freq"));
+  config.partial_rotary_factor = KITE_TRY(fields.Positive("partial_rotary_factor", 1.0));
+  if (config.partial_rotary_factor > 1.0) {
+    return fields.BadValue("partial_rotary_factor",
+                           "is " + std::to_string(config.partial_rotary_factor) +
+                               ", expected a share of head_dim up to 1");
+  }
+  if (fields.Get("original_max_position_embeddings")) {
+    config.original_max_position_embeddings =
+        KITE_TRY(fields.Size("original_max_position_embeddings"));
   }
 
   config.bos_token_ids = KITE_TRY(fields.TokenIds("bos_token_id"));

@@ -16,14 +16,16 @@
 namespace kite {
 
 struct HfRopeScaling {
-  // "none", "linear" (positions divided by factor) or "llama3" (Llama 3.1's per-frequency
-  // blend). "default" in a config means "none"; "dynamic", "yarn", "longrope" and others are
-  // Unsupported errors.
+  // "none", "linear" (positions divided by factor), "llama3" (Llama 3.1's per-frequency blend)
+  // or "longrope" (Phi-3's per-pair factors; its older name "su" reads as "longrope").
+  // "default" in a config means "none"; "dynamic", "yarn" and others are Unsupported errors.
   std::string type = "none";
   float factor = 1.0f;
   float low_freq_factor = 1.0f;                     // llama3 only
   float high_freq_factor = 4.0f;                    // llama3 only
-  int64_t original_max_position_embeddings = 8192;  // llama3 only
+  int64_t original_max_position_embeddings = 8192;  // llama3 (and longrope when given there)
+  std::vector<double> short_factor;                 // longrope only: one per rotary pair
+  std::vector<double> long_factor;                  // longrope only
 };
 
 struct HfConfig {
@@ -47,6 +49,16 @@ struct HfConfig {
   std::optional<bool> use_sliding_window;
   std::optional<int64_t> sliding_window;  // 1 .. int32 max when given
   std::string hidden_act = "silu";        // recorded for the model builder, which decides
+                                          // (Gemma's "hidden_activation" when given)
+  // Keys of Gemma and Phi-3, as given (nullopt or empty when absent).
+  std::optional<double> query_pre_attn_scalar;    // Gemma: attention scale = this^-½
+  std::optional<double> attn_logit_softcapping;   // Gemma 2
+  std::optional<double> final_logit_softcapping;  // Gemma 2
+  std::optional<int64_t> sliding_window_pattern;  // Gemma 3: every Nth layer is global
+  std::vector<std::string> layer_types;           // "sliding_attention" / "full_attention"
+  std::optional<double> rope_local_base_freq;     // Gemma 3: the sliding layers' RoPE base
+  double partial_rotary_factor = 1.0;             // Phi-3/4: share of head_dim that rotates
+  std::optional<int64_t> original_max_position_embeddings;  // Phi-3: LongRoPE's switch point
   std::vector<int64_t> bos_token_ids;  // config may give an int or a list
   std::vector<int64_t> eos_token_ids;
   std::string torch_dtype;  // "bfloat16", ...; from "torch_dtype" or newer "dtype"; may be empty

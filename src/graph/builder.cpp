@@ -150,8 +150,9 @@ Result<ValueId> GraphBuilder::AddNode(std::string name, OpAttrs attrs, std::vect
   return id;
 }
 
-Result<ValueId> GraphBuilder::Embedding(std::string name, ValueId table, ValueId ids) {
-  return AddNode(std::move(name), EmbeddingAttrs{}, {table, ids});
+Result<ValueId> GraphBuilder::Embedding(std::string name, ValueId table, ValueId ids,
+                                        float scale) {
+  return AddNode(std::move(name), EmbeddingAttrs{.scale = scale}, {table, ids});
 }
 
 Result<ValueId> GraphBuilder::MatMul(std::string name, ValueId x, ValueId w,
@@ -193,6 +194,14 @@ Result<ValueId> GraphBuilder::Gelu(std::string name, ValueId x, GeluApprox appro
 
 Result<ValueId> GraphBuilder::SwiGlu(std::string name, ValueId gate, ValueId up) {
   return AddNode(std::move(name), SwiGluAttrs{}, {gate, up});
+}
+
+Result<ValueId> GraphBuilder::GeGlu(std::string name, ValueId gate, ValueId up) {
+  return AddNode(std::move(name), GeGluAttrs{}, {gate, up});
+}
+
+Result<ValueId> GraphBuilder::Softcap(std::string name, ValueId x, float cap) {
+  return AddNode(std::move(name), SoftcapAttrs{.cap = cap}, {x});
 }
 
 Result<ValueId> GraphBuilder::Softmax(std::string name, ValueId x) {

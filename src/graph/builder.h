@@ -25,7 +25,7 @@ class GraphBuilder {
   Result<ValueId> Weight(const TensorView& weight,
                          std::optional<QuantEncoding> encoding = std::nullopt);
 
-  Result<ValueId> Embedding(std::string name, ValueId table, ValueId ids);
+  Result<ValueId> Embedding(std::string name, ValueId table, ValueId ids, float scale = 1.0f);
   Result<ValueId> MatMul(std::string name, ValueId x, ValueId w,
                          std::optional<ValueId> bias = std::nullopt);
   Result<ValueId> Add(std::string name, ValueId a, ValueId b);
@@ -37,6 +37,8 @@ class GraphBuilder {
   Result<ValueId> Silu(std::string name, ValueId x);
   Result<ValueId> Gelu(std::string name, ValueId x, GeluApprox approx);
   Result<ValueId> SwiGlu(std::string name, ValueId gate, ValueId up);
+  Result<ValueId> GeGlu(std::string name, ValueId gate, ValueId up);
+  Result<ValueId> Softcap(std::string name, ValueId x, float cap);
   Result<ValueId> Softmax(std::string name, ValueId x);
   // x f32 -> its integers under `encoding` (per-tensor or per-axis; ops.h QuantizeAttrs).
   Result<ValueId> Quantize(std::string name, ValueId x, QuantEncoding encoding);

@@ -39,6 +39,8 @@ Result<OutputSpec> InferOutput(const AttentionAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const SiluAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const GeluAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const SwiGluAttrs& attrs, RuleInputs in);
+Result<OutputSpec> InferOutput(const GeGluAttrs& attrs, RuleInputs in);
+Result<OutputSpec> InferOutput(const SoftcapAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const SoftmaxAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const QuantizeAttrs& attrs, RuleInputs in);
 Result<OutputSpec> InferOutput(const DequantizeAttrs& attrs, RuleInputs in);

@@ -20,11 +20,13 @@
 
 namespace kite {
 
-// out[t, :] = table[ids[t], :]. Inputs: table [vocab, dim] (any dtype a backend can read, dim a
-// whole number of blocks), ids [T] i32. Output [T, dim] f32.
+// out[t, :] = scale · table[ids[t], :]. Inputs: table [vocab, dim] (any dtype a backend can
+// read, dim a whole number of blocks), ids [T] i32. Output [T, dim] f32. Gemma scales its
+// embeddings by √hidden.
 struct EmbeddingAttrs {
   static constexpr std::string_view kName = "embedding";
   static constexpr bool kIsView = false;
+  float scale = 1.0f;
 };
 
 // out = x · Wᵀ (+ bias). Inputs: x [..., K] f32, W [N, K] (any dtype a backend can read, K a whole
@@ -67,7 +69,9 @@ enum class RopeScaling : uint8_t {
 // Rotary position embedding. Inputs: x [T, H, D] f32, positions [T] i32. The first rotary_dim
 // dims of each head rotate (rotary_dim = D for Llama; less for partial rotary), the rest pass
 // through. Pair i turns by position · inv_freq[i], inv_freq[i] = theta^(-2i / rotary_dim),
-// adjusted by the scaling. Output [T, H, D] f32.
+// adjusted by the scaling, and the rotated pair is multiplied by attention_factor (LongRoPE's
+// magnitude correction: cos and sin scaled, as transformers and llama.cpp apply it). Output
+// [T, H, D] f32.
 struct RopeAttrs {
   static constexpr std::string_view kName = "rope";
   static constexpr bool kIsView = false;
@@ -80,6 +84,7 @@ struct RopeAttrs {
   float high_freq_factor = 4.0f;         // llama3
   int32_t original_max_position = 8192;  // llama3
   std::vector<float> divisors = {};       // kDivisors: one per rotary pair, finite and > 0
+  float attention_factor = 1.0f;          // multiplies cos and sin (LongRoPE); finite and > 0
 };
 
 // inv_freq of rotary pair i after the scaling, in double: the one definition both backends use.
@@ -89,13 +94,23 @@ double RopeInverseFrequency(const RopeAttrs& attrs, int64_t i);
 // k [T, Hkv, D], v [T, Hkv, D] (f32), positions [T] i32; Hq a multiple of Hkv. It first writes
 // k and v into the cache at the positions, then each query t attends to cache entries
 // 0..positions[t] inclusive of its kv head (head h uses kv head h / (Hq / Hkv)), with
-// softmax(scale · q·k). Output [T, Hq, D] f32.
+// softmax(scale · q·k). With a `window` W > 0 (sliding-window layers: Mistral, Gemma, Phi-3) it
+// sees only the last W of them, positions[t] - W + 1 .. positions[t]. With `softcap` c > 0
+// (Gemma 2) each score s = scale · q·k becomes c · tanh(s / c) before the softmax. Output
+// [T, Hq, D] f32.
 struct AttentionAttrs {
   static constexpr std::string_view kName = "attention";
   static constexpr bool kIsView = false;
   int32_t layer = 0;
   float scale = 1.0f;
+  int32_t window = 0;    // 0: every cached position up to the query's
+  float softcap = 0.0f;  // 0: none
 };
+
+// The first cache position a query at `position` sees under `attrs`' window.
+inline int64_t FirstVisiblePosition(const AttentionAttrs& attrs, int64_t position) {
+  return attrs.window > 0 && position >= attrs.window ? position - attrs.window + 1 : 0;
+}
 
 // Element-wise activations, f32.
 struct SiluAttrs {
@@ -117,6 +132,19 @@ struct GeluAttrs {
 struct SwiGluAttrs {
   static constexpr std::string_view kName = "swiglu";
   static constexpr bool kIsView = false;
+};
+
+// gelu_tanh(gate) · up (GeGLU: Gemma's feed-forward). Inputs gate and up of one shape, f32.
+struct GeGluAttrs {
+  static constexpr std::string_view kName = "geglu";
+  static constexpr bool kIsView = false;
+};
+
+// out = cap · tanh(x / cap), f32 (Gemma 2's final-logit soft-capping); cap finite and > 0.
+struct SoftcapAttrs {
+  static constexpr std::string_view kName = "softcap";
+  static constexpr bool kIsView = false;
+  float cap = 30.0f;
 };
 
 // Softmax over the last dim, f32.
@@ -188,6 +216,8 @@ enum class OpKind : uint8_t {
   kSilu,
   kGelu,
   kSwiGlu,
+  kGeGlu,
+  kSoftcap,
   kSoftmax,
   kQuantize,
   kDequantize,
@@ -198,7 +228,7 @@ enum class OpKind : uint8_t {
 
 using OpAttrs = std::variant<EmbeddingAttrs, MatMulAttrs, AddAttrs, MulAttrs, RmsNormAttrs,
                              RopeAttrs, AttentionAttrs, SiluAttrs, GeluAttrs, SwiGluAttrs,
-                             SoftmaxAttrs, QuantizeAttrs, DequantizeAttrs, ReshapeAttrs,
+                             GeGluAttrs, SoftcapAttrs, SoftmaxAttrs, QuantizeAttrs, DequantizeAttrs, ReshapeAttrs,
                              PermuteAttrs, SliceAttrs>;
 
 template <OpKind kind>
@@ -213,6 +243,8 @@ static_assert(std::is_same_v<AttrsOf<OpKind::kAttention>, AttentionAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kSilu>, SiluAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kGelu>, GeluAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kSwiGlu>, SwiGluAttrs>);
+static_assert(std::is_same_v<AttrsOf<OpKind::kGeGlu>, GeGluAttrs>);
+static_assert(std::is_same_v<AttrsOf<OpKind::kSoftcap>, SoftcapAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kSoftmax>, SoftmaxAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kQuantize>, QuantizeAttrs>);
 static_assert(std::is_same_v<AttrsOf<OpKind::kDequantize>, DequantizeAttrs>);

@@ -1,5 +1,7 @@
 #include "models/hf_architectures.h"
 
+#include "models/architectures.h"
+
 #include <array>
 #include <string>
 #include <string_view>
@@ -25,12 +27,21 @@ struct HfArchitecture {
   std::string_view family;  // the graph builder (models/architectures.h)
   BiasRule bias;
   WindowRule window;
+  std::string_view activation;  // the hidden_act its feed-forward computes
 };
 
 constexpr std::array kHfArchitectures = {
-    HfArchitecture{"LlamaForCausalLM", "llama", BiasRule::kLlamaKeys, WindowRule::kNone},
-    HfArchitecture{"MistralForCausalLM", "llama", BiasRule::kNone, WindowRule::kKey},
-    HfArchitecture{"Qwen2ForCausalLM", "llama", BiasRule::kQkvOnly, WindowRule::kWhenEnabled},
+    HfArchitecture{"LlamaForCausalLM", "llama", BiasRule::kLlamaKeys, WindowRule::kNone, "silu"},
+    HfArchitecture{"MistralForCausalLM", "llama", BiasRule::kNone, WindowRule::kKey, "silu"},
+    HfArchitecture{"Qwen2ForCausalLM", "llama", BiasRule::kQkvOnly, WindowRule::kWhenEnabled,
+                   "silu"},
+    HfArchitecture{"Qwen3ForCausalLM", "qwen3", BiasRule::kLlamaKeys, WindowRule::kWhenEnabled,
+                   "silu"},
+    HfArchitecture{"Phi3ForCausalLM", "phi3", BiasRule::kNone, WindowRule::kKey, "silu"},
+    HfArchitecture{"Gemma2ForCausalLM", "gemma", BiasRule::kLlamaKeys, WindowRule::kKey,
+                   "gelu_pytorch_tanh"},
+    HfArchitecture{"Gemma3ForCausalLM", "gemma", BiasRule::kLlamaKeys, WindowRule::kKey,
+                   "gelu_pytorch_tanh"},
 };
 
 Result<const HfArchitecture*> FindHfArchitecture(const std::string& name, const std::string& path) {
@@ -43,7 +54,8 @@ Result<const HfArchitecture*> FindHfArchitecture(const std::string& name, const 
                      "' is not supported (supported: " + supported + ")");
 }
 
-// HF checkpoints keep q/k in the rotate-half layout, so RoPE runs in neox mode.
+// HF checkpoints keep q/k in the rotate-half layout, so RoPE runs in neox mode. LongRoPE is the
+// architecture's to read (models/phi3.cpp).
 Status SetRope(const HfConfig& hf, RopeAttrs* rope) {
   rope->mode = RopeMode::kNeox;
   rope->theta = static_cast<float>(hf.rope_theta);
@@ -60,7 +72,7 @@ Status SetRope(const HfConfig& hf, RopeAttrs* rope) {
     rope->high_freq_factor = hf.rope_scaling.high_freq_factor;
     rope->original_max_position =
         static_cast<int32_t>(hf.rope_scaling.original_max_position_embeddings);
-  } else {
+  } else if (type != "longrope") {
     return Unsupported(hf.path + ": rope_scaling type '" + type + "' (supported: linear, llama3)");
   }
   return Ok();
@@ -119,11 +131,18 @@ Result<ModelConfig> ModelConfigFromHf(const HfConfig& hf) {
       }
       break;
   }
-  if (hf.hidden_act != "silu") {
-    return Unsupported(hf.path + ": hidden_act '" + hf.hidden_act +
-                       "' (the Llama family's SwiGLU needs silu)");
+  if (hf.hidden_act != architecture.activation) {
+    return Unsupported(hf.path + ": hidden_act '" + hf.hidden_act + "' (" + hf.architecture +
+                       "'s feed-forward computes " + std::string(architecture.activation) + ")");
   }
   KITE_RETURN_IF_ERROR(SetRope(hf, &config.rope));
+  const Architecture* graph = FindFamily(config.family);
+  if (graph != nullptr && graph->from_hf != nullptr) {
+    KITE_RETURN_IF_ERROR(graph->from_hf(hf, &config));
+  } else if (hf.rope_scaling.type == "longrope") {
+    return Unsupported(hf.path + ": rope_scaling type 'longrope' for " + hf.architecture +
+                       " (Kite reads it for Phi3ForCausalLM)");
+  }
   for (int64_t id : hf.eos_token_ids) {
     if (id < config.vocab) config.eos_ids.push_back(static_cast<int32_t>(id));
   }

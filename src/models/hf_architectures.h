@@ -1,7 +1,9 @@
 // What a Hugging Face config.json (format/hf_config.h, parsed without knowing architectures)
 // means for Kite: which `architectures[0]` it builds, with which graph family, and how each spells
-// the parts that differ between them (bias keys, sliding window). The Llama family covers
-// LlamaForCausalLM (Llama 2/3, TinyLlama, SmolLM), MistralForCausalLM and Qwen2ForCausalLM.
+// the parts that differ between them (bias keys, sliding window, activation). The Llama family
+// covers LlamaForCausalLM (Llama 2/3, TinyLlama, SmolLM), MistralForCausalLM and
+// Qwen2ForCausalLM; Qwen3ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM
+// have their own graph families, whose files read their own keys (Architecture::from_hf).
 #pragma once
 
 #include "base/status.h"

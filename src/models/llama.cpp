@@ -9,12 +9,16 @@
 //     h = rms_norm(x) · ffn_norm
 //     x = x + (silu(h·Wgateᵀ) ⊙ h·Wupᵀ)·Wdownᵀ                 SwiGLU
 //   logits = rms_norm(x) · output_norm · Wlm_headᵀ
+//
+// Two relatives run on the same builder, each described in its own file: Qwen3 normalizes each
+// q and k head before RoPE (models/qwen3.cpp); Phi-3 stores q, k, v as one fused projection and
+// gate, up as another, which the graph splits into row views (models/phi3.cpp). A sliding
+// window (Mistral, Phi-3) limits what each layer's attention sees.
 #include <cmath>
-#include <map>
 #include <optional>
 #include <string>
 
-#include "graph/builder.h"
+#include "models/builder_model.h"
 #include "models/llama.h"
 
 namespace kite {
@@ -23,22 +27,22 @@ namespace {
 
 class LlamaBuilder {
  public:
-  LlamaBuilder(const Model& model, int32_t tokens)
-      : model_(model), spec_(model.config()), tokens_(tokens) {}
+  LlamaBuilder(const Model& model, int32_t tokens, int32_t context)
+      : spec_(model.config()), tokens_(tokens), context_(context), w_(model, &b_) {}
 
   Result<Graph> Build(const PhaseOptions& phase) && {
     const int64_t T = tokens_;
     const ValueId tokens = KITE_TRY(b_.Input("tokens", DType::kI32, {T}));
     positions_ = KITE_TRY(b_.Input("positions", DType::kI32, {T}));
-    ValueId x = KITE_TRY(b_.Embedding("token_embd", KITE_TRY(W("token_embd.weight")), tokens));
+    ValueId x = KITE_TRY(b_.Embedding("token_embd", KITE_TRY(w_("token_embd.weight")), tokens));
     for (int32_t layer = 0; layer < spec_.n_layers; ++layer) {
       x = KITE_TRY(Block(layer, x));  // [T, hidden]
     }
     // Generation needs only the last token's logits: norm and lm_head run on one row.
     if (!phase.all_logits && T > 1) x = KITE_TRY(b_.Slice("last_token", x, 0, T - 1, T));
-    x = KITE_TRY(b_.RmsNorm("output_norm", x, KITE_TRY(W("output_norm.weight")), spec_.rms_eps));
+    x = KITE_TRY(b_.RmsNorm("output_norm", x, KITE_TRY(w_("output_norm.weight")), spec_.rms_eps));
     const char* lm_head = spec_.tied_embeddings ? "token_embd.weight" : "output.weight";
-    const ValueId logits = KITE_TRY(b_.MatMul("output", x, KITE_TRY(W(lm_head))));  // [T|1, vocab]
+    const ValueId logits = KITE_TRY(b_.MatMul("output", x, KITE_TRY(w_(lm_head))));  // [T|1, vocab]
     KITE_RETURN_IF_ERROR(b_.MarkOutput(logits));
     return std::move(b_).Finish();
   }
@@ -52,19 +56,19 @@ class LlamaBuilder {
   }
 
  private:
-  // A weight as a graph value, each added once (tied embeddings are one value used twice).
-  Result<ValueId> W(const std::string& name) {
-    if (auto it = weights_.find(name); it != weights_.end()) return it->second;
-    const TensorView* view = KITE_TRY(model_.Weight(name));
-    const QuantEncoding* encoding = model_.WeightEncoding(name);
-    const ValueId id = KITE_TRY(b_.Weight(
-        *view, encoding ? std::optional<QuantEncoding>(*encoding) : std::nullopt));
-    weights_.emplace(name, id);
-    return id;
-  }
-  Result<std::optional<ValueId>> Bias(bool present, const std::string& name) {
-    if (!present) return std::optional<ValueId>();
-    return std::optional<ValueId>(KITE_TRY(W(name)));
+  // The weight of a projection: its own tensor, or its rows of Phi-3's fused one.
+  Result<ValueId> Projection(const std::string& p, const char* part) {
+    const int64_t q_dim = int64_t{spec_.n_heads} * spec_.head_dim;
+    const int64_t kv_dim = int64_t{spec_.n_kv_heads} * spec_.head_dim;
+    const std::string name(part);
+    if (spec_.family == "phi3") {
+      if (name == "attn_q") return w_.Rows(p + "attn_qkv.weight", 0, q_dim);
+      if (name == "attn_k") return w_.Rows(p + "attn_qkv.weight", q_dim, q_dim + kv_dim);
+      if (name == "attn_v") return w_.Rows(p + "attn_qkv.weight", q_dim + kv_dim, q_dim + 2 * kv_dim);
+      if (name == "ffn_gate") return w_.Rows(p + "ffn_up.weight", 0, spec_.ffn);
+      if (name == "ffn_up") return w_.Rows(p + "ffn_up.weight", spec_.ffn, 2 * int64_t{spec_.ffn});
+    }
+    return w_(p + name + ".weight");
   }
 
   // x [T, hidden] -> x [T, hidden]
@@ -73,77 +77,49 @@ class LlamaBuilder {
     const int64_t T = tokens_;
     const float eps = spec_.rms_eps;
 
-    ValueId h = KITE_TRY(b_.RmsNorm(p + "attn_norm", x, KITE_TRY(W(p + "attn_norm.weight")), eps));
-    ValueId q = KITE_TRY(b_.MatMul(p + "attn_q", h, KITE_TRY(W(p + "attn_q.weight")),
-                                   KITE_TRY(Bias(spec_.q_bias, p + "attn_q.bias"))));
-    ValueId k = KITE_TRY(b_.MatMul(p + "attn_k", h, KITE_TRY(W(p + "attn_k.weight")),
-                                   KITE_TRY(Bias(spec_.k_bias, p + "attn_k.bias"))));
-    ValueId v = KITE_TRY(b_.MatMul(p + "attn_v", h, KITE_TRY(W(p + "attn_v.weight")),
-                                   KITE_TRY(Bias(spec_.v_bias, p + "attn_v.bias"))));
+    ValueId h = KITE_TRY(b_.RmsNorm(p + "attn_norm", x, KITE_TRY(w_(p + "attn_norm.weight")), eps));
+    ValueId q = KITE_TRY(b_.MatMul(p + "attn_q", h, KITE_TRY(Projection(p, "attn_q")),
+                                   KITE_TRY(w_.Bias(spec_.q_bias, p + "attn_q.bias"))));
+    ValueId k = KITE_TRY(b_.MatMul(p + "attn_k", h, KITE_TRY(Projection(p, "attn_k")),
+                                   KITE_TRY(w_.Bias(spec_.k_bias, p + "attn_k.bias"))));
+    ValueId v = KITE_TRY(b_.MatMul(p + "attn_v", h, KITE_TRY(Projection(p, "attn_v")),
+                                   KITE_TRY(w_.Bias(spec_.v_bias, p + "attn_v.bias"))));
     const int64_t Hq = spec_.n_heads, Hkv = spec_.n_kv_heads, D = spec_.head_dim;
     q = KITE_TRY(b_.Reshape(p + "q_heads", q, {T, Hq, D}));   // [T, Hq, D]
     k = KITE_TRY(b_.Reshape(p + "k_heads", k, {T, Hkv, D}));  // [T, Hkv, D]
     v = KITE_TRY(b_.Reshape(p + "v_heads", v, {T, Hkv, D}));  // [T, Hkv, D]
-    q = KITE_TRY(b_.Rope(p + "rope_q", q, positions_, spec_.rope));
-    k = KITE_TRY(b_.Rope(p + "rope_k", k, positions_, spec_.rope));
-    const AttentionAttrs attention{.layer = layer,
-                                   .scale = 1.0f / std::sqrt(static_cast<float>(spec_.head_dim))};
-    ValueId a = KITE_TRY(b_.Attention(p + "attn", q, k, v, positions_, attention));  // [T, Hq, D]
+    if (spec_.qk_norm) {  // Qwen3: RMSNorm over each head's D values
+      q = KITE_TRY(b_.RmsNorm(p + "attn_q_norm", q, KITE_TRY(w_(p + "attn_q_norm.weight")), eps));
+      k = KITE_TRY(b_.RmsNorm(p + "attn_k_norm", k, KITE_TRY(w_(p + "attn_k_norm.weight")), eps));
+    }
+    const RopeAttrs rope = spec_.RopeOf(layer, context_);
+    q = KITE_TRY(b_.Rope(p + "rope_q", q, positions_, rope));
+    k = KITE_TRY(b_.Rope(p + "rope_k", k, positions_, rope));
+    ValueId a = KITE_TRY(
+        b_.Attention(p + "attn", q, k, v, positions_, LayerAttention(spec_, layer)));  // [T, Hq, D]
     a = KITE_TRY(b_.Reshape(p + "attn_flat", a, {T, Hq * D}));                       // [T, Hq * D]
-    a = KITE_TRY(b_.MatMul(p + "attn_output", a, KITE_TRY(W(p + "attn_output.weight")),
-                           KITE_TRY(Bias(spec_.o_bias, p + "attn_output.bias"))));
+    a = KITE_TRY(b_.MatMul(p + "attn_output", a, KITE_TRY(w_(p + "attn_output.weight")),
+                           KITE_TRY(w_.Bias(spec_.o_bias, p + "attn_output.bias"))));
     x = KITE_TRY(b_.Add(p + "attn_residual", x, a));
 
-    h = KITE_TRY(b_.RmsNorm(p + "ffn_norm", x, KITE_TRY(W(p + "ffn_norm.weight")), eps));
-    ValueId gate = KITE_TRY(b_.MatMul(p + "ffn_gate", h, KITE_TRY(W(p + "ffn_gate.weight")),
-                                      KITE_TRY(Bias(spec_.mlp_bias, p + "ffn_gate.bias"))));
-    ValueId up = KITE_TRY(b_.MatMul(p + "ffn_up", h, KITE_TRY(W(p + "ffn_up.weight")),
-                                    KITE_TRY(Bias(spec_.mlp_bias, p + "ffn_up.bias"))));
+    h = KITE_TRY(b_.RmsNorm(p + "ffn_norm", x, KITE_TRY(w_(p + "ffn_norm.weight")), eps));
+    ValueId gate = KITE_TRY(b_.MatMul(p + "ffn_gate", h, KITE_TRY(Projection(p, "ffn_gate")),
+                                      KITE_TRY(w_.Bias(spec_.mlp_bias, p + "ffn_gate.bias"))));
+    ValueId up = KITE_TRY(b_.MatMul(p + "ffn_up", h, KITE_TRY(Projection(p, "ffn_up")),
+                                    KITE_TRY(w_.Bias(spec_.mlp_bias, p + "ffn_up.bias"))));
     ValueId f = KITE_TRY(b_.SwiGlu(p + "ffn_swiglu", gate, up));  // [T, ffn]
-    f = KITE_TRY(b_.MatMul(p + "ffn_down", f, KITE_TRY(W(p + "ffn_down.weight")),
-                           KITE_TRY(Bias(spec_.mlp_bias, p + "ffn_down.bias"))));
+    f = KITE_TRY(b_.MatMul(p + "ffn_down", f, KITE_TRY(w_(p + "ffn_down.weight")),
+                           KITE_TRY(w_.Bias(spec_.mlp_bias, p + "ffn_down.bias"))));
     return b_.Add(p + "ffn_residual", x, f);
   }
 
-  const Model& model_;
   const ModelConfig& spec_;
   const int32_t tokens_;
+  const int32_t context_;
   GraphBuilder b_;
+  WeightValues w_;
   ValueId positions_;
-  std::map<std::string, ValueId> weights_;
 };
-
-Status CheckTokens(int32_t tokens) {
-  if (tokens < 1) {
-    return InvalidInput("graph phase of " + std::to_string(tokens) + " tokens, expected >= 1");
-  }
-  return Ok();
-}
-
-class LlamaModel final : public Model {
- public:
-  using Model::Model;
-
-  Result<Graph> BuildGraph(const PhaseOptions& phase) const override {
-    KITE_RETURN_IF_ERROR(CheckTokens(phase.tokens));
-    return LlamaBuilder(*this, phase.tokens).Build(phase);
-  }
-
-  Result<Graph> BuildBlock(int32_t layer, int32_t tokens) const override {
-    KITE_RETURN_IF_ERROR(CheckTokens(tokens));
-    if (layer < 0 || layer >= config().n_layers) {
-      return InvalidInput(config().source + ": block " + std::to_string(layer) +
-                          ", expected 0.." + std::to_string(config().n_layers - 1));
-    }
-    return LlamaBuilder(*this, tokens).BuildBlock(layer);
-  }
-};
-
-std::unique_ptr<Model> CreateLlama(ModelConfig config, WeightStore weights,
-                                   Model::FileNames file_names) {
-  return std::make_unique<LlamaModel>(std::move(config), std::move(weights),
-                                      std::move(file_names));
-}
 
 }  // namespace
 
@@ -166,6 +142,10 @@ std::vector<ExpectedTensor> LlamaTensors(const ModelConfig& spec) {
     if (spec.k_bias) add(blk + "attn_k.bias", {kv_dim});
     add(blk + "attn_v.weight", {kv_dim, hidden});
     if (spec.v_bias) add(blk + "attn_v.bias", {kv_dim});
+    if (spec.qk_norm) {
+      add(blk + "attn_q_norm.weight", {spec.head_dim});
+      add(blk + "attn_k_norm.weight", {spec.head_dim});
+    }
     add(blk + "attn_output.weight", {hidden, q_dim});
     if (spec.o_bias) add(blk + "attn_output.bias", {hidden});
     add(blk + "ffn_norm.weight", {hidden});
@@ -183,7 +163,47 @@ std::vector<ExpectedTensor> LlamaTensors(const ModelConfig& spec) {
   return tensors;
 }
 
-const Architecture kLlamaArchitecture = {
-    .family = "llama", .tensors = &LlamaTensors, .create = &CreateLlama};
+std::unique_ptr<Model> CreateLlamaFamilyModel(ModelConfig config, WeightStore weights,
+                                              Model::FileNames file_names) {
+  return CreateBuilderModel<LlamaBuilder>(std::move(config), std::move(weights),
+                                          std::move(file_names));
+}
+
+const HfNamePart kLlamaHfParts[9] = {
+    {"attn_norm.weight", "input_layernorm.weight"},
+    {"attn_q.", "self_attn.q_proj."},
+    {"attn_k.", "self_attn.k_proj."},
+    {"attn_v.", "self_attn.v_proj."},
+    {"attn_output.", "self_attn.o_proj."},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.", "mlp.gate_proj."},
+    {"ffn_up.", "mlp.up_proj."},
+    {"ffn_down.", "mlp.down_proj."},
+};
+
+namespace {
+
+// GGUF "llama" (Llama, Mistral, SmolLM) or "qwen2".
+std::string LlamaGgufArch(const ModelConfig& config) {
+  return config.architecture == "Qwen2ForCausalLM" || config.architecture == "qwen2" ? "qwen2"
+                                                                                     : "llama";
+}
+
+// Mistral's window as llama.cpp's key (its "llama" arch reads it since Mistral v0.1).
+void LlamaToGguf(const ModelConfig& config, const std::string& arch, GgufWriter* writer) {
+  if (config.sliding_window > 0) {
+    writer->SetUint32(arch + ".attention.sliding_window",
+                      static_cast<uint32_t>(config.sliding_window));
+  }
+}
+
+}  // namespace
+
+const Architecture kLlamaArchitecture = {.family = "llama",
+                                         .tensors = &LlamaTensors,
+                                         .create = &CreateLlamaFamilyModel,
+                                         .hf_parts = kLlamaHfParts,
+                                         .gguf_arch = &LlamaGgufArch,
+                                         .to_gguf = &LlamaToGguf};
 
 }  // namespace kite

@@ -17,6 +17,7 @@
 #include "format/gguf.h"
 #include "models/activation_encodings_gguf.h"
 #include "models/encoded_weight_gguf.h"
+#include "models/gguf_keys.h"
 #include "models/load_model.h"
 
 namespace kite {
@@ -26,49 +27,20 @@ namespace {
 struct GgufArchitecture {
   std::string_view name;
   RopeMode rope_mode;
+  std::string_view family;  // the graph builder (models/architectures.h)
 };
 
-constexpr std::array<GgufArchitecture, 2> kArchitectures = {{
-    {"llama", RopeMode::kInterleaved},
-    {"qwen2", RopeMode::kNeox},
+// llama.cpp's rope type of each (llama_model_rope_type): "norm" for llama, neox for the others.
+constexpr std::array<GgufArchitecture, 6> kArchitectures = {{
+    {"llama", RopeMode::kInterleaved, "llama"},
+    {"qwen2", RopeMode::kNeox, "llama"},
+    {"qwen3", RopeMode::kNeox, "qwen3"},
+    {"phi3", RopeMode::kNeox, "phi3"},
+    {"gemma2", RopeMode::kNeox, "gemma"},
+    {"gemma3", RopeMode::kNeox, "gemma"},
 }};
 
-// Reads integer keys into int32 fields with range checks; messages name the file and key.
-class Keys {
- public:
-  Keys(const GgufFile& gguf, std::string arch) : gguf_(gguf), arch_(std::move(arch)) {}
-
-  std::string Key(std::string_view suffix) const { return arch_ + "." + std::string(suffix); }
-  bool Has(std::string_view suffix) const { return gguf_.Find(Key(suffix)) != nullptr; }
-
-  Result<int32_t> Int(std::string_view suffix) const {
-    const int64_t value = KITE_TRY(gguf_.GetInt(Key(suffix)));
-    if (value <= 0 || value > INT32_MAX) {
-      return InvalidInput(gguf_.name() + ": key '" + Key(suffix) + "' is " + std::to_string(value) +
-                          ", expected 1.." + std::to_string(INT32_MAX));
-    }
-    return static_cast<int32_t>(value);
-  }
-  Result<int32_t> Int(std::string_view suffix, int32_t fallback) const {
-    if (!Has(suffix)) return fallback;
-    return Int(suffix);
-  }
-  Result<float> Float(std::string_view suffix, float fallback) const {
-    if (!Has(suffix)) return fallback;
-    const double value = KITE_TRY(gguf_.GetFloat(Key(suffix)));
-    if (!std::isfinite(value) || value <= 0.0) {
-      return InvalidInput(gguf_.name() + ": key '" + Key(suffix) + "' is " + std::to_string(value) +
-                          ", expected a finite value > 0");
-    }
-    return static_cast<float>(value);
-  }
-
- private:
-  const GgufFile& gguf_;
-  std::string arch_;
-};
-
-Status SetRopeScaling(const GgufFile& gguf, const Keys& keys, RopeAttrs* rope) {
+Status SetRopeScaling(const GgufFile& gguf, const GgufKeys& keys, RopeAttrs* rope) {
   std::string type = "none";
   if (keys.Has("rope.scaling.type")) type = KITE_TRY(gguf.GetString(keys.Key("rope.scaling.type")));
   if (type == "linear") {
@@ -87,26 +59,7 @@ Status SetRopeScaling(const GgufFile& gguf, const Keys& keys, RopeAttrs* rope) {
   }
   // Llama 3.x: each rotary pair's frequency divisor, which the rope op applies as given (as
   // llama.cpp does), whatever scaling computed them.
-  const std::string what = gguf.name() + ": tensor 'rope_freqs.weight'";
-  const int64_t pairs = rope->rotary_dim / 2;
-  if (freqs->dtype != DType::kF32 || freqs->shape.size() != 1) {
-    return InvalidInput(what + " is " + ShapeString(freqs->shape) + " " +
-                        std::string(DTypeName(freqs->dtype)) + ", expected [" +
-                        std::to_string(pairs) + "] f32");
-  }
-  if (freqs->shape[0] != pairs) {
-    return InvalidInput(what + " has " + std::to_string(freqs->shape[0]) +
-                        " entries, expected one per rotary pair (" + std::to_string(pairs) + ")");
-  }
-  const TensorView view = gguf.View(*freqs);
-  rope->divisors.resize(pairs);
-  std::memcpy(rope->divisors.data(), view.data, rope->divisors.size() * sizeof(float));
-  for (int64_t i = 0; i < pairs; ++i) {
-    if (!std::isfinite(rope->divisors[i]) || !(rope->divisors[i] > 0.0f)) {
-      return InvalidInput(what + "[" + std::to_string(i) + "] is " +
-                          std::to_string(rope->divisors[i]) + ", expected a finite divisor > 0");
-    }
-  }
+  rope->divisors = KITE_TRY(ReadConfigTensor(gguf, "rope_freqs.weight", rope->rotary_dim / 2));
   rope->scaling = RopeScaling::kDivisors;
   return Ok();
 }
@@ -130,10 +83,10 @@ Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> ggu
     return Unsupported(path + ": general.architecture '" + arch +
                        "' is not supported (supported: " + names + ")");
   }
-  const Keys keys(*gguf, arch);
+  const GgufKeys keys(*gguf, arch);
 
   ModelConfig config;
-  config.family = "llama";
+  config.family = std::string(known->family);
   config.architecture = arch;
   config.source = path;
   config.n_layers = KITE_TRY(keys.Int("block_count"));
@@ -181,9 +134,20 @@ Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> ggu
   config.o_bias = has("blk.0.attn_output.bias");
   config.mlp_bias = has("blk.0.ffn_down.bias");
   config.activation_encodings = KITE_TRY(ReadActivationEncodingKeys(*gguf)).by_node;
+  if (keys.Has("attention.sliding_window")) {
+    const int64_t window = KITE_TRY(gguf->GetInt(keys.Key("attention.sliding_window")));
+    if (window < 0 || window > INT32_MAX) {
+      return InvalidInput(path + ": " + keys.Key("attention.sliding_window") + " is " +
+                          std::to_string(window) + ", expected 0.." + std::to_string(INT32_MAX));
+    }
+    config.sliding_window = static_cast<int32_t>(window);  // 0: none (Phi-4's converter)
+  }
 
-  KITE_RETURN_IF_ERROR(config.Check());
   const Architecture* architecture = KITE_TRY(FindArchitecture(config));
+  if (architecture->from_gguf != nullptr) {
+    KITE_RETURN_IF_ERROR(architecture->from_gguf(*gguf, arch, &config));
+  }
+  KITE_RETURN_IF_ERROR(config.Check());
   const GgufFile& file = *gguf;
   const auto file_name = [](const std::string& name) { return name; };
   WeightStore store;
@@ -208,8 +172,10 @@ Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> ggu
       config, store, file_name, file_tensors,
       // rope_freqs.weight (Llama 3.x GGUFs) is not a graph weight: SetRopeScaling read it into
       // config.rope above. An encoded weight's companions were read with it.
+      // Phi-3's LongRoPE factors likewise (models/phi3.cpp read them).
       [&](std::string_view name) {
-        return name == "rope_freqs.weight" || IsEncodingCompanion(file, name);
+        return name == "rope_freqs.weight" || name == "rope_factors_long.weight" ||
+               name == "rope_factors_short.weight" || IsEncodingCompanion(file, name);
       },
       "key '" + keys.Key("block_count") + "'"));
 

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "format/safetensors.h"
+#include "tensor/dequantize.h"
 #include "models/hf_architectures.h"
 #include "models/load_model.h"
 
@@ -12,34 +13,24 @@ namespace kite {
 
 namespace {
 
-// transformers' parameter name of a canonical (GGUF-style) weight name.
-std::string HfName(const std::string& canonical) {
-  static constexpr std::pair<std::string_view, std::string_view> kBlockParts[] = {
-      {"attn_norm.weight", "input_layernorm.weight"},
-      {"attn_q.", "self_attn.q_proj."},
-      {"attn_k.", "self_attn.k_proj."},
-      {"attn_v.", "self_attn.v_proj."},
-      {"attn_output.", "self_attn.o_proj."},
-      {"ffn_norm.weight", "post_attention_layernorm.weight"},
-      {"ffn_gate.", "mlp.gate_proj."},
-      {"ffn_up.", "mlp.up_proj."},
-      {"ffn_down.", "mlp.down_proj."},
-  };
-  if (canonical == "token_embd.weight") return "model.embed_tokens.weight";
-  if (canonical == "output_norm.weight") return "model.norm.weight";
-  if (canonical == "output.weight") return "lm_head.weight";
-  if (canonical.starts_with("blk.")) {
-    const size_t dot = canonical.find('.', 4);  // after the layer number
-    const std::string layer = canonical.substr(4, dot - 4);
-    const std::string_view rest = std::string_view(canonical).substr(dot + 1);
-    for (const auto& [gguf_part, hf_part] : kBlockParts) {
-      if (rest.starts_with(gguf_part)) {
-        return "model.layers." + layer + "." + std::string(hf_part) +
-               std::string(rest.substr(gguf_part.size()));
-      }
-    }
+// Every RMSNorm weight of `store` (canonical names end in "norm.weight") replaced by 1 + w in
+// f32: the form GGUF files hold and the graphs read (Architecture::hf_norm_plus_one).
+Status FoldNormPlusOne(WeightStore* store) {
+  std::vector<std::string> norms;
+  for (const auto& [name, view] : store->weights()) {
+    if (name.ends_with("norm.weight")) norms.push_back(name);
   }
-  return canonical;
+  for (const std::string& name : norms) {
+    const TensorView view = *store->Find(name);
+    int64_t n = 1;
+    for (int64_t d : view.shape) n *= d;
+    AlignedBuffer buffer = KITE_TRY(AlignedBuffer::Allocate(n * sizeof(float)));
+    float* values = reinterpret_cast<float*>(buffer.data());
+    KITE_RETURN_IF_ERROR(Dequantize(view.dtype, view.data, values, n));
+    for (int64_t i = 0; i < n; ++i) values[i] += 1.0f;
+    KITE_TRY(store->AddBuffer(name, DType::kF32, view.shape, std::move(buffer)));
+  }
+  return Ok();
 }
 
 }  // namespace
@@ -49,6 +40,8 @@ Result<std::unique_ptr<Model>> LoadHfModel(const std::string& folder) {
   config.source = folder;
   KITE_RETURN_IF_ERROR(config.Check());
   const Architecture* architecture = KITE_TRY(FindArchitecture(config));
+  const std::span<const HfNamePart> parts = architecture->hf_parts;
+  const auto HfName = [parts](const std::string& name) { return HfWeightName(name, parts); };
 
   auto files =
       std::make_shared<const SafetensorsModel>(KITE_TRY(SafetensorsModel::OpenFolder(folder)));
@@ -80,6 +73,7 @@ Result<std::unique_ptr<Model>> LoadHfModel(const std::string& folder) {
       },
       "config.json num_hidden_layers"));
 
+  if (architecture->hf_norm_plus_one) KITE_RETURN_IF_ERROR(FoldNormPlusOne(&store));
   store.Keep(std::move(files));
   return architecture->create(std::move(config), std::move(store), HfName);
 }

@@ -44,9 +44,10 @@ Status RefuseUnusedTensors(const ModelConfig& config, const WeightStore& store,
                            std::string_view layer_key);
 
 // A Hugging Face folder (config.json, *.safetensors): LlamaForCausalLM, MistralForCausalLM,
-// Qwen2ForCausalLM.
+// Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM.
 Result<std::unique_ptr<Model>> LoadHfModel(const std::string& folder);
-// A llama.cpp GGUF file with general.architecture "llama" or "qwen2".
+// A llama.cpp GGUF file with general.architecture "llama", "qwen2", "qwen3", "phi3", "gemma2"
+// or "gemma3".
 Result<std::unique_ptr<Model>> LoadGgufModel(const std::string& path);
 // The same from `gguf`, already open at `path` (the runtime reads the tokenizer from the same
 // open file: one mapping and one parse of the metadata serve both); the model keeps it.

@@ -29,6 +29,9 @@ struct PhaseOptions {
   // Logits for every token ([T, vocab], for perplexity) or only for the last ([1, vocab], for
   // generation: the final norm and lm_head then run on one row).
   bool all_logits = false;
+  // The positions a run may reach (the engine's context); 0: the model's own context length.
+  // A LongRoPE model (Phi-3) takes its long factors when this exceeds its original context.
+  int32_t context = 0;
 };
 
 // What the KV cache must hold for this model: per layer, n_kv_heads heads of head_dim for k and

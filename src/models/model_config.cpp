@@ -27,7 +27,28 @@ Status ModelConfig::Check() const {
     return InvalidInput(source + ": rms norm epsilon " + std::to_string(rms_eps) +
                         ", expected > 0");
   }
+  if (sliding_window < 0 || sliding_window_pattern < 0) {
+    return InvalidInput(source + ": sliding window " + std::to_string(sliding_window) +
+                        " or its layer pattern " + std::to_string(sliding_window_pattern) +
+                        " is negative");
+  }
+  if (!rope_long_factors.empty() &&
+      static_cast<int32_t>(rope_long_factors.size()) != rope.rotary_dim / 2) {
+    return InvalidInput(source + ": " + std::to_string(rope_long_factors.size()) +
+                        " LongRoPE long factors, expected one per rotary pair (" +
+                        std::to_string(rope.rotary_dim / 2) + ")");
+  }
   return Ok();
+}
+
+RopeAttrs ModelConfig::RopeOf(int32_t layer, int32_t context) const {
+  if (rope_sliding && IsSlidingLayer(layer)) return *rope_sliding;
+  if (!rope_long_factors.empty() && context > rope.original_max_position) {
+    RopeAttrs long_rope = rope;
+    long_rope.divisors = rope_long_factors;
+    return long_rope;
+  }
+  return rope;
 }
 
 }  // namespace kite

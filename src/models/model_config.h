@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ namespace kite {
 
 struct ModelConfig {
   // The architecture whose builder makes the graph (models/architectures.h): "llama" covers
-  // Llama, Mistral and Qwen2.
+  // Llama, Mistral and Qwen2; "qwen3", "phi3" and "gemma" (Gemma 2 and 3) have their own files.
   std::string family = "llama";
   std::string architecture;  // as the file names it: "LlamaForCausalLM", GGUF "qwen2", ...
   std::string source;        // the path it was loaded from
@@ -35,6 +36,19 @@ struct ModelConfig {
   RopeAttrs rope;
   int32_t context_length = 0;    // positions the model was trained for
   int32_t sliding_window = 0;    // 0: attention sees the whole context
+  // With a sliding window: 0, every layer slides (Mistral, Phi-3); N > 0, layer l is global
+  // (sees the whole context) when (l + 1) % N == 0 and slides otherwise (Gemma 2: 2, Gemma 3: 6).
+  int32_t sliding_window_pattern = 0;
+  // The sliding layers' RoPE when it differs from `rope` (Gemma 3: base 10000, no scaling).
+  std::optional<RopeAttrs> rope_sliding;
+  // LongRoPE (Phi-3): `rope` holds the short factors as divisors (and rope.original_max_position
+  // the original context); these are the long ones, used when a run's context exceeds it.
+  std::vector<float> rope_long_factors;
+  bool qk_norm = false;          // RMSNorm over each q and k head before RoPE (Qwen3, Gemma 3)
+  float embedding_scale = 1.0f;  // embeddings × this (Gemma: √hidden)
+  float attention_scale = 0.0f;  // softmax scale; 0: 1/√head_dim (Gemma: query_pre_attn_scalar^-½)
+  float attn_softcap = 0.0f;     // attention scores c·tanh(s/c) (Gemma 2); 0: none
+  float final_softcap = 0.0f;    // the same on the logits (Gemma 2); 0: none
   bool tied_embeddings = false;  // lm_head is token_embd.weight (no output.weight)
   bool q_bias = false, k_bias = false, v_bias = false, o_bias = false;
   bool mlp_bias = false;  // gate, up and down
@@ -48,6 +62,15 @@ struct ModelConfig {
 
   // InvalidInput naming the source and the field: sizes positive, heads dividing, epsilon > 0.
   Status Check() const;
+
+  // Whether `layer` attends through the sliding window (see sliding_window_pattern).
+  bool IsSlidingLayer(int32_t layer) const {
+    if (sliding_window <= 0) return false;
+    return sliding_window_pattern <= 0 || (layer + 1) % sliding_window_pattern != 0;
+  }
+  // The RoPE of `layer`, and of a run whose context reaches `context` positions (LongRoPE's
+  // long factors past rope.original_max_position).
+  RopeAttrs RopeOf(int32_t layer, int32_t context) const;
 };
 
 }  // namespace kite

@@ -100,14 +100,6 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOpt
   const int32_t context = options.context_length > 0
                               ? options.context_length
                               : std::min(spec.context_length, kDefaultContextCap);
-  if (spec.sliding_window > 0 && context > spec.sliding_window) {
-    // Kite's attention sees every cached position; past the window that is not this model.
-    return Unsupported(spec.source + ": context " + std::to_string(context) +
-                       " is longer than the model's sliding window " +
-                       std::to_string(spec.sliding_window) +
-                       ", which Kite does not implement; use a context up to the window");
-  }
-
   // Before the memory check, which counts whole blocks: named with the model's path.
   if (Status whole = CheckKvHeadDim(options.kv_dtype, kv.head_dim); !whole) {
     return std::unexpected(std::move(whole.error()).WithContext(spec.source));
@@ -205,7 +197,8 @@ Result<std::shared_ptr<Engine::GraphLease::Entry>> Engine::Compile(const GraphKe
     std::lock_guard lock(mutex_);
     if (auto it = graphs_.find(key); it != graphs_.end()) return it->second;
   }
-  const PhaseOptions phase{.tokens = key.tokens, .all_logits = key.all_logits};
+  const PhaseOptions phase{
+      .tokens = key.tokens, .all_logits = key.all_logits, .context = context_length_};
   Graph graph = KITE_TRY(model_->BuildGraph(phase));
   if (options_.quantized_activations && !config().activation_encodings.empty()) {
     // The file's static activation encodings, run as quantize -> dequantize pairs.

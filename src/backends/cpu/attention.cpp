@@ -1,4 +1,5 @@
-// Causal grouped-query attention over the paged KV cache, read in place (f16, f32 or q8_0 pages),
+// Causal grouped-query attention over the paged KV cache (a sliding window and a score soft-cap
+// when the node asks), read in place (f16, f32 or q8_0 pages),
 // with an online softmax over tiles of cached positions: scores of a tile, one vectorized exp, the
 // running max and sum rescaled, values accumulated in f32. A q8_0 head is head_dim / 32 blocks:
 // its int8 codes widen to f32 and each block's f16 scale multiplies once per block (a key's
@@ -44,6 +45,7 @@ struct QueryRows {
   int64_t count = 0;         // <= kMaxRows
   const float* q[kMaxRows];  // query row [D]
   float* out[kMaxRows];      // output row [D]
+  int64_t first[kMaxRows];   // the first position each row sees (0, or its window's start)
   int64_t last[kMaxRows];    // the last position each row sees (causal)
 };
 }  // namespace kite::cpu
@@ -98,10 +100,11 @@ HWY_INLINE float Scale(const std::byte* block) {
   return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh1, d)));
 }
 
-// out [D] = softmax over j in [0, last] of scale · q·k_j, applied to v_j, for one query head.
+// out [D] = softmax over j in [first, last] of s_j = scale · q·k_j (softcap · tanh(s_j / softcap)
+// when softcap > 0), applied to v_j, for one query head.
 template <typename T>
-void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t last,
-                float scale, float* out) {
+void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t first,
+                int64_t last, float scale, float softcap, float* out) {
   const DF df;
   const int64_t dim = layer.head_dim;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
@@ -117,7 +120,7 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
   for (int64_t i = 0; i < dim; i += lanes) hn::Store(hn::Zero(df), df, acc + i);
   float max = -INFINITY;
   float sum = 0.0f;
-  for (int64_t j0 = 0; j0 <= last; j0 += kTile) {
+  for (int64_t j0 = first; j0 <= last; j0 += kTile) {
     const int64_t count = std::min(kTile, last + 1 - j0);
     for (int64_t j = 0; j < count; ++j) {
       keys[j] = layer.key(j0 + j) + head_offset;
@@ -140,6 +143,7 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
         }
       }
       p[j] = scale * hn::GetLane(hn::SumOfLanes(df, dot));
+      if (softcap > 0.0f) p[j] = softcap * std::tanh(p[j] / softcap);
       tile_max = std::max(tile_max, p[j]);
     }
     for (int64_t j = count; j % lanes != 0; ++j) p[j] = 0.0f;  // lanes past the tile's end
@@ -180,14 +184,14 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
     hn::StoreU(hn::Mul(hn::Load(df, acc + i), inv), df, out + i);
 }
 
-void Attend(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t last, float scale,
-            float* out) {
+void Attend(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t first,
+            int64_t last, float scale, float softcap, float* out) {
   if (layer.dtype == DType::kF16) {
-    AttendHead<hwy::float16_t>(q, layer, kv_head, last, scale, out);
+    AttendHead<hwy::float16_t>(q, layer, kv_head, first, last, scale, softcap, out);
   } else if (layer.dtype == DType::kQ8_0) {
-    AttendHead<BlockQ8_0>(q, layer, kv_head, last, scale, out);
+    AttendHead<BlockQ8_0>(q, layer, kv_head, first, last, scale, softcap, out);
   } else {
-    AttendHead<float>(q, layer, kv_head, last, scale, out);
+    AttendHead<float>(q, layer, kv_head, first, last, scale, softcap, out);
   }
 }
 
@@ -258,7 +262,7 @@ HWY_INLINE void AccumulateValues(const float* p, const float* vf, const float* c
 // Rows [begin, begin + count) of `rows`, count <= kRows.
 template <typename T>
 void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvLayerView& layer,
-                  int64_t kv_head, float scale) {
+                  int64_t kv_head, float scale, float softcap) {
   const DF df;
   using V = hn::Vec<DF>;
   const int64_t dim = layer.head_dim;
@@ -269,29 +273,35 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
   HWY_ALIGN float vf[kTile * kMaxBlockDim];   // [tile][D]
   HWY_ALIGN float p[kTile * kRows];           // [tile][rows]: scores, then probabilities
   HWY_ALIGN float acc[kRows * kMaxBlockDim];  // [rows][D]
+  HWY_ALIGN float first[kRows];
   HWY_ALIGN float last[kRows];
   HWY_ALIGN float corr[kRows];
   // Unused lanes repeat the first row, so that every lane stays finite; they are not stored.
-  int64_t max_last = 0;
+  int64_t min_first = rows.first[begin], max_last = 0;
   for (int64_t r = 0; r < kRows; ++r) {
     const int64_t from = begin + (r < count ? r : 0);
+    first[r] = static_cast<float>(rows.first[from]);
     last[r] = static_cast<float>(rows.last[from]);
+    min_first = std::min(min_first, rows.first[from]);
     max_last = std::max(max_last, rows.last[from]);
     for (int64_t i = 0; i < dim; ++i) qt[i * kRows + r] = scale * rows.q[from][i];
   }
   std::memset(acc, 0, sizeof(float) * kRows * dim);
+  const V first_v = hn::Load(df, first);
   const V last_v = hn::Load(df, last);
+  const V cap = hn::Set(df, softcap), inv_cap = hn::Set(df, softcap > 0.0f ? 1.0f / softcap : 0.0f);
   // Masked scores and the first running max are the lowest float, not -inf: Highway's Exp is
   // defined from -FLT_MAX up, where it gives 0 as exp(-inf) would.
   const V lowest = hn::Set(df, std::numeric_limits<float>::lowest());
   V max = lowest;
   V sum = hn::Zero(df);
-  for (int64_t j0 = 0; j0 <= max_last; j0 += kTile) {
+  for (int64_t j0 = min_first; j0 <= max_last; j0 += kTile) {
     const int64_t keys = std::min(kTile, max_last + 1 - j0);
     const int64_t padded = (keys + 3) / 4 * 4;
     TileToF32<T>(layer, false, j0, keys, padded, head_offset, dim, kf);
     TileToF32<T>(layer, true, j0, keys, padded, head_offset, dim, vf);
-    // Scores, four keys at a time (four FMA chains); positions past a row's last: lowest.
+    // Scores, four keys at a time (four FMA chains); positions outside a row's [first, last]:
+    // lowest.
     V tile_max = lowest;
     for (int64_t j = 0; j < padded; j += 4) {
       V s[4] = {hn::Zero(df), hn::Zero(df), hn::Zero(df), hn::Zero(df)};
@@ -300,19 +310,25 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
         for (int u = 0; u < 4; ++u) s[u] = hn::MulAdd(qi, hn::Set(df, kf[(j + u) * dim + i]), s[u]);
       }
       for (int u = 0; u < 4; ++u) {
-        const auto past_last = hn::Gt(hn::Set(df, static_cast<float>(j0 + j + u)), last_v);
-        s[u] = hn::IfThenElse(past_last, lowest, s[u]);
+        const V at = hn::Set(df, static_cast<float>(j0 + j + u));
+        const auto outside = hn::Or(hn::Gt(at, last_v), hn::Lt(at, first_v));
+        if (softcap > 0.0f) s[u] = hn::Mul(cap, hn::Tanh(df, hn::Mul(s[u], inv_cap)));
+        s[u] = hn::IfThenElse(outside, lowest, s[u]);
         tile_max = hn::Max(tile_max, s[u]);
         hn::Store(s[u], df, p + (j + u) * kRows);
       }
     }
-    // Every row sees position 0, so from the first tile on each row's max is finite.
+    // A row whose window starts past this tile has seen nothing yet: its max stays lowest, and
+    // its masked scores would give exp(0) = 1, so they are zeroed; its first seen score then
+    // corrects the zero sum and accumulator by exp(lowest - max) = 0.
     const V new_max = hn::Max(max, tile_max);
     const V correction = hn::Exp(df, hn::Sub(max, new_max));  // 0 on the first tile
     max = new_max;
     V tile_sum = hn::Zero(df);
     for (int64_t j = 0; j < padded; ++j) {
-      const V e = hn::Exp(df, hn::Sub(hn::Load(df, p + j * kRows), max));
+      const V at = hn::Set(df, static_cast<float>(j0 + j));
+      const auto inside = hn::And(hn::Le(at, last_v), hn::Ge(at, first_v));
+      const V e = hn::IfThenElseZero(inside, hn::Exp(df, hn::Sub(hn::Load(df, p + j * kRows), max)));
       hn::Store(e, df, p + j * kRows);
       tile_sum = hn::Add(tile_sum, e);
     }
@@ -336,15 +352,16 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
   }
 }
 
-void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head, float scale) {
+void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head, float scale,
+                float softcap) {
   for (int64_t begin = 0; begin < rows.count; begin += kRows) {
     const int64_t count = std::min(kRows, rows.count - begin);
     if (layer.dtype == DType::kF16) {
-      AttendBlockT<hwy::float16_t>(rows, begin, count, layer, kv_head, scale);
+      AttendBlockT<hwy::float16_t>(rows, begin, count, layer, kv_head, scale, softcap);
     } else if (layer.dtype == DType::kQ8_0) {
-      AttendBlockT<BlockQ8_0>(rows, begin, count, layer, kv_head, scale);
+      AttendBlockT<BlockQ8_0>(rows, begin, count, layer, kv_head, scale, softcap);
     } else {
-      AttendBlockT<float>(rows, begin, count, layer, kv_head, scale);
+      AttendBlockT<float>(rows, begin, count, layer, kv_head, scale, softcap);
     }
   }
 }
@@ -393,7 +410,8 @@ SupportResult Support(const AttentionAttrs&, const Graph& graph, const Node& nod
 namespace {
 
 // Tokens [begin, end) of the run, all of one sequence whose cache layer is `layer`: k and v
-// enter the cache first, then query t sees positions 0..positions[t].
+// enter the cache first, then query t sees positions first..positions[t] (first: 0, or its
+// window's start).
 Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const KvLayerView& layer,
                     int64_t begin, int64_t end) {
   const TensorArg& q = args.in[0];
@@ -419,7 +437,7 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
         WriteRow(layer, k.as<const float>() + t * kv_heads * dim, kv_heads * dim, "k", t, layer.key(p)));
     KITE_RETURN_IF_ERROR(WriteRow(layer, v.as<const float>() + t * kv_heads * dim, kv_heads * dim,
                                   "v", t, layer.value(p)));
-    work += (p + 1) * q_heads * dim;
+    work += (p + 1 - FirstVisiblePosition(attrs, p)) * q_heads * dim;
   }
   if (tokens > 1 && dim <= kMaxBlockDim) {
     // Prefill: per KV head, its query rows (token-major, then the heads of its group) in blocks
@@ -436,9 +454,10 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
         const int64_t h = kv_head * group + (first + r) % group;
         block.q[r] = qs + (t * q_heads + h) * dim;
         block.out[r] = outs + (t * q_heads + h) * dim;
+        block.first[r] = FirstVisiblePosition(attrs, pos[t * pos_step]);
         block.last[r] = pos[t * pos_step];
       }
-      HWY_DYNAMIC_DISPATCH(AttendRows)(block, layer, kv_head, attrs.scale);
+      HWY_DYNAMIC_DISPATCH(AttendRows)(block, layer, kv_head, attrs.scale, attrs.softcap);
     };
     const int64_t units = kv_heads * blocks_per_head;
     args.pool.ParallelForChunks(units, 1, [&](int64_t first, int64_t last) {
@@ -449,8 +468,10 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
   const int64_t units = tokens * q_heads;
   auto attend = [&](int64_t u) {
     const int64_t t = u / q_heads, h = u % q_heads;
+    const int64_t last = pos[t * pos_step];
     HWY_DYNAMIC_DISPATCH(Attend)
-    (qs + u * dim, layer, h / group, pos[t * pos_step], attrs.scale, outs + u * dim);
+    (qs + u * dim, layer, h / group, FirstVisiblePosition(attrs, last), last, attrs.scale,
+     attrs.softcap, outs + u * dim);
   };
   if (work < (1 << 16) || units < 2) {
     for (int64_t u = 0; u < units; ++u) attend(u);

@@ -1,5 +1,5 @@
 // Element-wise ops on contiguous f32: add and mul (same shape, or b repeated over a's rows),
-// silu, swiglu, gelu, softmax (last dim) and rms_norm. Vectorized with Highway, dispatched at
+// silu, swiglu, geglu, gelu, softcap, softmax (last dim) and rms_norm. Vectorized with Highway, dispatched at
 // run time; large tensors are split across the threads by rows.
 #include <cmath>
 #include <cstring>
@@ -88,6 +88,30 @@ void SwiGluRange(const float* gate, const float* up, float* out, int64_t begin, 
   });
 }
 
+// gelu's tanh approximation, 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
+HWY_INLINE hn::Vec<DF> GeluTanh(hn::Vec<DF> x) {
+  const DF df;
+  const auto k = hn::Set(df, static_cast<float>(std::sqrt(2.0 / std::numbers::pi)));
+  const auto inner = hn::Mul(k, hn::MulAdd(hn::Mul(hn::Set(df, 0.044715f), x), hn::Mul(x, x), x));
+  return hn::Mul(hn::Mul(hn::Set(df, 0.5f), x), hn::Add(hn::Set(df, 1.0f), hn::Tanh(df, inner)));
+}
+
+void GeGluRange(const float* gate, const float* up, float* out, int64_t begin, int64_t end) {
+  ForEachVector(end - begin, [&](int64_t i, size_t count) {
+    const int64_t at = begin + i;
+    Store(hn::Mul(GeluTanh(Load(gate + at, count)), Load(up + at, count)), out + at, count);
+  });
+}
+
+void SoftcapRange(const float* x, float cap, float* out, int64_t begin, int64_t end) {
+  const DF df;
+  const auto c = hn::Set(df, cap), inv = hn::Set(df, 1.0f / cap);
+  ForEachVector(end - begin, [&](int64_t i, size_t count) {
+    const int64_t at = begin + i;
+    Store(hn::Mul(c, hn::Tanh(df, hn::Mul(Load(x + at, count), inv))), out + at, count);
+  });
+}
+
 // Rows [begin, end) of x [rows, d].
 void SoftmaxRows(const float* x, float* out, int64_t d, int64_t begin, int64_t end) {
   const DF df;
@@ -140,6 +164,8 @@ namespace kite::cpu {
 HWY_EXPORT(Binary);
 HWY_EXPORT(SiluRange);
 HWY_EXPORT(SwiGluRange);
+HWY_EXPORT(GeGluRange);
+HWY_EXPORT(SoftcapRange);
 HWY_EXPORT(SoftmaxRows);
 HWY_EXPORT(RmsNormRows);
 
@@ -214,6 +240,12 @@ SupportResult Support(const SiluAttrs&, const Graph& graph, const Node& node) {
 SupportResult Support(const SwiGluAttrs&, const Graph& graph, const Node& node) {
   return ContiguousF32(graph, node);
 }
+SupportResult Support(const GeGluAttrs&, const Graph& graph, const Node& node) {
+  return ContiguousF32(graph, node);
+}
+SupportResult Support(const SoftcapAttrs&, const Graph& graph, const Node& node) {
+  return ContiguousF32(graph, node);
+}
 SupportResult Support(const SoftmaxAttrs&, const Graph& graph, const Node& node) {
   return ContiguousF32(graph, node);
 }
@@ -246,6 +278,25 @@ Status Run(const SwiGluAttrs&, const KernelArgs& args) {
   float* out = args.out.as<float>();
   ForElements(args.pool, args.in[0].elements(), [&](int64_t begin, int64_t end) {
     HWY_DYNAMIC_DISPATCH(SwiGluRange)(gate, up, out, begin, end);
+  });
+  return Ok();
+}
+
+Status Run(const GeGluAttrs&, const KernelArgs& args) {
+  const float* gate = args.in[0].as<const float>();
+  const float* up = args.in[1].as<const float>();
+  float* out = args.out.as<float>();
+  ForElements(args.pool, args.in[0].elements(), [&](int64_t begin, int64_t end) {
+    HWY_DYNAMIC_DISPATCH(GeGluRange)(gate, up, out, begin, end);
+  });
+  return Ok();
+}
+
+Status Run(const SoftcapAttrs& attrs, const KernelArgs& args) {
+  const float* x = args.in[0].as<const float>();
+  float* out = args.out.as<float>();
+  ForElements(args.pool, args.in[0].elements(), [&](int64_t begin, int64_t end) {
+    HWY_DYNAMIC_DISPATCH(SoftcapRange)(x, attrs.cap, out, begin, end);
   });
   return Ok();
 }

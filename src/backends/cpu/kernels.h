@@ -29,6 +29,8 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args);
 Status Run(const SiluAttrs& attrs, const KernelArgs& args);
 Status Run(const GeluAttrs& attrs, const KernelArgs& args);
 Status Run(const SwiGluAttrs& attrs, const KernelArgs& args);
+Status Run(const GeGluAttrs& attrs, const KernelArgs& args);
+Status Run(const SoftcapAttrs& attrs, const KernelArgs& args);
 Status Run(const SoftmaxAttrs& attrs, const KernelArgs& args);
 Status Run(const QuantizeAttrs& attrs, const KernelArgs& args);
 Status Run(const DequantizeAttrs& attrs, const KernelArgs& args);
@@ -43,6 +45,8 @@ SupportResult Support(const AttentionAttrs& attrs, const Graph& graph, const Nod
 SupportResult Support(const SiluAttrs& attrs, const Graph& graph, const Node& node);
 SupportResult Support(const GeluAttrs& attrs, const Graph& graph, const Node& node);
 SupportResult Support(const SwiGluAttrs& attrs, const Graph& graph, const Node& node);
+SupportResult Support(const GeGluAttrs& attrs, const Graph& graph, const Node& node);
+SupportResult Support(const SoftcapAttrs& attrs, const Graph& graph, const Node& node);
 SupportResult Support(const SoftmaxAttrs& attrs, const Graph& graph, const Node& node);
 SupportResult Support(const QuantizeAttrs& attrs, const Graph& graph, const Node& node);
 SupportResult Support(const DequantizeAttrs& attrs, const Graph& graph, const Node& node);

@@ -38,8 +38,8 @@ Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
     const int32_t position = positions.as<const int32_t>()[t * positions.strides[0]];
     for (int64_t i = 0; i < half; ++i) {
       const double angle = position * (i < pairs ? inv_freq[i] : RopeInverseFrequency(attrs, i));
-      cos_table[t * half + i] = static_cast<float>(std::cos(angle));
-      sin_table[t * half + i] = static_cast<float>(std::sin(angle));
+      cos_table[t * half + i] = static_cast<float>(attrs.attention_factor * std::cos(angle));
+      sin_table[t * half + i] = static_cast<float>(attrs.attention_factor * std::sin(angle));
     }
   }
   const float* xs = x.as<const float>();

@@ -64,8 +64,10 @@ uint64_t Scratch(const AttentionAttrs&, const Graph& graph, const Node& node) {
 
 // q [T, Hq, D], k and v [T, Hkv, D], positions [T] -> out [T, Hq, D]. First k and v go into the
 // cache of each token's sequence at their positions; then query head h of token t attends to
-// its sequence's cache entries 0..positions[t] of kv head h / (Hq / Hkv): out = Σ_j softmax_j(scale · q·k_j) · v_j, with k_j
-// and v_j as the cache holds them (rounded to f16, or q8_0 blocks dequantized).
+// its sequence's cache entries first..positions[t] of kv head h / (Hq / Hkv), first = 0 or the
+// window's start: out = Σ_j softmax_j(s_j) · v_j with s_j = scale · q·k_j (soft-capped to
+// c · tanh(s_j / c) when attrs.softcap = c > 0), k_j and v_j as the cache holds them (rounded
+// to f16, or q8_0 blocks dequantized).
 Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   const TensorArg& q = args.in[0];
   const TensorArg& k = args.in[1];
@@ -105,18 +107,20 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
         double dot = 0.0;
         for (int64_t i = 0; i < dim; ++i) dot += query[i * q.strides[2]] * buffers.key[i];
         *out = attrs.scale * dot;
+        if (attrs.softcap > 0.0f) *out = attrs.softcap * std::tanh(*out / attrs.softcap);
         return Ok();
       };
       // Softmax weights are exp(score - max) / sum, with the max taken first for stability.
+      const int64_t first = FirstVisiblePosition(attrs, position(t));
       double max = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j <= position(t); ++j) {
+      for (int64_t j = first; j <= position(t); ++j) {
         double s = 0.0;
         KITE_RETURN_IF_ERROR(score(j, &s));
         max = std::max(max, s);
       }
       double sum = 0.0;
       std::fill(acc, acc + dim, 0.0);
-      for (int64_t j = 0; j <= position(t); ++j) {
+      for (int64_t j = first; j <= position(t); ++j) {
         double s = 0.0;
         KITE_RETURN_IF_ERROR(score(j, &s));
         const double weight = std::exp(s - max);

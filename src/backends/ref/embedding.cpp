@@ -7,9 +7,9 @@ SupportResult Support(const EmbeddingAttrs&, const Graph& graph, const Node& nod
   return ReadableWeight(graph.value(node.inputs[0]), "table");
 }
 
-// table [vocab, dim] (any dequantizable dtype), ids [T] i32 -> out [T, dim] f32.
-Status Run(const EmbeddingAttrs&, const KernelArgs& args) {
-  return LookUpEmbedding(args.in[0], args.in[1], args.out);
+// table [vocab, dim] (any dequantizable dtype), ids [T] i32 -> out [T, dim] f32, times attrs.scale.
+Status Run(const EmbeddingAttrs& attrs, const KernelArgs& args) {
+  return LookUpEmbedding(args.in[0], args.in[1], args.out, attrs.scale);
 }
 
 }  // namespace kite::ref

@@ -23,6 +23,8 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args);
 Status Run(const SiluAttrs& attrs, const KernelArgs& args);
 Status Run(const GeluAttrs& attrs, const KernelArgs& args);
 Status Run(const SwiGluAttrs& attrs, const KernelArgs& args);
+Status Run(const GeGluAttrs& attrs, const KernelArgs& args);
+Status Run(const SoftcapAttrs& attrs, const KernelArgs& args);
 Status Run(const SoftmaxAttrs& attrs, const KernelArgs& args);
 Status Run(const QuantizeAttrs& attrs, const KernelArgs& args);
 Status Run(const DequantizeAttrs& attrs, const KernelArgs& args);

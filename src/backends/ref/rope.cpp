@@ -7,7 +7,7 @@ namespace kite::ref {
 
 // x [T, H, D] f32, positions [T] i32 -> out [T, H, D]. Pair i of a head is (x[i], x[i + r/2])
 // in neox mode and (x[2i], x[2i+1]) interleaved, with r = rotary_dim; it turns by the angle
-// position · inv_freq[i]. Dims from r on are copied.
+// position · inv_freq[i], its cos and sin times attention_factor. Dims from r on are copied.
 Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
   const TensorArg& x = args.in[0];
   const TensorArg& positions = args.in[1];
@@ -26,8 +26,8 @@ Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
       for (int64_t i = attrs.rotary_dim; i < dim; ++i) out_head[i] = in_head[i * x.strides[2]];
       for (int64_t i = 0; i < half; ++i) {
         const double angle = position * RopeInverseFrequency(attrs, i);
-        const double cos = std::cos(angle);
-        const double sin = std::sin(angle);
+        const double cos = attrs.attention_factor * std::cos(angle);
+        const double sin = attrs.attention_factor * std::sin(angle);
         const int64_t first = attrs.mode == RopeMode::kNeox ? i : 2 * i;
         const int64_t second = attrs.mode == RopeMode::kNeox ? i + half : 2 * i + 1;
         out_head[first] = static_cast<float>(in(first)*cos - in(second)*sin);

@@ -36,6 +36,10 @@ Result<OutputSpec> InferOutput(const AttentionAttrs& attrs, RuleInputs in) {
   }
   if (attrs.layer < 0) return InvalidInput("layer " + std::to_string(attrs.layer) + " < 0");
   if (!std::isfinite(attrs.scale)) return InvalidInput("scale is not finite");
+  if (attrs.window < 0) return InvalidInput("window " + std::to_string(attrs.window) + " < 0");
+  if (!(attrs.softcap >= 0.0f) || !std::isfinite(attrs.softcap)) {
+    return InvalidInput("softcap " + std::to_string(attrs.softcap) + " must be finite and >= 0");
+  }
   return OutputSpec::Of(DType::kF32, q.shape);
 }
 

@@ -1,4 +1,7 @@
-// Shape rules of the element-wise ops: add, mul (broadcasting), silu, gelu, swiglu, softmax.
+// Shape rules of the element-wise ops: add, mul (broadcasting), silu, gelu, swiglu, geglu,
+// softcap, softmax.
+#include <cmath>
+#include <string>
 #include <algorithm>
 
 #include "graph/op_rules.h"
@@ -40,6 +43,17 @@ Result<OutputSpec> InferOutput(const GeluAttrs&, RuleInputs in) {
 }
 Result<OutputSpec> InferOutput(const SoftmaxAttrs&, RuleInputs in) {
   return rules::SameShapeAsActivation(in);
+}
+
+Result<OutputSpec> InferOutput(const SoftcapAttrs& attrs, RuleInputs in) {
+  if (!(attrs.cap > 0.0f) || !std::isfinite(attrs.cap)) {
+    return InvalidInput("softcap " + std::to_string(attrs.cap) + " must be finite and > 0");
+  }
+  return rules::SameShapeAsActivation(in);
+}
+
+Result<OutputSpec> InferOutput(const GeGluAttrs&, RuleInputs in) {
+  return InferOutput(SwiGluAttrs{}, in);
 }
 
 Result<OutputSpec> InferOutput(const SwiGluAttrs&, RuleInputs in) {

@@ -1,8 +1,11 @@
+#include <cmath>
+
 #include "graph/op_rules.h"
 
 namespace kite {
 
-Result<OutputSpec> InferOutput(const EmbeddingAttrs&, RuleInputs in) {
+Result<OutputSpec> InferOutput(const EmbeddingAttrs& attrs, RuleInputs in) {
+  if (!std::isfinite(attrs.scale)) return InvalidInput("scale is not finite");
   KITE_RETURN_IF_ERROR(rules::ExpectInputs(in, 2, "table, ids"));
   const Value& table = *in[0];
   const Value& ids = *in[1];

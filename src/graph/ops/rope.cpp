@@ -27,6 +27,10 @@ Status CheckAttrs(const RopeAttrs& a, int64_t head_dim) {
                         std::to_string(a.high_freq_factor) + ") and original_max_position (" +
                         std::to_string(a.original_max_position) + ") > 0");
   }
+  if (!(a.attention_factor > 0.0f) || !std::isfinite(a.attention_factor)) {
+    return InvalidInput("attention_factor " + std::to_string(a.attention_factor) +
+                        " must be finite and > 0");
+  }
   if (a.scaling == RopeScaling::kDivisors) {
     if (static_cast<int64_t>(a.divisors.size()) != a.rotary_dim / 2) {
       return InvalidInput(std::to_string(a.divisors.size()) +
