@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cli_runner.h"
+#include "arch_references.h"
 #include "reference_golden.h"
 #include "runtime/engine.h"
 #include "runtime/session.h"
@@ -24,30 +24,6 @@ namespace {
 using testing::ExpectRow;
 using testing::Golden;
 using testing::kTieMargin;
-
-const char* const kModels[] = {"qwen3", "gemma2", "gemma3", "phi3-longrope", "mistral-window"};
-
-// The folders tools/make_arch_references.py writes, once per test binary; "" when Debian's
-// PyTorch is missing (the tests then skip, saying so).
-const std::string& ReferenceDir(std::string* why) {
-  static std::string dir, error;
-  static bool made = false;
-  if (!made) {
-    made = true;
-    const std::string out = ::testing::TempDir() + "kite_arch_reference";
-    std::filesystem::remove_all(out);
-    const auto run = testing::RunProgram(
-        "/usr/bin/python3", {testing::SourcePath("tools/make_arch_references.py"), "--out", out});
-    if (run.exit_code == 0) {
-      dir = out;
-    } else {
-      error = "tools/make_arch_references.py failed (exit " + std::to_string(run.exit_code) +
-              "; python3-torch and python3-sentencepiece are needed): " + run.err;
-    }
-  }
-  *why = error;
-  return dir;
-}
 
 struct Case {
   std::string model;
@@ -64,23 +40,11 @@ class ArchReferenceTest : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
     std::string why;
-    dir_ = ReferenceDir(&why);
+    dir_ = testing::ArchReferenceDir(&why);
     if (dir_.empty()) GTEST_SKIP() << why;
   }
 
   std::string Folder() const { return dir_ + "/" + GetParam().model; }
-
-  // The GGUF `kite convert` writes of the folder (f32: the goldens are float compute), once.
-  std::string Gguf() const {
-    static std::map<std::string, std::string> paths;
-    std::string& path = paths[GetParam().model];
-    if (path.empty()) {
-      path = dir_ + "/" + GetParam().model + ".gguf";
-      const auto convert = testing::RunKite({"convert", Folder(), "-o", path, "--type", "f32", "-q"});
-      EXPECT_EQ(convert.exit_code, 0) << convert.err;
-    }
-    return path;
-  }
 
   std::unique_ptr<Engine> Load(int32_t context = 0) const {
     EngineOptions options;
@@ -89,7 +53,9 @@ class ArchReferenceTest : public ::testing::TestWithParam<Case> {
     options.kv_page_size = 4;        // the window crosses page boundaries
     options.context_length = context;
     options.threads = 2;
-    auto engine = Engine::Load(GetParam().gguf ? Gguf() : Folder(), options);
+    const std::string path =
+        GetParam().gguf ? testing::ConvertedArchReference(dir_, GetParam().model) : Folder();
+    auto engine = Engine::Load(path, options);
     EXPECT_TRUE(engine.has_value()) << engine.error().message;
     return engine ? std::move(*engine) : nullptr;
   }
@@ -160,7 +126,7 @@ TEST_P(ArchReferenceTest, GreedyGenerationMatches) {
 }
 
 TEST_P(ArchReferenceTest, LongRopeShortFactorsWithinTheOriginalContext) {
-  if (GetParam().model != "phi3-longrope") GTEST_SKIP() << "LongRoPE is Phi-3's";
+  if (GetParam().model != "phi4-longrope") GTEST_SKIP() << "LongRoPE is Phi-3's";
   auto engine = Load(/*context=*/32);
   ASSERT_TRUE(engine);
   const Golden g = LoadGolden("golden-short.json");
@@ -172,9 +138,59 @@ TEST_P(ArchReferenceTest, LongRopeShortFactorsWithinTheOriginalContext) {
   EXPECT_GT(std::abs(g.positions.back().logsumexp - long_golden.positions.back().logsumexp), 1e-3);
 }
 
+
+// Past the window the sliding layers' old KV pages go back to the pool (Gemma's global layers
+// keep theirs), and what relies on the cache still gives the golden logits: a prompt that
+// shares a prefix (its rows were released: computed again), and a saved and loaded session.
+TEST_P(ArchReferenceTest, SlidingWindowPagesGoBackToThePool) {
+  if (GetParam().model == "qwen3" || GetParam().model == "phi4-longrope") {
+    GTEST_SKIP() << "no sliding window";
+  }
+  auto engine = Load();
+  ASSERT_TRUE(engine);
+  const Golden g = LoadGolden();
+  std::vector<int32_t> all = g.input_ids;
+  all.insert(all.end(), g.new_tokens.begin(), g.new_tokens.end() - 1);
+  const int64_t free_before = engine->kv_pool().free_pages();
+  Session session(*engine);
+  ASSERT_TRUE(session.Feed(all).has_value());
+  const int32_t layers = engine->config().n_layers;
+  const int64_t pages_per_layer = (static_cast<int64_t>(all.size()) + 3) / 4;  // page size 4
+  const int64_t used = free_before - engine->kv_pool().free_pages();
+  EXPECT_LT(used, pages_per_layer * layers);
+  int32_t global = 0;
+  for (int32_t layer = 0; layer < layers; ++layer) global += !engine->config().IsSlidingLayer(layer);
+  // A sliding layer keeps at most the pages its window reaches into (window / 4 + 2).
+  const int64_t window_pages = engine->config().sliding_window / 4 + 2;
+  EXPECT_LE(used, global * pages_per_layer + (layers - global) * window_pages);
+
+  const std::string path = ::testing::TempDir() + "kite_window_session_" + GetParam().model;
+  ASSERT_TRUE(session.Save(path).has_value());
+  // The original prompt again: its prefix rows were released, so it is computed afresh.
+  auto again = session.FeedPrompt(g.input_ids);
+  ASSERT_TRUE(again.has_value()) << again.error().message;
+  EXPECT_EQ(again->reused, 0);
+  ExpectRow(again->logits, g.positions.back(), "prompt after release");
+  Session restored(*engine);
+  const Status loaded = restored.Load(path);
+  ASSERT_TRUE(loaded.has_value()) << loaded.error().message;
+  auto next = restored.Feed(std::span(&g.new_tokens.back(), 1));
+  ASSERT_TRUE(next.has_value()) << next.error().message;
+  std::filesystem::remove(path);
+  // The step after the last golden one has no golden; the restored session must at least agree
+  // with the live one fed the same token.
+  Session live(*engine);
+  std::vector<int32_t> longer = all;
+  longer.push_back(g.new_tokens.back());
+  auto expected = live.Feed(longer);
+  ASSERT_TRUE(expected.has_value());
+  ASSERT_EQ(next->size(), expected->size());
+  for (size_t i = 0; i < next->size(); ++i) ASSERT_NEAR((*next)[i], (*expected)[i], 1e-5) << i;
+}
+
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
-  for (const char* model : kModels) {
+  for (const char* model : testing::kArchReferenceModels) {
     for (bool gguf : {false, true}) {
       for (const char* backend : {"ref", "cpu"}) cases.push_back({model, gguf, backend});
     }

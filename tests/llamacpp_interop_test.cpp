@@ -13,8 +13,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "arch_references.h"
 #include "cli_runner.h"
 #include "format/gguf.h"
+#include "reference_golden.h"
 
 namespace kite {
 namespace {
@@ -251,6 +253,36 @@ TEST(LlamaCppInteropTest, KiteQuantizeChoosesLlamaCppTypesAndLlamaCppRunsIt) {
     std::remove(ours.c_str());
   }
   std::remove(source.c_str());
+}
+
+// The converted Qwen3, Gemma 2, Gemma 3 and Phi-3 (LongRoPE) reference models (tests/
+// arch_references.h) run in llama.cpp to the PyTorch goldens' greedy tokens, from the golden's
+// prompt ids. Not the windowed Mistral: llama.cpp's "llama" arch has no sliding window (its
+// output past the window is not that model's).
+TEST(LlamaCppInteropTest, ConvertedArchitecturesRunInLlamaCppToTheGoldenTokens) {
+  if (!std::filesystem::exists(kLibllama)) GTEST_SKIP() << kLibllama << " is absent";
+  std::string why;
+  const std::string dir = testing::ArchReferenceDir(&why);
+  if (dir.empty()) GTEST_SKIP() << why;
+  for (const std::string model : {"qwen3", "gemma2", "gemma3", "phi4-longrope"}) {
+    SCOPED_TRACE(model);
+    const std::string gguf = testing::ConvertedArchReference(dir, model);
+    ASSERT_FALSE(gguf.empty());
+    const testing::Golden golden = testing::LoadGoldenFile(dir + "/" + model + "/golden.json");
+    const auto llama_cpp =
+        RunProgram("node", {SourcePath("tools/llamacpp/check_gguf.mjs"), gguf, golden.prompt,
+                            std::to_string(golden.new_tokens.size())});
+    ASSERT_EQ(llama_cpp.exit_code, 0) << llama_cpp.err << "(exit 127: no node on PATH)";
+    const auto report = nlohmann::json::parse(llama_cpp.out, nullptr, false);
+    ASSERT_TRUE(report.is_object()) << llama_cpp.out;
+    ASSERT_EQ(report["prompt_ids"].get<std::vector<int32_t>>(), golden.input_ids);
+    const auto generated = report["generated_ids"].get<std::vector<int32_t>>();
+    ASSERT_EQ(generated.size(), golden.new_tokens.size()) << llama_cpp.out;
+    for (size_t i = 0; i < generated.size(); ++i) {
+      ASSERT_EQ(generated[i], golden.new_tokens[i]) << "step " << i;
+      if (golden.margins[i] < testing::kTieMargin) break;  // a near tie may flip
+    }
+  }
 }
 
 }  // namespace

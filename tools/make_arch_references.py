@@ -5,7 +5,10 @@ sequences, as Hugging Face folders with PyTorch goldens (golden.json as
 testdata/reference/README.md describes it):
 
   OUT/<name>/config.json, model.safetensors, tokenizer.model, golden.json
-  OUT/phi3-longrope/golden-short.json   (the same model run with a context of 32: short factors)
+  OUT/phi4-longrope/golden-short.json   (the same model run with a context of 32: short factors)
+
+(Not "phi3-...": llama.cpp sets token attributes by general.name, the folder's name, and for a
+name holding "phi3" looks up "<|endoftext|>", which this SentencePiece vocabulary lacks.)
 
 The references are tools/llama_reference.py (Qwen3, Mistral), tools/gemma_reference.py and
 tools/phi3_reference.py; weights come from make_reference_models.py's seeded generator, so a
@@ -77,7 +80,7 @@ def specs(vocab: int):
       ("gemma3", gref.GemmaForCausalLM(gemma3), torch.bfloat16, 203, 1.0, gref.model_for,
        "Gemma 3 text: q/k norms, layers 0-4 slide over 5 positions with RoPE base 10000, "
        "layer 5 is global with base 1e6 and linear scaling 4, MQA; BF16 weights"),
-      ("phi3-longrope", pref.Phi3ForCausalLM(phi3), torch.float16, 204, 1.0, pref.model_for,
+      ("phi4-longrope", pref.Phi3ForCausalLM(phi3), torch.float16, 204, 1.0, pref.model_for,
        "Phi-3: fused qkv and gate_up, partial rotary (12 of 16 dims), LongRoPE from an "
        "original context of 32 to 128 (golden.json: context 128, long factors; "
        "golden-short.json: context 32, short factors; attention factor 1.09), tied; F16"),
@@ -115,7 +118,7 @@ def main() -> int:
     mrm.dump_json(g, os.path.join(folder, "golden.json"))
     print(f"{name}: greedy {g['greedy']['new_tokens']}, min margin "
           f"{min(g['greedy']['margins']):.3f}")
-    if name == "phi3-longrope":
+    if name == "phi4-longrope":
       short = mrm.golden(folder, name, purpose + " (context 32)", dtype, sp, model_for,
                          with_sensitivity=False, generator=generator,
                          context=PHI3_SHORT_CONTEXT)

@@ -18,7 +18,8 @@ namespace {
 const std::string kTestdata = KITE_SOURCE_DIR "/testdata";
 
 // From the Hugging Face config.json of meta-llama/Llama-3.2-1B, meta-llama/Llama-3.2-3B,
-// Qwen/Qwen2.5-0.5B and HuggingFaceTB/SmolLM2-135M.
+// Qwen/Qwen2.5-0.5B, HuggingFaceTB/SmolLM2-135M, Qwen/Qwen3-0.6B, google/gemma-3-1b-it and
+// microsoft/Phi-4-mini-instruct.
 struct Published {
   const char* name;
   const char* arch;
@@ -32,6 +33,10 @@ constexpr Published kPublished[] = {
      false},
     {"qwen2.5-0.5b", "qwen2", 24, 896, 14, 2, 64, 4864, 151936, 32768, 1e6, 1e-6, false, true},
     {"smollm2-135m", "llama", 30, 576, 9, 3, 64, 1536, 49152, 8192, 100000, 1e-5, false, false},
+    {"qwen3-0.6b", "qwen3", 28, 1024, 16, 8, 128, 3072, 151936, 40960, 1e6, 1e-6, false, false},
+    {"gemma-3-1b", "gemma3", 26, 1152, 4, 1, 256, 6912, 262144, 32768, 1e6, 1e-6, false, false},
+    {"phi-4-mini", "phi3", 32, 3072, 24, 8, 128, 8192, 200064, 131072, 10000, 1e-5, false,
+     false},
 };
 
 TEST(SynthPresetTest, ShapesAreThePublishedOnes) {
@@ -54,7 +59,11 @@ TEST(SynthPresetTest, ShapesAreThePublishedOnes) {
     EXPECT_EQ(c.q_bias && c.k_bias && c.v_bias, want.qkv_bias) << want.name;
     EXPECT_EQ(c.q_bias || c.k_bias || c.v_bias, want.qkv_bias) << want.name;
     EXPECT_TRUE(c.tied_embeddings) << want.name;  // all four tie lm_head to the embedding
-    if (want.llama3_scaling) {                    // factor 32, low 1, high 4, original 8192
+    if (c.family == "phi3") {  // LongRoPE over 96 of 128 dims (partial_rotary_factor 0.75)
+      EXPECT_EQ(c.rope.rotary_dim, 96);
+      EXPECT_EQ(c.rope.scaling, RopeScaling::kDivisors);
+      EXPECT_EQ(c.rope_long_factors.size(), 48u);
+    } else if (want.llama3_scaling) {                    // factor 32, low 1, high 4, original 8192
       EXPECT_EQ(c.rope.scaling, RopeScaling::kLlama3);
       EXPECT_EQ(c.rope.factor, 32.0);
       EXPECT_EQ(c.rope.low_freq_factor, 1.0);
@@ -142,6 +151,39 @@ TEST(SynthFileTest, LoadsWithThePresetShapesAndSaneWeights) {
   EXPECT_NEAR(std, 0.02, 0.001);
   for (float v : Values(file, "blk.0.attn_norm.weight")) ASSERT_EQ(v, 1.0f);
   std::remove(path.c_str());
+}
+
+// The presets of the architectures beyond the Llama family load back as what they are, from
+// their own GGUF keys (two layers, a small vocabulary).
+TEST(SynthFileTest, NewArchitecturePresetsLoadBackWithTheirOwnKeys) {
+  for (const char* preset : {"qwen3-0.6b", "gemma-3-1b", "phi-4-mini"}) {
+    SCOPED_TRACE(preset);
+    SynthOptions options;
+    options.preset = preset;
+    options.type = "q8_0";
+    options.layers = 2;
+    options.vocab = 512;
+    options.data_dir = kTestdata;
+    const std::string path = ::testing::TempDir() + "kite_synth_" + preset + ".gguf";
+    const Status written = SynthesizeGguf(options, path);
+    ASSERT_TRUE(written.has_value()) << written.error().message;
+    auto model = LoadGgufModel(path);
+    ASSERT_TRUE(model.has_value()) << model.error().message;
+    const ModelConfig& c = (*model)->config();
+    const ModelConfig& want = (*FindSynthPreset(preset))->config;
+    EXPECT_EQ(c.family, want.family);
+    EXPECT_EQ(c.qk_norm, want.qk_norm);
+    EXPECT_EQ(c.rope.rotary_dim, want.rope.rotary_dim);
+    EXPECT_EQ(c.sliding_window, want.sliding_window);
+    EXPECT_EQ(c.sliding_window_pattern, want.sliding_window_pattern);
+    EXPECT_FLOAT_EQ(c.attention_scale, want.attention_scale > 0 ? want.attention_scale
+                                                                : c.attention_scale);
+    EXPECT_EQ(c.rope_long_factors, want.rope_long_factors);
+    EXPECT_EQ(c.rope.divisors, want.rope.divisors);
+    EXPECT_FLOAT_EQ(c.rope.attention_factor, want.rope.attention_factor);
+    EXPECT_TRUE((*model)->BuildGraph({.tokens = 3}).has_value());
+    std::remove(path.c_str());
+  }
 }
 
 TEST(SynthFileTest, SameSeedSameBytes) {

@@ -10,14 +10,14 @@
 //     a = attention(q, k, v) with scale query_pre_attn_scalar^-½, scores soft-capped
 //         (Gemma 2: 50·tanh(s/50)), sliding layers seeing the last sliding_window positions
 //         (Gemma 2: every other layer; Gemma 3: five of every six)
-//     x = x + rms_norm(a·Woᵀ) · (1 + attn_post_norm)
+//     x = x + rms_norm(a·Woᵀ) · (1 + post_attention_norm)
 //     h = rms_norm(x) · (1 + ffn_norm)
-//     x = x + rms_norm((gelu_tanh(h·Wgateᵀ) ⊙ h·Wupᵀ)·Wdownᵀ) · (1 + ffn_post_norm)
+//     x = x + rms_norm((gelu_tanh(h·Wgateᵀ) ⊙ h·Wupᵀ)·Wdownᵀ) · (1 + post_ffw_norm)
 //   logits = rms_norm(x) · (1 + output_norm) · Wembᵀ, soft-capped (Gemma 2: 30·tanh(l/30))
 //
 // The (1 + w) of every norm is folded into the weights when loading (GGUF files store 1 + w, as
 // llama.cpp's converter writes them), so the graph's RmsNorm multiplies by its weight as usual.
-// GGUF (llama.cpp's "gemma2" / "gemma3"): blk.N.attn_post_norm, ffn_post_norm, attn_q_norm,
+// GGUF (llama.cpp's "gemma2" / "gemma3"): blk.N.post_attention_norm, post_ffw_norm, attn_q_norm,
 // attn_k_norm; gemma2.attn_logit_softcapping, final_logit_softcapping; {arch}.attention.
 // sliding_window. llama.cpp fixes the layer patterns (2 and 6), Gemma 3's local base (10000) and
 // the attention scale (1/√head_dim, 1/√(hidden/heads) for the 27B models); Kite also writes the
@@ -96,13 +96,13 @@ class GemmaBuilder {
     ValueId a = KITE_TRY(
         b_.Attention(p + "attn", q, k, v, positions_, LayerAttention(spec_, layer)));  // [T, Hq, D]
     a = KITE_TRY(b_.Reshape(p + "attn_flat", a, {T, Hq * D}));
-    a = KITE_TRY(Norm(p + "attn_post_norm", KITE_TRY(Project(p + "attn_output", a))));
+    a = KITE_TRY(Norm(p + "post_attention_norm", KITE_TRY(Project(p + "attn_output", a))));
     x = KITE_TRY(b_.Add(p + "attn_residual", x, a));
 
     const ValueId f_in = KITE_TRY(Norm(p + "ffn_norm", x));
     ValueId f = KITE_TRY(b_.GeGlu(p + "ffn_geglu", KITE_TRY(Project(p + "ffn_gate", f_in)),
                                   KITE_TRY(Project(p + "ffn_up", f_in))));  // [T, ffn]
-    f = KITE_TRY(Norm(p + "ffn_post_norm", KITE_TRY(Project(p + "ffn_down", f))));
+    f = KITE_TRY(Norm(p + "post_ffw_norm", KITE_TRY(Project(p + "ffn_down", f))));
     return b_.Add(p + "ffn_residual", x, f);
   }
 
@@ -134,12 +134,12 @@ std::vector<ExpectedTensor> GemmaTensors(const ModelConfig& spec) {
       add(blk + "attn_k_norm.weight", {spec.head_dim});
     }
     add(blk + "attn_output.weight", {hidden, q_dim});
-    add(blk + "attn_post_norm.weight", {hidden});
+    add(blk + "post_attention_norm.weight", {hidden});
     add(blk + "ffn_norm.weight", {hidden});
     add(blk + "ffn_gate.weight", {spec.ffn, hidden});
     add(blk + "ffn_up.weight", {spec.ffn, hidden});
     add(blk + "ffn_down.weight", {hidden, spec.ffn});
-    add(blk + "ffn_post_norm.weight", {hidden});
+    add(blk + "post_ffw_norm.weight", {hidden});
   }
   add("output_norm.weight", {hidden});
   if (!spec.tied_embeddings) add("output.weight", {spec.vocab, hidden});
@@ -148,9 +148,9 @@ std::vector<ExpectedTensor> GemmaTensors(const ModelConfig& spec) {
 
 const HfNamePart kGemmaHfParts[] = {
     {"attn_norm.weight", "input_layernorm.weight"},
-    {"attn_post_norm.weight", "post_attention_layernorm.weight"},
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
     {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
-    {"ffn_post_norm.weight", "post_feedforward_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
     {"attn_q_norm.", "self_attn.q_norm."},
     {"attn_k_norm.", "self_attn.k_norm."},
     {"attn_q.", "self_attn.q_proj."},

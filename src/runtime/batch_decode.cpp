@@ -92,7 +92,10 @@ Result<std::span<const float>> BatchDecoder::Step(std::span<Session* const> sess
     shrink(batch);
     return std::unexpected(std::move(status.error()));
   }
-  for (int64_t i = 0; i < batch; ++i) sessions[i]->history_.push_back(tokens[i]);
+  for (int64_t i = 0; i < batch; ++i) {
+    sessions[i]->history_.push_back(tokens[i]);
+    sessions[i]->ReleaseOutsideWindows();
+  }
   return state.OutputF32(0);
 }
 

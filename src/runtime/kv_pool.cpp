@@ -1,5 +1,6 @@
 #include "runtime/kv_pool.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -82,20 +83,43 @@ KvSequence::KvSequence(KvPool* pool) : pool_(pool) {
   RefreshViews();
 }
 
-KvSequence::~KvSequence() {
-  for (const std::vector<std::byte*>& table : tables_) pool_->Give(table);
+KvSequence::~KvSequence() { GiveAll(); }
+
+void KvSequence::GiveAll() {
+  for (std::vector<std::byte*>& table : tables_) {
+    std::erase(table, nullptr);  // released pages went back already
+    pool_->Give(table);
+    table.clear();
+  }
+  released_ = 0;
+}
+
+void KvSequence::ReleaseBelow(const std::vector<bool>& sliding, int64_t position) {
+  const int64_t page_size = config().page_size;
+  const int64_t pages = std::min(position, length_) / page_size;
+  const int64_t done = released_ / page_size;
+  if (pages <= done) return;
+  for (size_t layer = 0; layer < tables_.size() && layer < sliding.size(); ++layer) {
+    if (!sliding[layer]) continue;
+    std::vector<std::byte*>& table = tables_[layer];
+    pool_->Give(std::span(table).subspan(done, pages - done));
+    std::fill(table.begin() + done, table.begin() + pages, nullptr);
+  }
+  released_ = pages * page_size;
+  RefreshViews();
 }
 
 Status KvSequence::Resize(int64_t length) {
   if (length < 0) return InvalidInput("KV cache length " + std::to_string(length) + " < 0");
   const int64_t page_size = config().page_size;
-  const int64_t have = (length_ + page_size - 1) / page_size;
+  if (length < released_) GiveAll();  // the released rows cannot come back: start afresh
+  const int64_t have = tables_.empty() ? 0 : static_cast<int64_t>(tables_[0].size());
   const int64_t want = (length + page_size - 1) / page_size;
   if (want > have) {
     KITE_RETURN_IF_ERROR(pool_->Take(tables_, want, length));
-  } else {
+  } else if (want < have) {
     for (std::vector<std::byte*>& table : tables_) {
-      pool_->Give(std::span(table).subspan(want));
+      pool_->Give(std::span(table).subspan(want));  // past released(): no null among them
       table.resize(want);
     }
   }
@@ -116,6 +140,8 @@ Status KvSequence::CopyFrom(const KvSequence& source, int64_t length) {
   const int64_t pages = (length + config().page_size - 1) / config().page_size;
   for (size_t layer = 0; layer < tables_.size(); ++layer) {
     for (int64_t p = 0; p < pages; ++p) {
+      // A page the source's sliding window released: no later query of that layer reads it.
+      if (source.tables_[layer][p] == nullptr) continue;
       std::memcpy(tables_[layer][p], source.tables_[layer][p], pool_->page_bytes_);
     }
   }

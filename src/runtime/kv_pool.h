@@ -72,12 +72,20 @@ class KvSequence {
 
   // Makes positions [0, length) valid in every layer: takes pages from the pool as needed, or
   // returns the pages past the new length to it (to rewind or clear). OutOfResources, with
-  // nothing changed, when the pool is short.
+  // nothing changed, when the pool is short. Shrinking below released() keeps the length, not
+  // the rows: every page is given back and taken anew.
   Status Resize(int64_t length);
   // Makes this sequence `length` positions long holding the rows of `source`'s first `length`
   // positions (a sequence of the same pool, not written during the call). OutOfResources, with
   // nothing changed, when the pool is short.
   Status CopyFrom(const KvSequence& source, int64_t length);
+
+  // Sliding-window layers: gives back to the pool each page of the layers `sliding` marks
+  // (per layer) that lies wholly below `position`, which no later query of those layers sees.
+  // Their page tables then hold null there; the caller must not rewind into what was released.
+  void ReleaseBelow(const std::vector<bool>& sliding, int64_t position);
+  // The positions below which the sliding layers hold no pages (whole pages; 0: none released).
+  int64_t released() const { return released_; }
 
   // Valid until the next Resize.
   KvSequenceView view() const { return self_; }
@@ -88,12 +96,15 @@ class KvSequence {
 
  private:
   void RefreshViews();
+  // Every page back to the pool (released ones are null), the tables empty.
+  void GiveAll();
 
   KvPool* pool_;
   std::vector<std::vector<std::byte*>> tables_;  // per layer: logical page -> page memory
   std::vector<KvLayerView> views_;
   KvSequenceView self_;
   int64_t length_ = 0;
+  int64_t released_ = 0;
 };
 
 }  // namespace kite

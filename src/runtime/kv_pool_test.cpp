@@ -141,5 +141,41 @@ TEST(KvPool, SequencesShareThePoolWithDistinctPages) {
   EXPECT_EQ(a.batch_view().layer(0, 1).length, 8);
 }
 
+
+// Sliding-window layers give back the pages no later query sees; the others keep theirs.
+TEST(KvPool, ReleaseBelowGivesBackTheSlidingLayersOldPages) {
+  const auto pool = *KvPool::Create(SmallConfig());
+  const int64_t all = pool->free_pages();
+  const int32_t page = pool->config().page_size;
+  const int32_t layers = pool->config().n_layers;
+  std::vector<bool> sliding(layers, true);
+  sliding[0] = false;  // a global layer
+  {
+    KvSequence s(pool.get());
+    ASSERT_TRUE(s.Resize(3 * page + 1).has_value());  // 4 pages a layer
+    const int64_t used = all - pool->free_pages();
+    EXPECT_EQ(used, 4 * layers);
+    s.ReleaseBelow(sliding, 2 * page + 1);  // pages 0 and 1 of the sliding layers
+    EXPECT_EQ(s.released(), 2 * page);
+    EXPECT_EQ(all - pool->free_pages(), used - 2 * (layers - 1));
+    EXPECT_EQ(s.view().layers[1].pages[1], nullptr);
+    EXPECT_NE(s.view().layers[0].pages[1], nullptr);  // the global layer keeps its rows
+    s.ReleaseBelow(sliding, page);  // nothing new below
+    EXPECT_EQ(s.released(), 2 * page);
+    // Growing and shrinking past the released pages leaves them alone.
+    ASSERT_TRUE(s.Resize(5 * page).has_value());
+    ASSERT_TRUE(s.Resize(2 * page + 3).has_value());
+    EXPECT_EQ(s.view().layers[1].pages[0], nullptr);
+    // Rewinding below them starts afresh: every position has a page again.
+    ASSERT_TRUE(s.Resize(page).has_value());
+    EXPECT_EQ(s.released(), 0);
+    EXPECT_NE(s.view().layers[1].pages[0], nullptr);
+    EXPECT_EQ(all - pool->free_pages(), layers);
+    s.ReleaseBelow(sliding, 5 * page);  // no further than the length
+    EXPECT_EQ(s.released(), page);
+  }
+  EXPECT_EQ(pool->free_pages(), all);  // everything back, released or not
+}
+
 }  // namespace
 }  // namespace kite

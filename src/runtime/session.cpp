@@ -34,6 +34,19 @@ Status CheckLogitsFinite(std::span<const float> logits, int32_t position) {
 Session::Session(const Engine& engine) : engine_(engine), sequence_(&engine.kv_pool()) {
   positions_.resize(engine.options().prefill_chunk);
   history_.reserve(engine.context_length());
+  const ModelConfig& config = engine.config();
+  for (int32_t layer = 0; layer < config.n_layers; ++layer) {
+    sliding_.push_back(config.IsSlidingLayer(layer));
+  }
+  if (std::find(sliding_.begin(), sliding_.end(), true) != sliding_.end()) {
+    window_ = config.sliding_window;
+  }
+}
+
+void Session::ReleaseOutsideWindows() {
+  // The next query (position n_past) sees n_past - window + 1 onwards, and every later one
+  // less.
+  if (window_ > 0) sequence_.ReleaseBelow(sliding_, n_past() - window_ + 1);
 }
 
 Session::~Session() = default;
@@ -60,6 +73,7 @@ Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> token
     return std::unexpected(std::move(status.error()));
   }
   history_.insert(history_.end(), tokens.begin(), tokens.end());
+  ReleaseOutsideWindows();
   return state.OutputF32(0);
 }
 
@@ -98,6 +112,9 @@ Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bo
 }
 
 void Session::Truncate(int32_t length) {
+  // A query at `length` would see from length - window + 1: rows a sliding window released
+  // there cannot return, so the history goes whole.
+  if (sequence_.released() > 0 && length - window_ + 1 < sequence_.released()) length = 0;
   history_.resize(std::min<size_t>(history_.size(), std::max(length, 0)));
   (void)sequence_.Resize(n_past());  // shrinking cannot fail
 }
@@ -108,7 +125,7 @@ int32_t Session::ReusePrefix(std::span<const int32_t> ids) {
       std::mismatch(history_.begin(), history_.begin() + limit, ids.begin()).first -
       history_.begin();
   Truncate(static_cast<int32_t>(common));
-  return static_cast<int32_t>(common);
+  return n_past();  // less than `common` when a sliding window released its rows
 }
 
 Result<Session::PromptResult> Session::FeedPrompt(std::span<const int32_t> ids) {
@@ -140,6 +157,10 @@ Status Session::CopyPrefixFrom(const Session& other, int32_t length) {
   if (&other == this) {
     Truncate(length);
     return Ok();
+  }
+  if (other.sequence_.released() > 0 && length - window_ + 1 < other.sequence_.released()) {
+    return InvalidInput("copying a prefix of " + std::to_string(length) +
+                        " tokens whose last window's KV rows the sliding window released");
   }
   KITE_RETURN_IF_ERROR(sequence_.CopyFrom(other.sequence_, length));
   history_.assign(other.history_.begin(), other.history_.begin() + length);

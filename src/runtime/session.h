@@ -96,7 +96,8 @@ class Session {
   // Forgets the history (the cache pages return to the pool).
   void Reset();
   // Keeps the first `length` tokens of the history (all of it when it is shorter) and drops the
-  // rest with their cache pages, e.g. what a cancelled request added after its prompt.
+  // rest with their cache pages, e.g. what a cancelled request added after its prompt. Keeps
+  // none when a sliding window released KV rows the kept prefix's next query would see.
   void Truncate(int32_t length);
   const std::vector<int32_t>& history() const { return history_; }
   int32_t n_past() const { return static_cast<int32_t>(history_.size()); }
@@ -128,6 +129,8 @@ class Session {
                                        const std::atomic<bool>* cancel);
   // Feeds one chunk (T <= prefill_chunk) at position n_past.
   Result<std::span<const float>> FeedChunk(std::span<const int32_t> tokens, bool all_logits);
+  // Gives back the KV pages no later query of a sliding-window layer sees.
+  void ReleaseOutsideWindows();
 
   const Engine& engine_;
   KvSequence sequence_;
@@ -138,6 +141,8 @@ class Session {
   std::vector<int32_t> history_;
   std::vector<int32_t> positions_;  // scratch [prefill_chunk]
   std::vector<float> all_logits_;   // [T, vocab] of the last Feed with all_logits
+  std::vector<bool> sliding_;       // per layer: attends through the sliding window
+  int32_t window_ = 0;              // the sliding layers' window; 0: none
 };
 
 }  // namespace kite

@@ -76,7 +76,9 @@ Status Session::Save(const std::string& path) const {
       const uint64_t row = cache.row_bytes();
       std::vector<uint8_t>& k = rows.emplace_back(n * row);
       std::vector<uint8_t>& v = rows.emplace_back(n * row);
+      // Rows a sliding-window layer released stay zeros: no later query of the layer sees them.
       for (int64_t pos = 0; pos < n; ++pos) {
+        if (cache.pages[pos / cache.page_size] == nullptr) continue;
         std::memcpy(k.data() + pos * row, cache.key(pos), row);
         std::memcpy(v.data() + pos * row, cache.value(pos), row);
       }

@@ -508,15 +508,16 @@ Status AttendBatch(const AttentionAttrs& attrs, const KernelArgs& args, const Kv
     const int64_t n = kv_heads * dim;
     KITE_RETURN_IF_ERROR(WriteRow(layer, k.as<const float>() + t * n, n, "k", t, layer.key(p)));
     KITE_RETURN_IF_ERROR(WriteRow(layer, v.as<const float>() + t * n, n, "v", t, layer.value(p)));
-    work += (p + 1) * q_heads * dim;
+    work += (p + 1 - FirstVisiblePosition(attrs, p)) * q_heads * dim;
   }
   const float* qs = q.as<const float>();
   float* outs = args.out.as<float>();
   auto attend = [&](int64_t u) {
     const int64_t t = u / q_heads, h = u % q_heads;
+    const int64_t last = pos[t * pos_step];
     HWY_DYNAMIC_DISPATCH(Attend)
-    (qs + u * dim, cache.layer(t, attrs.layer), h / group, pos[t * pos_step], attrs.scale,
-     outs + u * dim);
+    (qs + u * dim, cache.layer(t, attrs.layer), h / group, FirstVisiblePosition(attrs, last), last,
+     attrs.scale, attrs.softcap, outs + u * dim);
   };
   const int64_t units = tokens * q_heads;
   if (work < (1 << 16)) {
@@ -531,7 +532,7 @@ Status AttendBatch(const AttentionAttrs& attrs, const KernelArgs& args, const Kv
 
 // Whether no two neighbouring tokens share a sequence: a batched decode step. (A sequence with
 // tokens further apart would still be right: every row enters its cache before any token
-// attends, and token t sees positions 0..positions[t] only.)
+// attends, and token t sees positions first..positions[t] only.)
 bool OneTokenPerSequence(const KvCacheView& cache, int64_t tokens) {
   if (tokens < 2 || cache.token_sequence.empty()) return false;
   for (int64_t t = 1; t < tokens; ++t) {
