@@ -42,10 +42,12 @@ std::string HfWeightName(const std::string& canonical, std::span<const HfNamePar
     const size_t dot = canonical.find('.', 4);  // after the layer number
     const std::string layer = canonical.substr(4, dot - 4);
     const std::string_view rest = std::string_view(canonical).substr(dot + 1);
-    for (const auto& [gguf_part, hf_part] : parts) {
-      if (rest.starts_with(gguf_part)) {
-        return "model.layers." + layer + "." + std::string(hf_part) +
-               std::string(rest.substr(gguf_part.size()));
+    for (std::span<const HfNamePart> table : {parts, std::span<const HfNamePart>(kLlamaHfParts)}) {
+      for (const auto& [gguf_part, hf_part] : table) {
+        if (rest.starts_with(gguf_part)) {
+          return "model.layers." + layer + "." + std::string(hf_part) +
+                 std::string(rest.substr(gguf_part.size()));
+        }
       }
     }
   }

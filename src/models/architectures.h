@@ -43,7 +43,8 @@ struct Architecture {
   // The model over weights already bound and checked against `tensors(config)`.
   std::unique_ptr<Model> (*create)(ModelConfig config, WeightStore weights,
                                    Model::FileNames file_names);
-  // transformers' names of the block weights (the Llama family's: kLlamaHfParts).
+  // transformers' names of the block weights that differ from the Llama family's or that it
+  // lacks (looked up first; the rest as models/llama.h kLlamaHfParts).
   std::span<const HfNamePart> hf_parts;
   // HF checkpoints store each RMSNorm weight as w of a norm that multiplies by (1 + w) (Gemma);
   // the HF loader folds the 1 in, so that every loader gives the model GGUF's weights.
@@ -62,7 +63,7 @@ struct Architecture {
 };
 
 // transformers' name of the canonical weight `canonical` (token_embd.weight,
-// blk.N.attn_q.weight, ...) under `parts`.
+// blk.N.attn_q.weight, ...): by `parts`, else as the Llama family names it.
 std::string HfWeightName(const std::string& canonical, std::span<const HfNamePart> parts);
 
 // Unsupported naming `config.source`, the family and the known ones when there is no builder.

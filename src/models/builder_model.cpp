@@ -37,6 +37,14 @@ AttentionAttrs LayerAttention(const ModelConfig& config, int32_t layer) {
           .softcap = config.attn_softcap};
 }
 
+Result<ValueId> DecoderLogits(GraphBuilder& b, WeightValues& w, const ModelConfig& config,
+                              ValueId x, int64_t tokens, const PhaseOptions& phase) {
+  if (!phase.all_logits && tokens > 1) x = KITE_TRY(b.Slice("last_token", x, 0, tokens - 1, tokens));
+  x = KITE_TRY(b.RmsNorm("output_norm", x, KITE_TRY(w("output_norm.weight")), config.rms_eps));
+  const char* lm_head = config.tied_embeddings ? "token_embd.weight" : "output.weight";
+  return b.MatMul("output", x, KITE_TRY(w(lm_head)));
+}
+
 Status CheckPhaseTokens(int32_t tokens) {
   if (tokens < 1) {
     return InvalidInput("graph phase of " + std::to_string(tokens) + " tokens, expected >= 1");

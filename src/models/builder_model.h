@@ -38,6 +38,11 @@ class WeightValues {
 // slides, the soft-cap.
 AttentionAttrs LayerAttention(const ModelConfig& config, int32_t layer);
 
+// Every decoder's end, x [T, hidden] -> logits [T|1, vocab]: the last row only (unless
+// phase.all_logits: generation needs no other), output_norm, lm_head (the embedding when tied).
+Result<ValueId> DecoderLogits(GraphBuilder& b, WeightValues& w, const ModelConfig& config,
+                              ValueId x, int64_t tokens, const PhaseOptions& phase);
+
 // InvalidInput unless tokens >= 1.
 Status CheckPhaseTokens(int32_t tokens);
 
@@ -48,7 +53,7 @@ class BuilderModel final : public Model {
 
   Result<Graph> BuildGraph(const PhaseOptions& phase) const override {
     KITE_RETURN_IF_ERROR(CheckPhaseTokens(phase.tokens));
-    return Builder(*this, phase.tokens, ContextOf(phase.context)).Build(phase);
+    return Builder(*this, phase.tokens, phase.context).Build(phase);
   }
 
   Result<Graph> BuildBlock(int32_t layer, int32_t tokens) const override {
@@ -57,12 +62,7 @@ class BuilderModel final : public Model {
       return InvalidInput(config().source + ": block " + std::to_string(layer) +
                           ", expected 0.." + std::to_string(config().n_layers - 1));
     }
-    return Builder(*this, tokens, config().context_length).BuildBlock(layer);
-  }
-
- private:
-  int32_t ContextOf(int32_t context) const {
-    return context > 0 ? context : config().context_length;
+    return Builder(*this, tokens, /*context=*/0).BuildBlock(layer);
   }
 };
 

@@ -49,10 +49,7 @@ class GemmaBuilder {
     for (int32_t layer = 0; layer < spec_.n_layers; ++layer) {
       x = KITE_TRY(Block(layer, x));  // [T, hidden]
     }
-    if (!phase.all_logits && T > 1) x = KITE_TRY(b_.Slice("last_token", x, 0, T - 1, T));
-    x = KITE_TRY(b_.RmsNorm("output_norm", x, KITE_TRY(w_("output_norm.weight")), spec_.rms_eps));
-    const char* lm_head = spec_.tied_embeddings ? "token_embd.weight" : "output.weight";
-    ValueId logits = KITE_TRY(b_.MatMul("output", x, KITE_TRY(w_(lm_head))));  // [T|1, vocab]
+    ValueId logits = KITE_TRY(DecoderLogits(b_, w_, spec_, x, T, phase));  // [T|1, vocab]
     if (spec_.final_softcap > 0.0f) {
       logits = KITE_TRY(b_.Softcap("output_softcap", logits, spec_.final_softcap));
     }
@@ -147,19 +144,11 @@ std::vector<ExpectedTensor> GemmaTensors(const ModelConfig& spec) {
 }
 
 const HfNamePart kGemmaHfParts[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},
     {"post_attention_norm.weight", "post_attention_layernorm.weight"},
     {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
     {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
     {"attn_q_norm.", "self_attn.q_norm."},
     {"attn_k_norm.", "self_attn.k_norm."},
-    {"attn_q.", "self_attn.q_proj."},
-    {"attn_k.", "self_attn.k_proj."},
-    {"attn_v.", "self_attn.v_proj."},
-    {"attn_output.", "self_attn.o_proj."},
-    {"ffn_gate.", "mlp.gate_proj."},
-    {"ffn_up.", "mlp.up_proj."},
-    {"ffn_down.", "mlp.down_proj."},
 };
 
 bool IsGemma3(const ModelConfig& config) {

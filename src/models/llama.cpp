@@ -38,12 +38,7 @@ class LlamaBuilder {
     for (int32_t layer = 0; layer < spec_.n_layers; ++layer) {
       x = KITE_TRY(Block(layer, x));  // [T, hidden]
     }
-    // Generation needs only the last token's logits: norm and lm_head run on one row.
-    if (!phase.all_logits && T > 1) x = KITE_TRY(b_.Slice("last_token", x, 0, T - 1, T));
-    x = KITE_TRY(b_.RmsNorm("output_norm", x, KITE_TRY(w_("output_norm.weight")), spec_.rms_eps));
-    const char* lm_head = spec_.tied_embeddings ? "token_embd.weight" : "output.weight";
-    const ValueId logits = KITE_TRY(b_.MatMul("output", x, KITE_TRY(w_(lm_head))));  // [T|1, vocab]
-    KITE_RETURN_IF_ERROR(b_.MarkOutput(logits));
+    KITE_RETURN_IF_ERROR(b_.MarkOutput(KITE_TRY(DecoderLogits(b_, w_, spec_, x, T, phase))));
     return std::move(b_).Finish();
   }
 
@@ -202,7 +197,7 @@ void LlamaToGguf(const ModelConfig& config, const std::string& arch, GgufWriter*
 const Architecture kLlamaArchitecture = {.family = "llama",
                                          .tensors = &LlamaTensors,
                                          .create = &CreateLlamaFamilyModel,
-                                         .hf_parts = kLlamaHfParts,
+                                         .hf_parts = {},
                                          .gguf_arch = &LlamaGgufArch,
                                          .to_gguf = &LlamaToGguf};
 

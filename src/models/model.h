@@ -29,8 +29,9 @@ struct PhaseOptions {
   // Logits for every token ([T, vocab], for perplexity) or only for the last ([1, vocab], for
   // generation: the final norm and lm_head then run on one row).
   bool all_logits = false;
-  // The positions a run may reach (the engine's context); 0: the model's own context length.
-  // A LongRoPE model (Phi-3) takes its long factors when this exceeds its original context.
+  // The positions a run may reach (the engine's context). A LongRoPE model (Phi-3) takes its
+  // long factors when this exceeds its original context; 0 (a graph for calibration or
+  // analysis) counts as within it.
   int32_t context = 0;
 };
 

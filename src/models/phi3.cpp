@@ -49,12 +49,8 @@ std::vector<ExpectedTensor> Phi3Tensors(const ModelConfig& spec) {
 }
 
 const HfNamePart kPhi3HfParts[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},
     {"attn_qkv.", "self_attn.qkv_proj."},
-    {"attn_output.", "self_attn.o_proj."},
-    {"ffn_norm.weight", "post_attention_layernorm.weight"},
     {"ffn_up.", "mlp.gate_up_proj."},
-    {"ffn_down.", "mlp.down_proj."},
 };
 
 // transformers' LongRoPE attention factor for a context stretched `scale` times `original`.

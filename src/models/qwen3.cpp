@@ -12,17 +12,8 @@ namespace kite {
 namespace {
 
 const HfNamePart kQwen3HfParts[] = {
-    {"attn_norm.weight", "input_layernorm.weight"},
     {"attn_q_norm.", "self_attn.q_norm."},
     {"attn_k_norm.", "self_attn.k_norm."},
-    {"attn_q.", "self_attn.q_proj."},
-    {"attn_k.", "self_attn.k_proj."},
-    {"attn_v.", "self_attn.v_proj."},
-    {"attn_output.", "self_attn.o_proj."},
-    {"ffn_norm.weight", "post_attention_layernorm.weight"},
-    {"ffn_gate.", "mlp.gate_proj."},
-    {"ffn_up.", "mlp.up_proj."},
-    {"ffn_down.", "mlp.down_proj."},
 };
 
 Status Qwen3FromHf(const HfConfig&, ModelConfig* config) {
