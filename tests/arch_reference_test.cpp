@@ -138,7 +138,6 @@ TEST_P(ArchReferenceTest, LongRopeShortFactorsWithinTheOriginalContext) {
   EXPECT_GT(std::abs(g.positions.back().logsumexp - long_golden.positions.back().logsumexp), 1e-3);
 }
 
-
 // Past the window the sliding layers' old KV pages go back to the pool (Gemma's global layers
 // keep theirs), and what relies on the cache still gives the golden logits: a prompt that
 // shares a prefix (its rows were released: computed again), and a saved and loaded session.
@@ -159,7 +158,8 @@ TEST_P(ArchReferenceTest, SlidingWindowPagesGoBackToThePool) {
   const int64_t used = free_before - engine->kv_pool().free_pages();
   EXPECT_LT(used, pages_per_layer * layers);
   int32_t global = 0;
-  for (int32_t layer = 0; layer < layers; ++layer) global += !engine->config().IsSlidingLayer(layer);
+  for (int32_t layer = 0; layer < layers; ++layer)
+    global += !engine->config().IsSlidingLayer(layer);
   // A sliding layer keeps at most the pages its window reaches into (window / 4 + 2).
   const int64_t window_pages = engine->config().sliding_window / 4 + 2;
   EXPECT_LE(used, global * pages_per_layer + (layers - global) * window_pages);

@@ -13,8 +13,8 @@
 
 namespace kite::testing {
 
-inline constexpr const char* kArchReferenceModels[] = {"qwen3", "gemma2", "gemma3",
-                                                       "phi4-longrope", "mistral-window"};
+inline constexpr const char* kArchReferenceModels[] = {"qwen3", "gemma2", "gemma3", "phi4-longrope",
+                                                       "mistral-window"};
 
 // The folder holding one subfolder per model, or "" with `why` set when the script failed
 // (Debian's python3-torch and python3-sentencepiece are needed; `make test` installs them).
@@ -25,8 +25,8 @@ inline const std::string& ArchReferenceDir(std::string* why) {
     made = true;
     const std::string out = ::testing::TempDir() + "kite_arch_reference";
     std::filesystem::remove_all(out);
-    const auto run = RunProgram("/usr/bin/python3",
-                                {SourcePath("tools/make_arch_references.py"), "--out", out});
+    const auto run =
+        RunProgram("/usr/bin/python3", {SourcePath("tools/make_arch_references.py"), "--out", out});
     if (run.exit_code == 0) {
       dir = out;
     } else {

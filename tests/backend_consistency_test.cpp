@@ -909,9 +909,10 @@ TEST_P(ConsistencyTest, AttentionSlidingWindowAndSoftcap) {
     std::vector<int32_t> positions(c.tokens);
     for (int64_t t = 0; t < c.tokens; ++t) positions[t] = static_cast<int32_t>(c.past + t);
     // Large scores (scale 1 on |q·k| up to ~100) so that the cap bends them.
-    const AttentionAttrs attrs{
-        .layer = 1, .scale = w.softcap > 0 ? 1.0f : 0.125f, .window = w.window,
-        .softcap = w.softcap};
+    const AttentionAttrs attrs{.layer = 1,
+                               .scale = w.softcap > 0 ? 1.0f : 0.125f,
+                               .window = w.window,
+                               .softcap = w.softcap};
     const BuildFn build = [&](GraphBuilder& b) -> Result<ValueId> {
       const ValueId q = KITE_TRY(b.Input("q", DType::kF32, {c.tokens, c.q_heads, c.dim}));
       const ValueId k = KITE_TRY(b.Input("k", DType::kF32, {c.tokens, c.kv_heads, c.dim}));

@@ -104,7 +104,8 @@ inline Golden LoadGoldenFile(const std::string& path) {
 
 // Checks one logits row [vocab] against its golden: every value when the golden has them all,
 // else the top 5 and the logsumexp; the argmax unless it is a near tie.
-inline void ExpectRow(std::span<const float> logits, const RowGolden& golden, const std::string& where) {
+inline void ExpectRow(std::span<const float> logits, const RowGolden& golden,
+                      const std::string& where) {
   ASSERT_GE(logits.size(), golden.full.size()) << where;
   for (size_t i = 0; i < golden.full.size(); ++i) {
     ASSERT_NEAR(logits[i], golden.full[i], kLogitTolerance) << where << " logit " << i;

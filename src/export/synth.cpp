@@ -29,7 +29,7 @@ ModelConfig GgufConfig(std::string arch, bool qkv_bias) {
   c.rope.mode = arch == "llama" ? RopeMode::kInterleaved : RopeMode::kNeox;
   c.architecture = std::move(arch);
   c.q_bias = c.k_bias = c.v_bias = qkv_bias;
-  c.tied_embeddings = true;  // all four presets tie lm_head to the embedding
+  c.tied_embeddings = true;  // every preset ties lm_head to the embedding
   return c;
 }
 

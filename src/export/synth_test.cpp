@@ -35,8 +35,7 @@ constexpr Published kPublished[] = {
     {"smollm2-135m", "llama", 30, 576, 9, 3, 64, 1536, 49152, 8192, 100000, 1e-5, false, false},
     {"qwen3-0.6b", "qwen3", 28, 1024, 16, 8, 128, 3072, 151936, 40960, 1e6, 1e-6, false, false},
     {"gemma-3-1b", "gemma3", 26, 1152, 4, 1, 256, 6912, 262144, 32768, 1e6, 1e-6, false, false},
-    {"phi-4-mini", "phi3", 32, 3072, 24, 8, 128, 8192, 200064, 131072, 10000, 1e-5, false,
-     false},
+    {"phi-4-mini", "phi3", 32, 3072, 24, 8, 128, 8192, 200064, 131072, 10000, 1e-5, false, false},
 };
 
 TEST(SynthPresetTest, ShapesAreThePublishedOnes) {
@@ -58,12 +57,12 @@ TEST(SynthPresetTest, ShapesAreThePublishedOnes) {
     EXPECT_EQ(c.rms_eps, static_cast<float>(want.eps)) << want.name;  // GGUF stores float32
     EXPECT_EQ(c.q_bias && c.k_bias && c.v_bias, want.qkv_bias) << want.name;
     EXPECT_EQ(c.q_bias || c.k_bias || c.v_bias, want.qkv_bias) << want.name;
-    EXPECT_TRUE(c.tied_embeddings) << want.name;  // all four tie lm_head to the embedding
+    EXPECT_TRUE(c.tied_embeddings) << want.name;  // every preset ties lm_head to the embedding
     if (c.family == "phi3") {  // LongRoPE over 96 of 128 dims (partial_rotary_factor 0.75)
       EXPECT_EQ(c.rope.rotary_dim, 96);
       EXPECT_EQ(c.rope.scaling, RopeScaling::kDivisors);
       EXPECT_EQ(c.rope_long_factors.size(), 48u);
-    } else if (want.llama3_scaling) {                    // factor 32, low 1, high 4, original 8192
+    } else if (want.llama3_scaling) {  // factor 32, low 1, high 4, original 8192
       EXPECT_EQ(c.rope.scaling, RopeScaling::kLlama3);
       EXPECT_EQ(c.rope.factor, 32.0);
       EXPECT_EQ(c.rope.low_freq_factor, 1.0);
@@ -176,8 +175,8 @@ TEST(SynthFileTest, NewArchitecturePresetsLoadBackWithTheirOwnKeys) {
     EXPECT_EQ(c.rope.rotary_dim, want.rope.rotary_dim);
     EXPECT_EQ(c.sliding_window, want.sliding_window);
     EXPECT_EQ(c.sliding_window_pattern, want.sliding_window_pattern);
-    EXPECT_FLOAT_EQ(c.attention_scale, want.attention_scale > 0 ? want.attention_scale
-                                                                : c.attention_scale);
+    EXPECT_FLOAT_EQ(c.attention_scale,
+                    want.attention_scale > 0 ? want.attention_scale : c.attention_scale);
     EXPECT_EQ(c.rope_long_factors, want.rope_long_factors);
     EXPECT_EQ(c.rope.divisors, want.rope.divisors);
     EXPECT_FLOAT_EQ(c.rope.attention_factor, want.rope.attention_factor);

@@ -150,8 +150,7 @@ Result<ValueId> GraphBuilder::AddNode(std::string name, OpAttrs attrs, std::vect
   return id;
 }
 
-Result<ValueId> GraphBuilder::Embedding(std::string name, ValueId table, ValueId ids,
-                                        float scale) {
+Result<ValueId> GraphBuilder::Embedding(std::string name, ValueId table, ValueId ids, float scale) {
   return AddNode(std::move(name), EmbeddingAttrs{.scale = scale}, {table, ids});
 }
 

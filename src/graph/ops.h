@@ -228,8 +228,8 @@ enum class OpKind : uint8_t {
 
 using OpAttrs = std::variant<EmbeddingAttrs, MatMulAttrs, AddAttrs, MulAttrs, RmsNormAttrs,
                              RopeAttrs, AttentionAttrs, SiluAttrs, GeluAttrs, SwiGluAttrs,
-                             GeGluAttrs, SoftcapAttrs, SoftmaxAttrs, QuantizeAttrs, DequantizeAttrs, ReshapeAttrs,
-                             PermuteAttrs, SliceAttrs>;
+                             GeGluAttrs, SoftcapAttrs, SoftmaxAttrs, QuantizeAttrs, DequantizeAttrs,
+                             ReshapeAttrs, PermuteAttrs, SliceAttrs>;
 
 template <OpKind kind>
 using AttrsOf = std::variant_alternative_t<static_cast<size_t>(kind), OpAttrs>;

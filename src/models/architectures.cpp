@@ -12,8 +12,8 @@ namespace kite {
 namespace {
 
 // Every architecture Kite builds; each entry is defined in its own file.
-const std::array<const Architecture*, 4> kArchitectures = {
-    &kLlamaArchitecture, &kQwen3Architecture, &kGemmaArchitecture, &kPhi3Architecture};
+const std::array<const Architecture*, 4> kArchitectures = {&kLlamaArchitecture, &kQwen3Architecture,
+                                                           &kGemmaArchitecture, &kPhi3Architecture};
 
 }  // namespace
 

@@ -52,13 +52,11 @@ struct Architecture {
   // The architecture's own config.json keys, read after the common ones (null: none).
   Status (*from_hf)(const HfConfig& hf, ModelConfig* config) = nullptr;
   // Its own GGUF keys and config tensors, read after the common ones (null: none).
-  Status (*from_gguf)(const GgufFile& gguf, const std::string& arch,
-                      ModelConfig* config) = nullptr;
+  Status (*from_gguf)(const GgufFile& gguf, const std::string& arch, ModelConfig* config) = nullptr;
   // For `kite convert` and `kite synth`: the GGUF general.architecture of `config`, its own keys
   // (written after the common ones) and config tensors (null: none).
   std::string (*gguf_arch)(const ModelConfig& config) = nullptr;
-  void (*to_gguf)(const ModelConfig& config, const std::string& arch,
-                  GgufWriter* writer) = nullptr;
+  void (*to_gguf)(const ModelConfig& config, const std::string& arch, GgufWriter* writer) = nullptr;
   std::vector<ConfigTensor> (*config_tensors)(const ModelConfig& config) = nullptr;
 };
 

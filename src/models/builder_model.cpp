@@ -8,8 +8,8 @@ Result<ValueId> WeightValues::operator()(const std::string& name) {
   if (auto it = values_.find(name); it != values_.end()) return it->second;
   const TensorView* view = KITE_TRY(model_.Weight(name));
   const QuantEncoding* encoding = model_.WeightEncoding(name);
-  const ValueId id = KITE_TRY(
-      b_.Weight(*view, encoding ? std::optional<QuantEncoding>(*encoding) : std::nullopt));
+  const ValueId id =
+      KITE_TRY(b_.Weight(*view, encoding ? std::optional<QuantEncoding>(*encoding) : std::nullopt));
   values_.emplace(name, id);
   return id;
 }
@@ -39,7 +39,8 @@ AttentionAttrs LayerAttention(const ModelConfig& config, int32_t layer) {
 
 Result<ValueId> DecoderLogits(GraphBuilder& b, WeightValues& w, const ModelConfig& config,
                               ValueId x, int64_t tokens, const PhaseOptions& phase) {
-  if (!phase.all_logits && tokens > 1) x = KITE_TRY(b.Slice("last_token", x, 0, tokens - 1, tokens));
+  if (!phase.all_logits && tokens > 1)
+    x = KITE_TRY(b.Slice("last_token", x, 0, tokens - 1, tokens));
   x = KITE_TRY(b.RmsNorm("output_norm", x, KITE_TRY(w("output_norm.weight")), config.rms_eps));
   const char* lm_head = config.tied_embeddings ? "token_embd.weight" : "output.weight";
   return b.MatMul("output", x, KITE_TRY(w(lm_head)));

@@ -59,8 +59,8 @@ class BuilderModel final : public Model {
   Result<Graph> BuildBlock(int32_t layer, int32_t tokens) const override {
     KITE_RETURN_IF_ERROR(CheckPhaseTokens(tokens));
     if (layer < 0 || layer >= config().n_layers) {
-      return InvalidInput(config().source + ": block " + std::to_string(layer) +
-                          ", expected 0.." + std::to_string(config().n_layers - 1));
+      return InvalidInput(config().source + ": block " + std::to_string(layer) + ", expected 0.." +
+                          std::to_string(config().n_layers - 1));
     }
     return Builder(*this, tokens, /*context=*/0).BuildBlock(layer);
   }

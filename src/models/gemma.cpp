@@ -80,7 +80,8 @@ class GemmaBuilder {
 
     const ValueId h = KITE_TRY(Norm(p + "attn_norm", x));
     ValueId q = KITE_TRY(b_.Reshape(p + "q_heads", KITE_TRY(Project(p + "attn_q", h)), {T, Hq, D}));
-    ValueId k = KITE_TRY(b_.Reshape(p + "k_heads", KITE_TRY(Project(p + "attn_k", h)), {T, Hkv, D}));
+    ValueId k =
+        KITE_TRY(b_.Reshape(p + "k_heads", KITE_TRY(Project(p + "attn_k", h)), {T, Hkv, D}));
     const ValueId v =
         KITE_TRY(b_.Reshape(p + "v_heads", KITE_TRY(Project(p + "attn_v", h)), {T, Hkv, D}));
     if (spec_.qk_norm) {  // Gemma 3
@@ -210,8 +211,8 @@ Status GemmaFromGguf(const GgufFile& gguf, const std::string& arch, ModelConfig*
   // llama.cpp: 1/√(hidden/heads) for the 27B models (46 and 62 layers), else 1/√head_dim.
   const bool is_27b = config->n_layers == (gemma3 ? 62 : 46);
   const float llama_cpp_scale =
-      1.0f / std::sqrt(static_cast<float>(is_27b ? config->hidden / config->n_heads
-                                                 : config->head_dim));
+      1.0f /
+      std::sqrt(static_cast<float>(is_27b ? config->hidden / config->n_heads : config->head_dim));
   config->attention_scale = KITE_TRY(keys.Float("attention.scale", llama_cpp_scale));
   if (!gemma3) {
     config->attn_softcap = KITE_TRY(keys.Float("attn_logit_softcapping", 50.0f));

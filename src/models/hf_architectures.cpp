@@ -1,10 +1,10 @@
 #include "models/hf_architectures.h"
 
-#include "models/architectures.h"
-
 #include <array>
 #include <string>
 #include <string_view>
+
+#include "models/architectures.h"
 
 namespace kite {
 

@@ -173,7 +173,8 @@ TEST(HfArchitecturesTest, Gemma3) {
   }
   // Newer configs spell the pattern as layer_types; an irregular one is refused by index.
   nlohmann::json types = nlohmann::json::array();
-  for (int i = 0; i < 26; ++i) types.push_back((i + 1) % 3 == 0 ? "full_attention" : "sliding_attention");
+  for (int i = 0; i < 26; ++i)
+    types.push_back((i + 1) % 3 == 0 ? "full_attention" : "sliding_attention");
   EXPECT_EQ(MapOk(Variant(kGemma3_1B, {{"layer_types", types}})).sliding_window_pattern, 3);
   types[7] = "full_attention";
   auto irregular = ModelConfigFromHf(ParseOk(Variant(kGemma3_1B, {{"layer_types", types}})));
@@ -211,8 +212,7 @@ TEST(HfArchitecturesTest, Phi4MiniLongRope) {
   // Factors that do not match the rotary pairs are refused by name.
   auto wrong = ModelConfigFromHf(ParseOk(Variant(Phi4Mini(), {{"partial_rotary_factor", 0.5}})));
   ASSERT_FALSE(wrong.has_value());
-  EXPECT_NE(wrong.error().message.find("short_factor"), std::string::npos)
-      << wrong.error().message;
+  EXPECT_NE(wrong.error().message.find("short_factor"), std::string::npos) << wrong.error().message;
 }
 
 }  // namespace

@@ -14,12 +14,13 @@
 // q and k head before RoPE (models/qwen3.cpp); Phi-3 stores q, k, v as one fused projection and
 // gate, up as another, which the graph splits into row views (models/phi3.cpp). A sliding
 // window (Mistral, Phi-3) limits what each layer's attention sees.
+#include "models/llama.h"
+
 #include <cmath>
 #include <optional>
 #include <string>
 
 #include "models/builder_model.h"
-#include "models/llama.h"
 
 namespace kite {
 
@@ -59,7 +60,8 @@ class LlamaBuilder {
     if (spec_.family == "phi3") {
       if (name == "attn_q") return w_.Rows(p + "attn_qkv.weight", 0, q_dim);
       if (name == "attn_k") return w_.Rows(p + "attn_qkv.weight", q_dim, q_dim + kv_dim);
-      if (name == "attn_v") return w_.Rows(p + "attn_qkv.weight", q_dim + kv_dim, q_dim + 2 * kv_dim);
+      if (name == "attn_v")
+        return w_.Rows(p + "attn_qkv.weight", q_dim + kv_dim, q_dim + 2 * kv_dim);
       if (name == "ffn_gate") return w_.Rows(p + "ffn_up.weight", 0, spec_.ffn);
       if (name == "ffn_up") return w_.Rows(p + "ffn_up.weight", spec_.ffn, 2 * int64_t{spec_.ffn});
     }

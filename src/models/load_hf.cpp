@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "format/safetensors.h"
-#include "tensor/dequantize.h"
 #include "models/hf_architectures.h"
 #include "models/load_model.h"
+#include "tensor/dequantize.h"
 
 namespace kite {
 

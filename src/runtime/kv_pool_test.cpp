@@ -141,7 +141,6 @@ TEST(KvPool, SequencesShareThePoolWithDistinctPages) {
   EXPECT_EQ(a.batch_view().layer(0, 1).length, 8);
 }
 
-
 // Sliding-window layers give back the pages no later query sees; the others keep theirs.
 TEST(KvPool, ReleaseBelowGivesBackTheSlidingLayersOldPages) {
   const auto pool = *KvPool::Create(SmallConfig());
@@ -160,7 +159,7 @@ TEST(KvPool, ReleaseBelowGivesBackTheSlidingLayersOldPages) {
     EXPECT_EQ(all - pool->free_pages(), used - 2 * (layers - 1));
     EXPECT_EQ(s.view().layers[1].pages[1], nullptr);
     EXPECT_NE(s.view().layers[0].pages[1], nullptr);  // the global layer keeps its rows
-    s.ReleaseBelow(sliding, page);  // nothing new below
+    s.ReleaseBelow(sliding, page);                    // nothing new below
     EXPECT_EQ(s.released(), 2 * page);
     // Growing and shrinking past the released pages leaves them alone.
     ASSERT_TRUE(s.Resize(5 * page).has_value());

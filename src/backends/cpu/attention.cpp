@@ -184,8 +184,8 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
     hn::StoreU(hn::Mul(hn::Load(df, acc + i), inv), df, out + i);
 }
 
-void Attend(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t first,
-            int64_t last, float scale, float softcap, float* out) {
+void Attend(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t first, int64_t last,
+            float scale, float softcap, float* out) {
   if (layer.dtype == DType::kF16) {
     AttendHead<hwy::float16_t>(q, layer, kv_head, first, last, scale, softcap, out);
   } else if (layer.dtype == DType::kQ8_0) {
@@ -328,7 +328,8 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
     for (int64_t j = 0; j < padded; ++j) {
       const V at = hn::Set(df, static_cast<float>(j0 + j));
       const auto inside = hn::And(hn::Le(at, last_v), hn::Ge(at, first_v));
-      const V e = hn::IfThenElseZero(inside, hn::Exp(df, hn::Sub(hn::Load(df, p + j * kRows), max)));
+      const V e =
+          hn::IfThenElseZero(inside, hn::Exp(df, hn::Sub(hn::Load(df, p + j * kRows), max)));
       hn::Store(e, df, p + j * kRows);
       tile_sum = hn::Add(tile_sum, e);
     }

@@ -1,6 +1,6 @@
 // Element-wise ops on contiguous f32: add and mul (same shape, or b repeated over a's rows),
-// silu, swiglu, geglu, gelu, softcap, softmax (last dim) and rms_norm. Vectorized with Highway, dispatched at
-// run time; large tensors are split across the threads by rows.
+// silu, swiglu, geglu, gelu, softcap, softmax (last dim) and rms_norm. Vectorized with Highway,
+// dispatched at run time; large tensors are split across the threads by rows.
 #include <cmath>
 #include <cstring>
 #include <numbers>

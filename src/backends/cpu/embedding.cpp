@@ -13,8 +13,8 @@ SupportResult Support(const EmbeddingAttrs&, const Graph& graph, const Node& nod
   return SupportResult::Yes();
 }
 
-// table [vocab, dim] (any dequantizable dtype), ids [T] -> out [T, dim] f32, times attrs.scale: each row is
-// dequantized as it is looked up (a few rows per step; the table stays as stored).
+// table [vocab, dim] (any dequantizable dtype), ids [T] -> out [T, dim] f32, times attrs.scale:
+// each row is dequantized as it is looked up (a few rows per step; the table stays as stored).
 Status Run(const EmbeddingAttrs& attrs, const KernelArgs& args) {
   return LookUpEmbedding(args.in[0], args.in[1], args.out, attrs.scale);
 }

@@ -1,8 +1,8 @@
 // Shape rules of the element-wise ops: add, mul (broadcasting), silu, gelu, swiglu, geglu,
 // softcap, softmax.
+#include <algorithm>
 #include <cmath>
 #include <string>
-#include <algorithm>
 
 #include "graph/op_rules.h"
 
