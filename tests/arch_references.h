@@ -1,5 +1,5 @@
-// The small random models of tools/make_arch_references.py (Qwen3, Gemma 2, Gemma 3, Phi-3 with
-// LongRoPE, a Mistral with a short sliding window) with their PyTorch goldens, made once per
+// The small random models of tools/make_arch_references.py (Qwen3, Gemma 2 (twice), Gemma 3,
+// Phi-3 with LongRoPE, a Mistral with a short sliding window) with their PyTorch goldens, made once per
 // test binary in a temporary folder: the weights are not committed.
 #pragma once
 

@@ -19,6 +19,7 @@ second run gives byte-identical files. tests/arch_reference_test.cpp runs this a
 """
 
 import argparse
+import dataclasses
 import os
 import shutil
 import sys
@@ -49,8 +50,11 @@ def specs(vocab: int):
       vocab_size=vocab, hidden_size=64, intermediate_size=160, num_hidden_layers=3,
       num_attention_heads=4, num_key_value_heads=2, head_dim=16,
       architecture="Gemma2ForCausalLM", max_position_embeddings=128,
-      query_pre_attn_scalar=24, attn_logit_softcapping=5.0, final_logit_softcapping=30.0,
+      query_pre_attn_scalar=16, attn_logit_softcapping=5.0, final_logit_softcapping=30.0,
       sliding_window=6, sliding_window_pattern=2)
+  # As Gemma 2 27B's (144 with head_dim 128): a query_pre_attn_scalar other than head_dim, which
+  # llama.cpp does not read (it derives the scale from the layer count).
+  gemma2_scalar = dataclasses.replace(gemma2, num_hidden_layers=2, query_pre_attn_scalar=24)
   gemma3 = gref.GemmaConfig(
       vocab_size=vocab, hidden_size=64, intermediate_size=160, num_hidden_layers=6,
       num_attention_heads=4, num_key_value_heads=1, head_dim=16,
@@ -75,8 +79,11 @@ def specs(vocab: int):
        "(q is 128 wide), GQA 2:1, rope_theta 1e6; BF16 weights"),
       ("gemma2", gref.GemmaForCausalLM(gemma2), torch.bfloat16, 202, 1.0, gref.model_for,
        "Gemma 2: (1 + w) norms before and after attention and MLP, embeddings x sqrt(64), "
-       "GeGLU (tanh), query_pre_attn_scalar 24, attention soft-cap 5 and final soft-cap 30, "
-       "window 6 on layers 0 and 2; BF16 weights"),
+       "GeGLU (tanh), attention soft-cap 5 and final soft-cap 30, window 6 on layers 0 and 2; "
+       "BF16 weights"),
+      ("gemma2-scalar", gref.GemmaForCausalLM(gemma2_scalar), torch.float32, 206, 1.0,
+       gref.model_for, "Gemma 2 with query_pre_attn_scalar 24 (head_dim 16): the attention "
+       "scale is 24^-1/2; F32 weights"),
       ("gemma3", gref.GemmaForCausalLM(gemma3), torch.bfloat16, 203, 1.0, gref.model_for,
        "Gemma 3 text: q/k norms, layers 0-4 slide over 5 positions with RoPE base 10000, "
        "layer 5 is global with base 1e6 and linear scaling 4, MQA; BF16 weights"),
