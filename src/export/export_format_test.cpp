@@ -82,6 +82,7 @@ TEST(LlamaGgufTest, MetadataUsesLlamaCppKeys) {
   c.vocab = 1000;
   c.rms_eps = 1e-6f;
   c.rope.theta = 1e6f;
+  c.rope.rotary_dim = 16;  // written as rope.dimension_count (Phi-3 rotates fewer)
   c.rope.scaling = RopeScaling::kLinear;
   c.rope.factor = 4;
   GgufWriter writer;

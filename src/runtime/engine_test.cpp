@@ -134,9 +134,9 @@ TEST(EngineTest, MissingModelAndUnsupportedArchitecture) {
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
 
-  const std::string path = ::testing::TempDir() + "kite_engine_phi.gguf";
+  const std::string path = ::testing::TempDir() + "kite_engine_mamba.gguf";
   testing::TestModelOptions options;
-  options.arch = "phi3";
+  options.arch = "mamba";  // phi3 became supported
   ASSERT_TRUE(testing::WriteTestModel(path, options).has_value());
   auto unsupported = Engine::Load(path, EngineOptions{});
   ASSERT_FALSE(unsupported.has_value());
