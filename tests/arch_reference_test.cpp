@@ -125,8 +125,10 @@ TEST_P(ArchReferenceTest, GreedyGenerationMatches) {
   ExpectGreedy(*engine, LoadGolden());
 }
 
-TEST_P(ArchReferenceTest, LongRopeShortFactorsWithinTheOriginalContext) {
-  if (GetParam().model != "phi4-longrope") GTEST_SKIP() << "LongRoPE is Phi-3's";
+class LongRopeTest : public ArchReferenceTest {};
+class SlidingWindowTest : public ArchReferenceTest {};
+
+TEST_P(LongRopeTest, ShortFactorsWithinTheOriginalContext) {
   auto engine = Load(/*context=*/32);
   ASSERT_TRUE(engine);
   const Golden g = LoadGolden("golden-short.json");
@@ -141,10 +143,7 @@ TEST_P(ArchReferenceTest, LongRopeShortFactorsWithinTheOriginalContext) {
 // Past the window the sliding layers' old KV pages go back to the pool (Gemma's global layers
 // keep theirs), and what relies on the cache still gives the golden logits: a prompt that
 // shares a prefix (its rows were released: computed again), and a saved and loaded session.
-TEST_P(ArchReferenceTest, SlidingWindowPagesGoBackToThePool) {
-  if (GetParam().model == "qwen3" || GetParam().model == "phi4-longrope") {
-    GTEST_SKIP() << "no sliding window";
-  }
+TEST_P(SlidingWindowTest, PagesGoBackToThePool) {
   auto engine = Load();
   ASSERT_TRUE(engine);
   const Golden g = LoadGolden();
@@ -188,9 +187,10 @@ TEST_P(ArchReferenceTest, SlidingWindowPagesGoBackToThePool) {
   for (size_t i = 0; i < next->size(); ++i) ASSERT_NEAR((*next)[i], (*expected)[i], 1e-5) << i;
 }
 
-std::vector<Case> AllCases() {
+// Each model from its folder and its GGUF, on ref and cpu.
+std::vector<Case> CasesOf(const std::vector<std::string>& models) {
   std::vector<Case> cases;
-  for (const char* model : testing::kArchReferenceModels) {
+  for (const std::string& model : models) {
     for (bool gguf : {false, true}) {
       for (const char* backend : {"ref", "cpu"}) cases.push_back({model, gguf, backend});
     }
@@ -198,7 +198,17 @@ std::vector<Case> AllCases() {
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, ArchReferenceTest, ::testing::ValuesIn(AllCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(All, ArchReferenceTest,
+                         ::testing::ValuesIn(CasesOf(std::vector<std::string>(
+                             std::begin(testing::kArchReferenceModels),
+                             std::end(testing::kArchReferenceModels)))),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Phi, LongRopeTest, ::testing::ValuesIn(CasesOf({"phi4-longrope"})),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Windowed, SlidingWindowTest,
+                         ::testing::ValuesIn(CasesOf({"gemma2", "gemma2-scalar", "gemma3",
+                                                      "mistral-window"})),
+                         CaseName);
 
 }  // namespace
 }  // namespace kite
