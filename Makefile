@@ -20,7 +20,8 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config libpcre2-dev nlohmann-json3-dev
 # Sanitizer and fuzz builds use clang 19 (clang 14's concepts level hides libstdc++'s std::expected).
 SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # Test oracles only, never runtime dependencies (python3-torch: tools/make_outlier_model.py makes the
-# outlier test model the quantization recipes test runs on).
+# outlier test model the quantization recipes test runs on, tools/make_arch_references.py the
+# Qwen3/Gemma/Phi-3 reference models and goldens tests/arch_reference_test.cpp checks).
 ORACLE_PACKAGES := sentencepiece python3-sentencepiece python3-torch
 
 .PHONY: all deps san-deps llamacpp tokenizers build demo test test-release test-sanitize test-tsan fuzz clean
