@@ -24,7 +24,7 @@ SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # Qwen3/Gemma/Phi-3 reference models and goldens tests/arch_reference_test.cpp checks).
 ORACLE_PACKAGES := sentencepiece python3-sentencepiece python3-torch
 
-.PHONY: all deps san-deps llamacpp tokenizers build demo test test-release test-sanitize test-tsan fuzz clean
+.PHONY: all deps san-deps llamacpp tokenizers openai-client build demo test test-release test-sanitize test-tsan fuzz clean
 
 all: build
 
@@ -66,6 +66,17 @@ $(TOKENIZERS)/node_modules/.package-lock.json: $(TOKENIZERS)/package.json $(TOKE
 # Both test suites run the tokenizer oracle tests.
 test-release test-sanitize: tokenizers
 
+# The official openai npm client (and undici for its Unix-socket dispatcher), pinned, as the test
+# of `kite serve` a real client makes (ctest server_openai_client). Reinstalled only when the lock
+# file changes.
+OPENAI_CLIENT := tools/openai_client
+openai-client: $(OPENAI_CLIENT)/node_modules/.package-lock.json
+
+$(OPENAI_CLIENT)/node_modules/.package-lock.json: $(OPENAI_CLIENT)/package.json $(OPENAI_CLIENT)/package-lock.json
+	@if ! command -v npm >/dev/null; then \
+	  echo "openai-client: npm (Node.js 20 or newer) is needed for the openai client test" >&2; exit 1; \
+	else cd $(OPENAI_CLIENT) && npm ci --ignore-scripts --no-audit --no-fund; fi
+
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
@@ -75,13 +86,13 @@ demo: build
 
 test: test-release test-sanitize test-tsan
 
-test-release: build llamacpp
+test-release: build llamacpp openai-client
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The whole suite again under AddressSanitizer + UBSan, then each fuzz target for a bounded time.
 # -O1 with line tables only (what the sanitizers' docs advise) compiles in about half the time of
 # -O2 -g and still names file:line in every report; the benchmarks are not built.
-test-sanitize: deps san-deps llamacpp
+test-sanitize: deps san-deps llamacpp openai-client
 	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \

@@ -30,6 +30,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddQuantizeCommand(CLI::App& app, int* exit_code);
 void AddImatrixCommand(CLI::App& app, int* exit_code);
 void AddDoctorCommand(CLI::App& app, int* exit_code);
+void AddServeCommand(CLI::App& app, int* exit_code);
 
 
 }  // namespace kite::cli

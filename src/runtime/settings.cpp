@@ -126,6 +126,12 @@ std::vector<Setting> BuildTable() {
        .help = "Prompt tokens computed per step", .int_min = 1,
        .store = [](S& s, const V& v) { s.engine.prefill_chunk = AsInt(v); },
        .load = [](const S& s) -> V { return int64_t{s.engine.prefill_chunk}; }},
+      {.key = "parallel", .flags = {"--parallel"}, .type = SettingType::kInt,
+       .help = "Sessions that can each fill the whole context at once (the KV cache holds this "
+               "many contexts)",
+       .int_min = 1,
+       .store = [](S& s, const V& v) { s.engine.parallel = AsInt(v); },
+       .load = [](const S& s) -> V { return int64_t{s.engine.parallel}; }},
       {.key = "check_tensors", .flags = {"--check-tensors"}, .type = SettingType::kBool,
        .help = "Scan every weight for NaN and infinity while loading",
        .store = [](S& s, const V& v) { s.engine.check_tensors = std::get<bool>(v); },

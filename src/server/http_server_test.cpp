@@ -240,6 +240,10 @@ TEST_F(HttpServerTest, StopEndsOpenRepliesAndFlushesEndedOnes) {
 TEST_F(HttpServerTest, AcceptDoesNotSpinWithoutDescriptors) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "sanitizers need descriptors of their own";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "sanitizers need descriptors of their own";
+#endif
 #endif
   Serve({}, [](HttpServer& server) { server.Route("POST", "/echo", Echo()); });
   // The client's socket is made first; it connects once no descriptor is left.
