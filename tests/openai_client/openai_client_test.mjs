@@ -126,25 +126,29 @@ check("typed errors", async () => {
 });
 
 check("16 concurrent clients (8 per transport) each equal to the request alone", async () => {
-  const prompts = Array.from({ length: 16 }, (_, i) => `Fortune number ${i}: `);
+  // Completions of different prompts (the demo model writes fortunes), greedy.
+  const openings = ["Once upon a time", "You will", "A friend", "Never", "The best", "Today", "Love", "Money"];
+  const request = (i) => ({ model: "demo", prompt: `${openings[i % 8]}${i >= 8 ? " again" : ""}`, max_tokens: 32,
+                            temperature: 0 });
   const alone = [];
-  for (const prompt of prompts) alone.push((await tcp.chat.completions.create(chat(prompt))).choices[0].message.content);
+  for (let i = 0; i < 16; ++i) alone.push((await tcp.completions.create(request(i))).choices[0].text);
   const firstTokens = [];
-  const together = await Promise.all(prompts.map(async (prompt, i) => {
+  const together = await Promise.all(alone.map(async (_, i) => {
     const client = i % 2 ? unix : tcp;
     const start = performance.now();
-    const stream = await client.chat.completions.create(chat(prompt, { stream: true }));
+    const stream = await client.completions.create({ ...request(i), stream: true });
     let text = "";
     for await (const chunk of stream) {
-      const delta = chunk.choices[0]?.delta?.content ?? "";
+      const delta = chunk.choices[0]?.text ?? "";
       if (delta && text === "") firstTokens.push(performance.now() - start);
       text += delta;
     }
     return text;
   }));
   assert.deepEqual(together, alone);
+  assert.ok(new Set(alone).size > 1, "the prompts should give different texts");
   firstTokens.sort((a, b) => a - b);
-  figures.first_token_ms = { min: firstTokens[0].toFixed(1), max: firstTokens.at(-1).toFixed(1) };
+  figures.first_token_ms = { min: Number(firstTokens[0].toFixed(1)), max: Number(firstTokens.at(-1).toFixed(1)) };
   assert.ok(firstTokens.at(-1) < 2000, `first token after ${firstTokens.at(-1)} ms`);
 });
 
@@ -164,6 +168,7 @@ check("32 simultaneous connects on the Unix socket, none refused", async () => {
 });
 
 check("abort mid-generation: idle within 250 ms", async () => {
+  const cancelled = (await status()).requests.cancelled;
   const controller = new AbortController();
   const stream = await unix.completions.create({ model: "demo", prompt: "Once", max_tokens: 100000, stream: true,
                                                  temperature: 0 }, { signal: controller.signal });
@@ -173,6 +178,7 @@ check("abort mid-generation: idle within 250 ms", async () => {
   controller.abort();
   const elapsed = await idleWithin(250);
   figures.idle_after_abort_ms = elapsed.toFixed(1);
+  assert.equal((await status()).requests.cancelled, cancelled + 1);
 });
 
 check("abort during a 1,000-token prompt: idle within 1 s", async () => {
@@ -180,6 +186,8 @@ check("abort during a 1,000-token prompt: idle within 1 s", async () => {
   const tokens = (await (await fetch(`http://127.0.0.1:${port}/tokenize`, {
     method: "POST", headers: { Authorization: `Bearer ${apiKey}` }, body: JSON.stringify({ content: words }) })).json()).tokens;
   const prompt = tokens.slice(0, 1000);
+  assert.equal(prompt.length, 1000);
+  const cancelled = (await status()).requests.cancelled;
   const controller = new AbortController();
   const pending = tcp.completions.create({ model: "demo", prompt, max_tokens: 16, stream: true },
                                          { signal: controller.signal }).catch(() => {});
@@ -188,6 +196,7 @@ check("abort during a 1,000-token prompt: idle within 1 s", async () => {
   await pending;
   const elapsed = await idleWithin(1000);
   figures.idle_after_prefill_abort_ms = elapsed.toFixed(1);
+  assert.equal((await status()).requests.cancelled, cancelled + 1);  // cut, not finished
 });
 
 // --- run --------------------------------------------------------------------------------------
