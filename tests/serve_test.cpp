@@ -181,13 +181,20 @@ TEST(ServeTest, SigtermMidStreamEndsTheStreamAndExitsCleanly) {
   EXPECT_LT(error, done);
 }
 
-TEST(ServeTest, HelpNamesEveryFlag) {
+TEST(ServeTest, HelpNamesEveryFlagAndABadModelExits1) {
   const testing::CommandResult help = testing::RunKite({"serve", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   for (const char* flag : {"-m", "--host", "--port", "--unix", "--parallel", "--ctx", "--api-key", "--max-queue",
                            "--config", "--request-timeout", "--max-body", "/v1/chat/completions", "/metrics"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
   }
+  // A model that cannot be loaded: exit 1 with the loader's message, the socket file gone.
+  const std::string socket = "/tmp/kite-serve-missing-" + std::to_string(::getpid()) + ".sock";
+  const testing::CommandResult missing =
+      testing::RunKite({"serve", "-m", "/nonexistent/model.gguf", "--port", "0", "--unix", socket});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/model.gguf"), std::string::npos) << missing.err;
+  EXPECT_FALSE(std::filesystem::exists(socket));
 }
 
 }  // namespace

@@ -55,16 +55,17 @@ class ServiceTest : public ::testing::Test {
     service_.reset();
     std::filesystem::remove_all(dir_);
   }
-  void Start(const std::string& api_key = "", bool load = true) {
+  void Start(const std::string& api_key = "", bool load = true, int32_t parallel = 4, int32_t max_queue = 64) {
     ServeOptions options;
     options.port = 0;
     options.unix_path = dir_ + "/kite.sock";
     options.api_key = api_key;
+    options.scheduler.max_queue = max_queue;
     auto service = Service::Listen(options);
     ASSERT_TRUE(service) << service.error().message;
     service_ = std::move(*service);
     if (load) {
-      ASSERT_TRUE(service_->Adopt(testing::LoadDemo(/*parallel=*/4, /*context=*/2048)));
+      ASSERT_TRUE(service_->Adopt(testing::LoadDemo(parallel, /*context=*/2048)));
     }
   }
   Answer Call(const std::string& method, const std::string& path, const std::string& body = "",
@@ -184,6 +185,20 @@ TEST_F(ServiceTest, ErrorsInOpenAisEnvelope) {
   EXPECT_EQ(too_long.status, 400);
   EXPECT_EQ(error_of(too_long)["code"], "context_length_exceeded");
   EXPECT_EQ(too_long.head.find("Access-Control-Allow-Origin"), std::string::npos);  // CORS off
+}
+
+TEST_F(ServiceTest, OverloadIs503WithRetryAfterAtOnce) {
+  Start("", true, /*parallel=*/1, /*max_queue=*/0);
+  RawClient busy = RawClient::Tcp(service_->port());
+  const std::string body = R"({"prompt": "Once", "max_tokens": 100000, "stream": true, "ignore_eos": true})";
+  busy.Send("POST /v1/completions HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  busy.Read("\"text\"", 5s);  // the one slot is taken
+  const auto start = std::chrono::steady_clock::now();
+  const Answer refused = Call("POST", "/v1/chat/completions", kChat + "}");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_NE(refused.head.find("Retry-After: "), std::string::npos) << refused.head;
+  EXPECT_EQ(Json::parse(refused.body)["error"]["type"], "server_error");
 }
 
 TEST_F(ServiceTest, LeavingMidStreamCancelsWithinAStep) {
