@@ -10,10 +10,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
 
@@ -31,8 +30,11 @@ class ServeProcess {
     dir_ = ::mkdtemp(pattern);
     socket_ = dir_ + "/kite.sock";
     err_path_ = dir_ + "/stderr";
-    std::vector<std::string> args = {"serve", "-m", testing::SourcePath("models/demo"), "--port", "0", "--unix",
-                                     socket_, "--parallel", "2", "--ctx", "4096", "-t", "2"};
+    std::vector<std::string> args = {"serve",  "-m",         testing::SourcePath("models/demo"),
+                                     "--port", "0",          "--unix",
+                                     socket_,  "--parallel", "2",
+                                     "--ctx",  "4096",       "-t",
+                                     "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -96,7 +98,8 @@ struct CurlAnswer {
 };
 
 // POST `body` to `url` (over `unix_socket` when not empty).
-CurlAnswer Post(const std::string& url, const std::string& body, const std::string& unix_socket = "") {
+CurlAnswer Post(const std::string& url, const std::string& body,
+                const std::string& unix_socket = "") {
   CURL* curl = curl_easy_init();
   CurlAnswer answer;
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
@@ -126,15 +129,18 @@ std::string Get(const std::string& url, const std::string& unix_socket) {
   return body;
 }
 
-const std::string kChat = R"({"model": "demo", "messages": [{"role": "user", "content": "A fortune"}],
+const std::string kChat =
+    R"({"model": "demo", "messages": [{"role": "user", "content": "A fortune"}],
   "temperature": 0, "max_tokens": 16})";
 
 TEST(ServeTest, ChatOverTcpAndTheUnixSocketAlike) {
   ServeProcess serve;
   const int port = serve.WaitReady();
   ASSERT_GT(port, 0);
-  const CurlAnswer tcp = Post("http://127.0.0.1:" + std::to_string(port) + "/v1/chat/completions", kChat);
-  const CurlAnswer unix_socket = Post("http://localhost/v1/chat/completions", kChat, serve.socket());
+  const CurlAnswer tcp =
+      Post("http://127.0.0.1:" + std::to_string(port) + "/v1/chat/completions", kChat);
+  const CurlAnswer unix_socket =
+      Post("http://localhost/v1/chat/completions", kChat, serve.socket());
   ASSERT_EQ(tcp.status, 200) << tcp.body;
   ASSERT_EQ(unix_socket.status, 200) << unix_socket.body;
   EXPECT_EQ(Json::parse(tcp.body)["choices"][0]["message"]["content"],
@@ -157,10 +163,11 @@ TEST(ServeTest, SigtermMidStreamEndsTheStreamAndExitsCleanly) {
   ASSERT_GT(serve.WaitReady(), 0);
   CurlAnswer answer;
   std::thread client([&] {
-    answer = Post("http://localhost/v1/chat/completions",
-                  R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 100000, "stream": true, "ignore_eos": true,
+    answer = Post(
+        "http://localhost/v1/chat/completions",
+        R"({"messages": [{"role": "user", "content": "x"}], "max_tokens": 100000, "stream": true, "ignore_eos": true,
                       "temperature": 0})",
-                  serve.socket());
+        serve.socket());
   });
   // Stopped while it generates (the context holds thousands of tokens: it is still going).
   while (Get("http://localhost/status", serve.socket()).find("\"active\":1") == std::string::npos) {
@@ -174,7 +181,8 @@ TEST(ServeTest, SigtermMidStreamEndsTheStreamAndExitsCleanly) {
   EXPECT_FALSE(std::filesystem::exists(serve.socket()));
   ASSERT_EQ(answer.status, 200);
   const size_t done = answer.body.rfind("data: [DONE]\n\n");
-  ASSERT_NE(done, std::string::npos) << answer.body.substr(answer.body.size() > 300 ? answer.body.size() - 300 : 0);
+  ASSERT_NE(done, std::string::npos)
+      << answer.body.substr(answer.body.size() > 300 ? answer.body.size() - 300 : 0);
   EXPECT_EQ(done + 14, answer.body.size());
   const size_t error = answer.body.rfind("data: {\"error\"");
   ASSERT_NE(error, std::string::npos);
@@ -184,8 +192,9 @@ TEST(ServeTest, SigtermMidStreamEndsTheStreamAndExitsCleanly) {
 TEST(ServeTest, HelpNamesEveryFlagAndABadModelExits1) {
   const testing::CommandResult help = testing::RunKite({"serve", "--help"});
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* flag : {"-m", "--host", "--port", "--unix", "--parallel", "--ctx", "--api-key", "--max-queue",
-                           "--config", "--request-timeout", "--max-body", "/v1/chat/completions", "/metrics"}) {
+  for (const char* flag :
+       {"-m", "--host", "--port", "--unix", "--parallel", "--ctx", "--api-key", "--max-queue",
+        "--config", "--request-timeout", "--max-body", "/v1/chat/completions", "/metrics"}) {
     EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
   }
   // A model that cannot be loaded: exit 1 with the loader's message, the socket file gone.

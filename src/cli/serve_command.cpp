@@ -2,11 +2,11 @@
 // TCP and a Unix domain socket (server/service.h). It listens first (GET /health answers 503
 // while the model loads), then loads; SIGTERM or SIGINT ends every request (streams get an
 // error event and [DONE]) and exits 0 within a few seconds.
+#include <atomic>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
-#include <atomic>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <thread>
 
@@ -48,7 +48,8 @@ Result<ServeOptions> Options(const GenerationFlags& generation, const ServeFlags
   char* end = nullptr;
   const unsigned long mode = std::strtoul(flags.unix_mode.c_str(), &end, 8);
   if (flags.unix_mode.empty() || *end != '\0' || mode > 0777) {
-    return InvalidInput("--unix-mode " + flags.unix_mode + ": expected octal permission bits such as 600 or 660");
+    return InvalidInput("--unix-mode " + flags.unix_mode +
+                        ": expected octal permission bits such as 600 or 660");
   }
   options.unix_mode = static_cast<uint32_t>(mode);
   options.api_key = flags.api_key;
@@ -73,8 +74,10 @@ Status Serve(const GenerationFlags& generation, const ServeFlags& flags) {
   const ServeOptions options = KITE_TRY(Options(generation, flags));
   std::unique_ptr<Service> service = KITE_TRY(Service::Listen(options));
   std::string addresses;
-  for (const std::string& address : service->Addresses()) addresses += (addresses.empty() ? "" : ", ") + address;
-  std::fprintf(stderr, "kite serve: listening on %s; loading %s\n", addresses.c_str(), options.settings.model.c_str());
+  for (const std::string& address : service->Addresses())
+    addresses += (addresses.empty() ? "" : ", ") + address;
+  std::fprintf(stderr, "kite serve: listening on %s; loading %s\n", addresses.c_str(),
+               options.settings.model.c_str());
 
   std::atomic<bool> loaded{false};
   Status load_status;
@@ -93,8 +96,9 @@ Status Serve(const GenerationFlags& generation, const ServeFlags& flags) {
         return std::unexpected(load_status.error());
       }
       const ServiceState& state = service->state();
-      std::fprintf(stderr, "kite serve: ready: %s, context %d, parallel %d\n", state.model_id.c_str(),
-                   state.engine->context_length(), options.settings.engine.parallel);
+      std::fprintf(stderr, "kite serve: ready: %s, context %d, parallel %d\n",
+                   state.model_id.c_str(), state.engine->context_length(),
+                   options.settings.engine.parallel);
       announced = true;
     }
   }
@@ -116,33 +120,47 @@ Status Serve(const GenerationFlags& generation, const ServeFlags& flags) {
 
 void AddServeCommand(CLI::App& app, int* exit_code) {
   CLI::App* command = app.add_subcommand(
-      "serve", "Serve the model to many apps: an OpenAI-compatible HTTP service over TCP and a Unix socket");
+      "serve",
+      "Serve the model to many apps: an OpenAI-compatible HTTP service over TCP and a Unix socket");
   auto generation = std::make_shared<GenerationFlags>(command);
   auto flags = std::make_shared<ServeFlags>();
-  command->add_option("--host", flags->host, "Address to listen on (default 127.0.0.1: this machine only)");
-  command->add_option("--port", flags->port, "TCP port (default 8080; 0: any free port, printed at start)")
+  command->add_option("--host", flags->host,
+                      "Address to listen on (default 127.0.0.1: this machine only)");
+  command
+      ->add_option("--port", flags->port,
+                   "TCP port (default 8080; 0: any free port, printed at start)")
       ->check(CLI::Range(0, 65535));
   command->add_flag("--no-tcp", flags->no_tcp, "Listen on the Unix socket only");
-  command->add_option("--unix", flags->unix_path,
-                      "Also listen on a Unix domain socket at PATH (a stale socket file is replaced; "
-                      "removed on exit)");
-  command->add_option("--unix-mode", flags->unix_mode, "The Unix socket's permission bits, octal (default 600)");
-  command->add_option("--api-key", flags->api_key,
-                      "Ask every request but GET /health for Authorization: Bearer KEY")
+  command->add_option(
+      "--unix", flags->unix_path,
+      "Also listen on a Unix domain socket at PATH (a stale socket file is replaced; "
+      "removed on exit)");
+  command->add_option("--unix-mode", flags->unix_mode,
+                      "The Unix socket's permission bits, octal (default 600)");
+  command
+      ->add_option("--api-key", flags->api_key,
+                   "Ask every request but GET /health for Authorization: Bearer KEY")
       ->envname("KITE_API_KEY");
-  command->add_option("--max-queue", flags->max_queue,
-                      "Requests that may wait for a free slot; more get 503 with Retry-After (default 64)")
+  command
+      ->add_option(
+          "--max-queue", flags->max_queue,
+          "Requests that may wait for a free slot; more get 503 with Retry-After (default 64)")
       ->check(CLI::Range(0, 1 << 20));
-  command->add_option("--request-timeout", flags->request_timeout,
-                      "Seconds a request may take, queued and running; 0: no limit (default 0)")
+  command
+      ->add_option("--request-timeout", flags->request_timeout,
+                   "Seconds a request may take, queued and running; 0: no limit (default 0)")
       ->check(CLI::Range(0.0, 1e7));
-  command->add_option("--max-body", flags->max_body, "Largest request body in bytes (default 8 MiB; more: 413)")
+  command
+      ->add_option("--max-body", flags->max_body,
+                   "Largest request body in bytes (default 8 MiB; more: 413)")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 32));
-  command->add_option("--read-timeout", flags->read_timeout,
-                      "Seconds for a request to arrive whole, and for an idle connection (default 30)")
+  command
+      ->add_option("--read-timeout", flags->read_timeout,
+                   "Seconds for a request to arrive whole, and for an idle connection (default 30)")
       ->check(CLI::Range(0.1, 1e6));
-  command->add_option("--write-timeout", flags->write_timeout,
-                      "Seconds a client may leave output unread before it is dropped (default 60)")
+  command
+      ->add_option("--write-timeout", flags->write_timeout,
+                   "Seconds a client may leave output unread before it is dropped (default 60)")
       ->check(CLI::Range(0.1, 1e6));
   command->footer(
       "Endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health, "

@@ -16,19 +16,28 @@ using Json = nlohmann::ordered_json;
 // How a request that ended without text to show ends for the client.
 ApiError EndError(const RequestEnd& end) {
   switch (end.failure) {
-    case Failure::kDeadline: return MakeApiError(504, end.message, "timeout");
-    case Failure::kShutdown: return MakeApiError(503, end.message, "shutting_down");
-    case Failure::kOutOfResources: return MakeApiError(503, end.message, "out_of_resources");
-    default: break;
+    case Failure::kDeadline:
+      return MakeApiError(504, end.message, "timeout");
+    case Failure::kShutdown:
+      return MakeApiError(503, end.message, "shutting_down");
+    case Failure::kOutOfResources:
+      return MakeApiError(503, end.message, "out_of_resources");
+    default:
+      break;
   }
-  if (end.reason == FinishReason::kCancelled) return MakeApiError(499, "the request was cancelled", "cancelled");
+  if (end.reason == FinishReason::kCancelled)
+    return MakeApiError(499, "the request was cancelled", "cancelled");
   return MakeApiError(500, end.message.empty() ? "the engine failed" : end.message, "internal");
 }
 
 class StreamSink final : public RequestSink {
  public:
-  StreamSink(CompletionHead head, bool include_usage, bool logprobs, std::shared_ptr<HttpReply> reply)
-      : head_(std::move(head)), include_usage_(include_usage), logprobs_(logprobs), reply_(std::move(reply)) {}
+  StreamSink(CompletionHead head, bool include_usage, bool logprobs,
+             std::shared_ptr<HttpReply> reply)
+      : head_(std::move(head)),
+        include_usage_(include_usage),
+        logprobs_(logprobs),
+        reply_(std::move(reply)) {}
 
   // The headers and the first chunk (the role), as soon as the scheduler took the request (the
   // client knows at once it was accepted) or its first event came, whichever is first.
@@ -37,14 +46,16 @@ class StreamSink final : public RequestSink {
       reply_->Start(200, {{"Content-Type", "text/event-stream"},
                           {"Cache-Control", "no-cache"},
                           {"X-Accel-Buffering", "no"}});
-      if (head_.kind == CompletionKind::kChat) reply_->Write(SseEvent(ChunkJson(head_, "", true, nullptr, nullptr)));
+      if (head_.kind == CompletionKind::kChat)
+        reply_->Write(SseEvent(ChunkJson(head_, "", true, nullptr, nullptr)));
     });
   }
 
   void OnDelta(TextDelta delta) override {
     Begin();
     if (delta.text.empty() && delta.logprobs.empty()) return;
-    const Json logprobs = logprobs_ ? LogprobsJson(head_.kind, delta.logprobs, text_offset_) : Json(nullptr);
+    const Json logprobs =
+        logprobs_ ? LogprobsJson(head_.kind, delta.logprobs, text_offset_) : Json(nullptr);
     text_offset_ += delta.text.size();
     reply_->Write(SseEvent(ChunkJson(head_, delta.text, false, nullptr, logprobs)));
   }
@@ -99,23 +110,28 @@ class WholeSink final : public RequestSink {
   std::optional<std::vector<TokenLogprobs>> logprobs_;
 };
 
-std::expected<std::vector<int32_t>, ApiError> PromptIds(const ServiceState& state, const OpenAiRequest& request) {
+std::expected<std::vector<int32_t>, ApiError> PromptIds(const ServiceState& state,
+                                                        const OpenAiRequest& request) {
   const Tokenizer& tokenizer = state.engine->tokenizer();
   Result<std::vector<int32_t>> ids;
   if (request.kind == CompletionKind::kChat) {
-    if (!state.chat_template) return std::unexpected(BadRequest(state.chat_template_error, "messages"));
+    if (!state.chat_template)
+      return std::unexpected(BadRequest(state.chat_template_error, "messages"));
     ids = ChatPromptIds(tokenizer, *state.chat_template, request.messages);
   } else if (!request.prompt_ids.empty()) {
     ids = request.prompt_ids;
   } else {
     ids = RawPromptIds(tokenizer, request.prompt);
   }
-  if (!ids) return std::unexpected(BadRequest(ids.error().message, request.kind == CompletionKind::kChat ? "messages" : "prompt"));
+  if (!ids)
+    return std::unexpected(BadRequest(
+        ids.error().message, request.kind == CompletionKind::kChat ? "messages" : "prompt"));
   const int64_t context = state.engine->context_length();
   if (static_cast<int64_t>(ids->size()) >= context) {
-    ApiError error = BadRequest("the prompt has " + std::to_string(ids->size()) + " tokens; the context holds " +
-                                    std::to_string(context) + " and needs room for at least one more",
-                                request.kind == CompletionKind::kChat ? "messages" : "prompt");
+    ApiError error =
+        BadRequest("the prompt has " + std::to_string(ids->size()) + " tokens; the context holds " +
+                       std::to_string(context) + " and needs room for at least one more",
+                   request.kind == CompletionKind::kChat ? "messages" : "prompt");
     error.code = "context_length_exceeded";
     return std::unexpected(std::move(error));
   }
@@ -171,9 +187,11 @@ void HandleCompletion(ServiceState& state, CompletionKind kind, const HttpReques
   auto id = state.scheduler->Submit(std::move(serve), sink);
   if (!id) {
     const SubmitRefusal& refusal = id.error();
-    ApiError error = refusal.kind == SubmitRefusal::kInvalid ? BadRequest(refusal.message)
-                                                             : MakeApiError(503, refusal.message, "overloaded");
-    if (refusal.kind == SubmitRefusal::kOverloaded) error.retry_after_seconds = std::max(1, refusal.retry_after_seconds);
+    ApiError error = refusal.kind == SubmitRefusal::kInvalid
+                         ? BadRequest(refusal.message)
+                         : MakeApiError(503, refusal.message, "overloaded");
+    if (refusal.kind == SubmitRefusal::kOverloaded)
+      error.retry_after_seconds = std::max(1, refusal.retry_after_seconds);
     if (refusal.kind == SubmitRefusal::kShuttingDown) error.code = "shutting_down";
     return reply->Send(ErrorResponse(error));
   }

@@ -1,8 +1,5 @@
 #include "server/http_server.h"
 
-#include <cerrno>
-#include <sys/socket.h>
-
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
@@ -10,9 +7,11 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <event2/thread.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <mutex>
 #include <unordered_map>
 
@@ -27,15 +26,24 @@ timeval ToTimeval(std::chrono::milliseconds duration) {
 
 const char* MethodName(evhttp_cmd_type command) {
   switch (command) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    case EVHTTP_REQ_TRACE: return "TRACE";
-    case EVHTTP_REQ_CONNECT: return "CONNECT";
-    case EVHTTP_REQ_PATCH: return "PATCH";
+    case EVHTTP_REQ_GET:
+      return "GET";
+    case EVHTTP_REQ_POST:
+      return "POST";
+    case EVHTTP_REQ_HEAD:
+      return "HEAD";
+    case EVHTTP_REQ_PUT:
+      return "PUT";
+    case EVHTTP_REQ_DELETE:
+      return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+      return "OPTIONS";
+    case EVHTTP_REQ_TRACE:
+      return "TRACE";
+    case EVHTTP_REQ_CONNECT:
+      return "CONNECT";
+    case EVHTTP_REQ_PATCH:
+      return "PATCH";
   }
   return "?";
 }
@@ -47,7 +55,8 @@ int ConnectionFd(evhttp_request* request) {
 
 bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -86,8 +95,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Create(const HttpLimits& limits)
   evhttp_set_flags(server->http_, EVHTTP_SERVER_LINGERING_CLOSE);
   // Every method reaches the router, which answers 405 itself.
   evhttp_set_allowed_methods(server->http_, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
-                                                EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
-                                                EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
+                                                EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+                                                EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+                                                EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
   evhttp_set_gencb(server->http_, DispatchCallback, server.get());
   std::lock_guard lock(servers_mutex);
   servers[server->http_] = server.get();
@@ -114,10 +124,10 @@ void HttpServer::Route(const std::string& method, const std::string& path, HttpH
 void HttpServer::SetErrorPage(HttpErrorPage page) { error_page_ = std::move(page); }
 
 Status HttpServer::Listen(ListenSocket& socket) {
-  evconnlistener* listener = evconnlistener_new(base_, nullptr, nullptr,
-                                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                                0,  // Kite listened with its own backlog
-                                                socket.fd());
+  evconnlistener* listener =
+      evconnlistener_new(base_, nullptr, nullptr, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                         0,  // Kite listened with its own backlog
+                         socket.fd());
   if (listener == nullptr) return OutOfResources("libevent: cannot listen on " + socket.Describe());
   socket.Release();
   evconnlistener_set_error_cb(listener, AcceptError);
@@ -228,8 +238,9 @@ void HttpServer::Dispatch(evhttp_request* request) {
   evbuffer_copyout(body, parsed.body.data(), parsed.body.size());
   sockaddr_storage local{};
   socklen_t length = sizeof(local);
-  const bool unix_socket = getsockname(ConnectionFd(request), reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
-                           local.ss_family == AF_UNIX;
+  const bool unix_socket =
+      getsockname(ConnectionFd(request), reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+      local.ss_family == AF_UNIX;
   parsed.transport = unix_socket ? "unix" : "tcp";
   if (unix_socket) {
     parsed.peer = "unix";
@@ -250,10 +261,12 @@ void HttpServer::Dispatch(evhttp_request* request) {
     if (key.first == parsed.path) allowed += (allowed.empty() ? "" : ", ") + key.second;
   }
   const int status = allowed.empty() ? 404 : 405;
-  const std::string message = allowed.empty() ? "no such endpoint: " + parsed.path
-                                              : parsed.path + " takes " + allowed + ", not " + parsed.method;
-  HttpResponse response = error_page_ ? error_page_(status, message)
-                                      : HttpResponse{status, {{"Content-Type", "text/plain"}}, message + "\n"};
+  const std::string message = allowed.empty()
+                                  ? "no such endpoint: " + parsed.path
+                                  : parsed.path + " takes " + allowed + ", not " + parsed.method;
+  HttpResponse response =
+      error_page_ ? error_page_(status, message)
+                  : HttpResponse{status, {{"Content-Type", "text/plain"}}, message + "\n"};
   if (!allowed.empty()) response.headers.emplace_back("Allow", allowed);
   reply->Send(std::move(response));
 }
@@ -293,7 +306,8 @@ void HttpServer::Carry(const std::shared_ptr<HttpReply>& reply) {
       evbuffer_add(data, chunk->data.data(), chunk->data.size());
       evhttp_send_reply_chunk(request, data);
       evbuffer_free(data);
-      if (socket && evbuffer_get_length(bufferevent_get_output(socket)) > limits_.max_unread_bytes) {
+      if (socket &&
+          evbuffer_get_length(bufferevent_get_output(socket)) > limits_.max_unread_bytes) {
         {
           std::lock_guard lock(mutex_);
           ++stats_.unread_drops;
@@ -402,7 +416,8 @@ void HttpServer::ReplyComplete(evhttp_request* request, void* arg) {
   if (evhttp_connection* connection = evhttp_request_get_connection(request)) {
     evhttp_connection_set_closecb(connection, nullptr, nullptr);
     const timeval read_timeout = ToTimeval(reply.server_->limits_.read_timeout);
-    bufferevent_set_timeouts(evhttp_connection_get_bufferevent(connection), &read_timeout, &read_timeout);
+    bufferevent_set_timeouts(evhttp_connection_get_bufferevent(connection), &read_timeout,
+                             &read_timeout);
   }
   reply.server_->Finish(reply);
 }
@@ -422,6 +437,8 @@ void HttpServer::ResumeAccepting(int, short, void* self) {
   for (evconnlistener* listener : server->listeners_) evconnlistener_enable(listener);
 }
 
-void HttpServer::DrainCheck(int, short, void* self) { static_cast<HttpServer*>(self)->CheckDrained(); }
+void HttpServer::DrainCheck(int, short, void* self) {
+  static_cast<HttpServer*>(self)->CheckDrained();
+}
 
 }  // namespace kite

@@ -71,11 +71,11 @@ struct HttpLimits {
 inline constexpr std::chrono::milliseconds kAcceptPause{100};
 
 struct HttpStats {
-  int64_t replies_open = 0;     // requests handed to a handler and not yet answered in full
-  uint64_t requests = 0;        // handed to handlers, since start
-  uint64_t clients_gone = 0;    // replies whose client left before the end
-  uint64_t unread_drops = 0;    // connections dropped for unread output
-  uint64_t accept_pauses = 0;   // accept() failures that paused a listener (no descriptors)
+  int64_t replies_open = 0;    // requests handed to a handler and not yet answered in full
+  uint64_t requests = 0;       // handed to handlers, since start
+  uint64_t clients_gone = 0;   // replies whose client left before the end
+  uint64_t unread_drops = 0;   // connections dropped for unread output
+  uint64_t accept_pauses = 0;  // accept() failures that paused a listener (no descriptors)
 };
 
 class HttpServer {
@@ -136,8 +136,8 @@ class HttpServer {
   event_base* base_ = nullptr;
   evhttp* http_ = nullptr;
   event* wake_ = nullptr;
-  event* resume_ = nullptr;  // the timer that re-enables paused listeners
-  event* drain_ = nullptr;   // Stop's timer: have the ended replies been written?
+  event* resume_ = nullptr;                 // the timer that re-enables paused listeners
+  event* drain_ = nullptr;                  // Stop's timer: have the ended replies been written?
   std::vector<evconnlistener*> listeners_;  // freed by evhttp_free
   std::map<std::pair<std::string, std::string>, HttpHandler> routes_;  // (path, method)
   HttpErrorPage error_page_;

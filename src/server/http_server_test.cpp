@@ -85,7 +85,8 @@ TEST_F(HttpServerTest, UnknownPathIs404AndWrongMethodIs405WithAllow) {
   Serve({}, [](HttpServer& server) {
     server.Route("POST", "/echo", Echo());
     server.SetErrorPage([](int status, const std::string& message) {
-      return HttpResponse{status, {{"Content-Type", "application/json"}}, "{\"m\":\"" + message + "\"}"};
+      return HttpResponse{
+          status, {{"Content-Type", "application/json"}}, "{\"m\":\"" + message + "\"}"};
     });
   });
   RawClient missing = RawClient::Tcp(tcp_->port());
@@ -101,14 +102,16 @@ TEST_F(HttpServerTest, UnknownPathIs404AndWrongMethodIs405WithAllow) {
 }
 
 TEST_F(HttpServerTest, TooLargeBodyGets413NotAReset) {
-  Serve({.max_body_bytes = 1000}, [](HttpServer& server) { server.Route("POST", "/echo", Echo()); });
+  Serve({.max_body_bytes = 1000},
+        [](HttpServer& server) { server.Route("POST", "/echo", Echo()); });
   RawClient client = RawClient::Tcp(tcp_->port());
   ASSERT_TRUE(client.Send(PostRequest("/echo", std::string(200000, 'x'))));
   EXPECT_NE(client.Read("\r\n\r\n").find("HTTP/1.1 413"), std::string::npos);
 }
 
 TEST_F(HttpServerTest, TooLargeHeadersAreRefused) {
-  Serve({.max_header_bytes = 1000}, [](HttpServer& server) { server.Route("POST", "/echo", Echo()); });
+  Serve({.max_header_bytes = 1000},
+        [](HttpServer& server) { server.Route("POST", "/echo", Echo()); });
   RawClient client = RawClient::Tcp(tcp_->port());
   client.Send("GET /echo HTTP/1.1\r\nX-Big: " + std::string(5000, 'y') + "\r\n\r\n");
   const std::string answer = client.Read("\r\n\r\n");
@@ -260,7 +263,8 @@ TEST_F(HttpServerTest, AcceptDoesNotSpinWithoutDescriptors) {
   address.sin_family = AF_INET;
   address.sin_port = htons(tcp_->port());
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool connected = ::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+  const bool connected =
+      ::connect(client, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
   const std::string request = PostRequest("/echo", "late");
   ::send(client, request.data(), request.size(), MSG_NOSIGNAL);
   std::this_thread::sleep_for(300ms);

@@ -24,7 +24,8 @@ class RawClient {
     address.sin_family = AF_INET;
     address.sin_port = htons(port);
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    client.connected_ = ::connect(client.fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    client.connected_ =
+        ::connect(client.fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
     return client;
   }
   static RawClient Unix(const std::string& path) {
@@ -33,10 +34,13 @@ class RawClient {
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-    client.connected_ = ::connect(client.fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
+    client.connected_ =
+        ::connect(client.fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
     return client;
   }
-  RawClient(RawClient&& other) noexcept : fd_(other.fd_), connected_(other.connected_) { other.fd_ = -1; }
+  RawClient(RawClient&& other) noexcept : fd_(other.fd_), connected_(other.connected_) {
+    other.fd_ = -1;
+  }
   ~RawClient() { Close(); }
 
   bool connected() const { return connected_; }
@@ -51,10 +55,12 @@ class RawClient {
     return true;
   }
   // Reads until `until` appears in what was read, the peer closes, or `timeout` passes.
-  std::string Read(const std::string& until = "", std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  std::string Read(const std::string& until = "",
+                   std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (until.empty() || received_.find(until) == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) break;
       pollfd ready{fd_, POLLIN, 0};
       if (::poll(&ready, 1, static_cast<int>(left.count())) <= 0) break;
@@ -89,7 +95,8 @@ class RawClient {
 };
 
 inline std::string PostRequest(const std::string& path, const std::string& body) {
-  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 inline std::string GetRequest(const std::string& path) {

@@ -1,8 +1,6 @@
 #include "server/listen_socket.h"
 
 #include <arpa/inet.h>
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -11,6 +9,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 namespace kite {
@@ -54,7 +54,8 @@ Result<ListenSocket> ListenSocket::Tcp(const std::string& host, uint16_t port) {
   ListenSocket socket;
   socket.host_ = host;
   int last_error = 0;
-  for (addrinfo* address = found; address != nullptr && socket.fd_ < 0; address = address->ai_next) {
+  for (addrinfo* address = found; address != nullptr && socket.fd_ < 0;
+       address = address->ai_next) {
     const int fd = NewSocket(address->ai_family);
     if (fd < 0) {
       last_error = errno;
@@ -62,7 +63,8 @@ Result<ListenSocket> ListenSocket::Tcp(const std::string& host, uint16_t port) {
     }
     const int one = 1;  // a restarted service binds again while old connections sit in TIME_WAIT
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, address->ai_addr, address->ai_addrlen) != 0 || ::listen(fd, kListenBacklog) != 0) {
+    if (::bind(fd, address->ai_addr, address->ai_addrlen) != 0 ||
+        ::listen(fd, kListenBacklog) != 0) {
       last_error = errno;
       ::close(fd);
       continue;
@@ -71,14 +73,16 @@ Result<ListenSocket> ListenSocket::Tcp(const std::string& host, uint16_t port) {
   }
   ::freeaddrinfo(found);
   if (socket.fd_ < 0) {
-    return InvalidInput("cannot listen on " + host + ":" + service + ": " + ErrnoText(last_error) +
-                        (last_error == EADDRINUSE ? " (another service uses the port; --port N)" : ""));
+    return InvalidInput(
+        "cannot listen on " + host + ":" + service + ": " + ErrnoText(last_error) +
+        (last_error == EADDRINUSE ? " (another service uses the port; --port N)" : ""));
   }
   sockaddr_storage bound{};
   socklen_t length = sizeof(bound);
   ::getsockname(socket.fd_, reinterpret_cast<sockaddr*>(&bound), &length);
-  socket.port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                                                   : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  socket.port_ =
+      ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   return socket;
 }
 
@@ -92,7 +96,7 @@ Result<ListenSocket> ListenSocket::Unix(const std::string& path, uint32_t mode) 
   }
   std::memcpy(address.sun_path, path.data(), path.size());
 
-  struct stat existing{};
+  struct stat existing {};
   if (::lstat(path.c_str(), &existing) == 0) {
     if (!S_ISSOCK(existing.st_mode)) {
       return InvalidInput("--unix " + path + ": exists and is not a socket (not replaced)");
@@ -101,7 +105,8 @@ Result<ListenSocket> ListenSocket::Unix(const std::string& path, uint32_t mode) 
       return InvalidInput("--unix " + path + ": another service is listening on it");
     }
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {  // stale: its service is gone
-      return InvalidInput("--unix " + path + ": cannot replace the stale socket: " + ErrnoText(errno));
+      return InvalidInput("--unix " + path +
+                          ": cannot replace the stale socket: " + ErrnoText(errno));
     }
   }
 
@@ -112,7 +117,7 @@ Result<ListenSocket> ListenSocket::Unix(const std::string& path, uint32_t mode) 
     return InvalidInput("--unix " + path + ": cannot bind: " + ErrnoText(errno));
   }
   socket.path_ = path;
-  struct stat made{};
+  struct stat made {};
   if (::lstat(path.c_str(), &made) == 0) socket.identity_ = IdentityOf(made);
   // The mode is set before listen(): until then every connect is refused, so no client gets
   // in through the umask's wider bits.
@@ -152,8 +157,9 @@ int ListenSocket::Release() { return std::exchange(fd_, -1); }
 void ListenSocket::Close() {
   if (fd_ >= 0) ::close(std::exchange(fd_, -1));
   if (!path_.empty()) {
-    struct stat now{};
-    if (::lstat(path_.c_str(), &now) == 0 && S_ISSOCK(now.st_mode) && IdentityOf(now) == identity_) {
+    struct stat now {};
+    if (::lstat(path_.c_str(), &now) == 0 && S_ISSOCK(now.st_mode) &&
+        IdentityOf(now) == identity_) {
       ::unlink(path_.c_str());
     }
     path_.clear();

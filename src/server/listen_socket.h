@@ -35,7 +35,7 @@ class ListenSocket {
   // Hands the descriptor to a new owner (the HTTP server), which closes it; the socket file
   // is still removed by this object.
   int Release();
-  uint16_t port() const { return port_; }       // TCP only
+  uint16_t port() const { return port_; }            // TCP only
   const std::string& path() const { return path_; }  // Unix only
   // "127.0.0.1:8080", "[::1]:8080" or "unix:/run/kite.sock", for logs.
   std::string Describe() const;

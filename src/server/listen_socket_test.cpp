@@ -34,7 +34,7 @@ TEST_F(ListenSocketTest, UnixSocketIsPrivateAndRemovedWhenClosed) {
   {
     auto socket = ListenSocket::Unix(path);
     ASSERT_TRUE(socket) << socket.error().message;
-    struct stat info{};
+    struct stat info {};
     ASSERT_EQ(::stat(path.c_str(), &info), 0);
     EXPECT_TRUE(S_ISSOCK(info.st_mode));
     EXPECT_EQ(info.st_mode & 0777, 0600u);
@@ -82,7 +82,8 @@ TEST_F(ListenSocketTest, TooLongPathIsRefused) {
   const std::string path = dir_ + "/" + std::string(120, 'x');
   auto socket = ListenSocket::Unix(path);
   ASSERT_FALSE(socket);
-  EXPECT_NE(socket.error().message.find("1 to 107 bytes"), std::string::npos) << socket.error().message;
+  EXPECT_NE(socket.error().message.find("1 to 107 bytes"), std::string::npos)
+      << socket.error().message;
 }
 
 TEST_F(ListenSocketTest, BurstOfConnectsIsQueuedNotRefused) {

@@ -1,7 +1,6 @@
 #include "server/openai_request.h"
 
 #include <nlohmann/json.hpp>
-
 #include <utility>
 
 namespace kite {
@@ -23,7 +22,8 @@ std::string KindOf(const Json& value) {
 }
 
 ApiError WrongType(const std::string& field, const std::string& expected, const Json& value) {
-  return BadRequest("request: \"" + field + "\": expected " + expected + ", found " + KindOf(value), field);
+  return BadRequest("request: \"" + field + "\": expected " + expected + ", found " + KindOf(value),
+                    field);
 }
 
 // `field` of the request, checked and stored by the settings table's `key`.
@@ -42,21 +42,25 @@ std::expected<void, ApiError> ApplySetting(const std::string& key, const std::st
 std::expected<std::string, ApiError> MessageContent(const Json& content, const std::string& field) {
   if (content.is_string()) return content.get<std::string>();
   if (content.is_null()) return std::string();
-  if (!content.is_array()) return std::unexpected(WrongType(field, "a string or an array of parts", content));
+  if (!content.is_array())
+    return std::unexpected(WrongType(field, "a string or an array of parts", content));
   std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const Json& part = content[i];
     const std::string where = field + "[" + std::to_string(i) + "]";
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
-      return std::unexpected(BadRequest("request: \"" + where + "\": expected a content part with a \"type\"", where));
+      return std::unexpected(
+          BadRequest("request: \"" + where + "\": expected a content part with a \"type\"", where));
     }
     const std::string type = part["type"].get<std::string>();
     if (type != "text") {
       return std::unexpected(BadRequest("request: \"" + where + "\": content of type \"" + type +
-                                        "\" is not supported (text only)", where));
+                                            "\" is not supported (text only)",
+                                        where));
     }
     if (!part.contains("text") || !part["text"].is_string()) {
-      return std::unexpected(BadRequest("request: \"" + where + ".text\": expected a string", where + ".text"));
+      return std::unexpected(
+          BadRequest("request: \"" + where + ".text\": expected a string", where + ".text"));
     }
     text += part["text"].get<std::string>();
   }
@@ -64,23 +68,27 @@ std::expected<std::string, ApiError> MessageContent(const Json& content, const s
 }
 
 std::expected<void, ApiError> ParseMessages(const Json& body, OpenAiRequest* request) {
-  if (!body.contains("messages")) return std::unexpected(BadRequest("request: \"messages\" is required", "messages"));
+  if (!body.contains("messages"))
+    return std::unexpected(BadRequest("request: \"messages\" is required", "messages"));
   const Json& messages = body["messages"];
   if (!messages.is_array()) return std::unexpected(WrongType("messages", "an array", messages));
-  if (messages.empty()) return std::unexpected(BadRequest("request: \"messages\" is empty", "messages"));
+  if (messages.empty())
+    return std::unexpected(BadRequest("request: \"messages\" is empty", "messages"));
   for (size_t i = 0; i < messages.size(); ++i) {
     const Json& message = messages[i];
     const std::string field = "messages[" + std::to_string(i) + "]";
     if (!message.is_object()) return std::unexpected(WrongType(field, "an object", message));
     if (!message.contains("role") || !message["role"].is_string()) {
-      return std::unexpected(BadRequest("request: \"" + field + ".role\": expected a string", field + ".role"));
+      return std::unexpected(
+          BadRequest("request: \"" + field + ".role\": expected a string", field + ".role"));
     }
     std::string role = message["role"].get<std::string>();
     if (role == "developer") role = "system";  // OpenAI's newer name for the system message
     if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
-      return std::unexpected(BadRequest("request: \"" + field + ".role\" = \"" + role +
-                                        "\": must be one of system, developer, user, assistant, tool",
-                                        field + ".role"));
+      return std::unexpected(
+          BadRequest("request: \"" + field + ".role\" = \"" + role +
+                         "\": must be one of system, developer, user, assistant, tool",
+                     field + ".role"));
     }
     std::string content;
     if (message.contains("content")) {
@@ -88,7 +96,8 @@ std::expected<void, ApiError> ParseMessages(const Json& body, OpenAiRequest* req
       if (!text) return std::unexpected(std::move(text.error()));
       content = std::move(*text);
     } else if (role != "assistant") {
-      return std::unexpected(BadRequest("request: \"" + field + ".content\" is required", field + ".content"));
+      return std::unexpected(
+          BadRequest("request: \"" + field + ".content\" is required", field + ".content"));
     }
     request->messages.push_back({std::move(role), std::move(content)});
   }
@@ -98,7 +107,8 @@ std::expected<void, ApiError> ParseMessages(const Json& body, OpenAiRequest* req
 // A completions prompt: a string, an array of one string, an array of token ids, or an array of
 // one array of token ids.
 std::expected<void, ApiError> ParsePrompt(const Json& body, OpenAiRequest* request) {
-  if (!body.contains("prompt")) return std::unexpected(BadRequest("request: \"prompt\" is required", "prompt"));
+  if (!body.contains("prompt"))
+    return std::unexpected(BadRequest("request: \"prompt\" is required", "prompt"));
   Json prompt = body["prompt"];
   if (prompt.is_array() && prompt.size() == 1 && (prompt[0].is_string() || prompt[0].is_array())) {
     prompt = Json(prompt[0]);
@@ -110,10 +120,12 @@ std::expected<void, ApiError> ParsePrompt(const Json& body, OpenAiRequest* reque
   if (prompt.is_array() && !prompt.empty()) {
     for (const Json& id : prompt) {
       if (id.is_array() || id.is_string()) {
-        return std::unexpected(BadRequest("request: \"prompt\": one prompt per request (n prompts are not supported)", "prompt"));
+        return std::unexpected(BadRequest(
+            "request: \"prompt\": one prompt per request (n prompts are not supported)", "prompt"));
       }
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-        return std::unexpected(BadRequest("request: \"prompt\": token ids must be whole numbers >= 0", "prompt"));
+        return std::unexpected(
+            BadRequest("request: \"prompt\": token ids must be whole numbers >= 0", "prompt"));
       }
       request->prompt_ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
@@ -126,30 +138,38 @@ std::expected<void, ApiError> ParseLogprobs(const Json& body, OpenAiRequest* req
   const Json logprobs = body.contains("logprobs") ? body["logprobs"] : Json();
   if (request->kind == CompletionKind::kText) {  // an integer: how many alternatives
     if (logprobs.is_null()) return {};
-    if (!logprobs.is_number_integer()) return std::unexpected(WrongType("logprobs", "an integer", logprobs));
+    if (!logprobs.is_number_integer())
+      return std::unexpected(WrongType("logprobs", "an integer", logprobs));
     const int64_t n = logprobs.get<int64_t>();
     if (n < 0 || n > kMaxCompletionLogprobs) {
-      return std::unexpected(BadRequest("request: \"logprobs\" = " + std::to_string(n) + ": must be in [0, " +
-                                        std::to_string(kMaxCompletionLogprobs) + "]", "logprobs"));
+      return std::unexpected(BadRequest("request: \"logprobs\" = " + std::to_string(n) +
+                                            ": must be in [0, " +
+                                            std::to_string(kMaxCompletionLogprobs) + "]",
+                                        "logprobs"));
     }
     request->logprobs = true;
     request->top_logprobs = static_cast<int32_t>(n);
     return {};
   }
   if (!logprobs.is_null()) {
-    if (!logprobs.is_boolean()) return std::unexpected(WrongType("logprobs", "a boolean", logprobs));
+    if (!logprobs.is_boolean())
+      return std::unexpected(WrongType("logprobs", "a boolean", logprobs));
     request->logprobs = logprobs.get<bool>();
   }
   const Json top = body.contains("top_logprobs") ? body["top_logprobs"] : Json();
   if (top.is_null()) return {};
-  if (!top.is_number_integer()) return std::unexpected(WrongType("top_logprobs", "an integer", top));
+  if (!top.is_number_integer())
+    return std::unexpected(WrongType("top_logprobs", "an integer", top));
   const int64_t n = top.get<int64_t>();
   if (n < 0 || n > kMaxTopLogprobs) {
-    return std::unexpected(BadRequest("request: \"top_logprobs\" = " + std::to_string(n) + ": must be in [0, " +
-                                      std::to_string(kMaxTopLogprobs) + "]", "top_logprobs"));
+    return std::unexpected(BadRequest("request: \"top_logprobs\" = " + std::to_string(n) +
+                                          ": must be in [0, " + std::to_string(kMaxTopLogprobs) +
+                                          "]",
+                                      "top_logprobs"));
   }
   if (!request->logprobs && n > 0) {
-    return std::unexpected(BadRequest("request: \"top_logprobs\" needs \"logprobs\": true", "top_logprobs"));
+    return std::unexpected(
+        BadRequest("request: \"top_logprobs\" needs \"logprobs\": true", "top_logprobs"));
   }
   request->top_logprobs = static_cast<int32_t>(n);
   return {};
@@ -167,28 +187,35 @@ ApiError BadRequest(std::string message, std::string param) {
 Parsed ParseOpenAiRequest(CompletionKind kind, std::string_view text, const RunSettings& defaults) {
   const Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return std::unexpected(BadRequest("the request body is not valid JSON"));
-  if (!body.is_object()) return std::unexpected(BadRequest("the request body must be a JSON object, found " + KindOf(body)));
+  if (!body.is_object())
+    return std::unexpected(
+        BadRequest("the request body must be a JSON object, found " + KindOf(body)));
 
   OpenAiRequest request;
   request.kind = kind;
   request.settings = defaults;
   request.settings.random_seed = true;  // OpenAI: without a seed, every request draws its own
-  auto check = kind == CompletionKind::kChat ? ParseMessages(body, &request) : ParsePrompt(body, &request);
+  auto check =
+      kind == CompletionKind::kChat ? ParseMessages(body, &request) : ParsePrompt(body, &request);
   if (!check) return std::unexpected(std::move(check.error()));
 
   auto boolean = [&](const char* field, bool* out) -> std::expected<void, ApiError> {
     if (!body.contains(field) || body[field].is_null()) return {};
-    if (!body[field].is_boolean()) return std::unexpected(WrongType(field, "a boolean", body[field]));
+    if (!body[field].is_boolean())
+      return std::unexpected(WrongType(field, "a boolean", body[field]));
     *out = body[field].get<bool>();
     return {};
   };
-  if (auto stream = boolean("stream", &request.stream); !stream) return std::unexpected(stream.error());
+  if (auto stream = boolean("stream", &request.stream); !stream)
+    return std::unexpected(stream.error());
   if (body.contains("stream_options") && !body["stream_options"].is_null()) {
     const Json& options = body["stream_options"];
-    if (!options.is_object()) return std::unexpected(WrongType("stream_options", "an object", options));
+    if (!options.is_object())
+      return std::unexpected(WrongType("stream_options", "an object", options));
     if (options.contains("include_usage") && !options["include_usage"].is_null()) {
       if (!options["include_usage"].is_boolean()) {
-        return std::unexpected(WrongType("stream_options.include_usage", "a boolean", options["include_usage"]));
+        return std::unexpected(
+            WrongType("stream_options.include_usage", "a boolean", options["include_usage"]));
       }
       request.include_usage = options["include_usage"].get<bool>();
     }
@@ -223,11 +250,14 @@ Parsed ParseOpenAiRequest(CompletionKind kind, std::string_view text, const RunS
   }
   if (body.contains("n") && !body["n"].is_null()) {
     if (!body["n"].is_number_integer() || body["n"].get<int64_t>() != 1) {
-      return std::unexpected(BadRequest("request: \"n\" = " + body["n"].dump() + ": only 1 choice per request", "n"));
+      return std::unexpected(
+          BadRequest("request: \"n\" = " + body["n"].dump() + ": only 1 choice per request", "n"));
     }
   }
-  if (auto logprobs = ParseLogprobs(body, &request); !logprobs) return std::unexpected(logprobs.error());
-  if (body.contains("user") && body["user"].is_string()) request.user = body["user"].get<std::string>();
+  if (auto logprobs = ParseLogprobs(body, &request); !logprobs)
+    return std::unexpected(logprobs.error());
+  if (body.contains("user") && body["user"].is_string())
+    request.user = body["user"].get<std::string>();
   return request;
 }
 

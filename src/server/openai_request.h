@@ -23,8 +23,8 @@ struct ApiError {
   int status = 400;
   std::string type = "invalid_request_error";
   std::string message;
-  std::string param;  // the request field at fault; "" when none
-  std::string code;   // "" when none
+  std::string param;            // the request field at fault; "" when none
+  std::string code;             // "" when none
   int retry_after_seconds = 0;  // > 0: sent as Retry-After
 };
 
@@ -50,7 +50,8 @@ struct OpenAiRequest {
 };
 
 // `defaults`: the server's settings (kite serve's flags and run.json).
-std::expected<OpenAiRequest, ApiError> ParseOpenAiRequest(CompletionKind kind, std::string_view body,
+std::expected<OpenAiRequest, ApiError> ParseOpenAiRequest(CompletionKind kind,
+                                                          std::string_view body,
                                                           const RunSettings& defaults);
 
 }  // namespace kite

@@ -44,7 +44,8 @@ TEST(OpenAiRequest, SamplingFieldsOverTheServerDefaults) {
     "stream": true, "stream_options": {"include_usage": true},
     "logprobs": true, "top_logprobs": 3, "n": 1, "user": "alice",
     "response_format": {"type": "text"}, "some_future_field": [1, 2]
-  })", defaults);
+  })",
+                                   defaults);
   ASSERT_TRUE(parsed) << parsed.error().message;
   EXPECT_EQ(parsed->messages[0].content, "ab");
   EXPECT_EQ(parsed->settings.sampler.temperature, 0.0f);
@@ -54,7 +55,8 @@ TEST(OpenAiRequest, SamplingFieldsOverTheServerDefaults) {
   EXPECT_EQ(parsed->settings.sampler.top_k, 7);  // the server's, untouched
   EXPECT_EQ(parsed->settings.sampler.seed, 42u);
   EXPECT_FALSE(parsed->settings.random_seed);
-  EXPECT_EQ(parsed->settings.n_predict, 20);  // max_completion_tokens wins over the deprecated max_tokens
+  EXPECT_EQ(parsed->settings.n_predict,
+            20);  // max_completion_tokens wins over the deprecated max_tokens
   EXPECT_EQ(parsed->settings.stop, std::vector<std::string>{"END"});
   EXPECT_TRUE(parsed->stream);
   EXPECT_TRUE(parsed->include_usage);
@@ -64,14 +66,16 @@ TEST(OpenAiRequest, SamplingFieldsOverTheServerDefaults) {
 }
 
 TEST(OpenAiRequest, CompletionsPromptForms) {
-  EXPECT_EQ(Parse(CompletionKind::kText, R"({"model": "m", "prompt": "Say this is a test"})").prompt,
-            "Say this is a test");
+  EXPECT_EQ(
+      Parse(CompletionKind::kText, R"({"model": "m", "prompt": "Say this is a test"})").prompt,
+      "Say this is a test");
   EXPECT_EQ(Parse(CompletionKind::kText, R"({"model": "m", "prompt": ["once"]})").prompt, "once");
   EXPECT_EQ(Parse(CompletionKind::kText, R"({"model": "m", "prompt": [1, 2, 3]})").prompt_ids,
             (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(Parse(CompletionKind::kText, R"({"model": "m", "prompt": [[4, 5]]})").prompt_ids,
             (std::vector<int32_t>{4, 5}));
-  const OpenAiRequest logprobs = Parse(CompletionKind::kText, R"({"prompt": "x", "logprobs": 2, "stop": ["a", "b"]})");
+  const OpenAiRequest logprobs =
+      Parse(CompletionKind::kText, R"({"prompt": "x", "logprobs": 2, "stop": ["a", "b"]})");
   EXPECT_TRUE(logprobs.logprobs);
   EXPECT_EQ(logprobs.top_logprobs, 2);
   EXPECT_EQ(logprobs.settings.stop, (std::vector<std::string>{"a", "b"}));
@@ -85,9 +89,12 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(Refused(CompletionKind::kChat, "[]").status, 400);
   EXPECT_EQ(Refused(CompletionKind::kChat, R"({"model": "m"})").param, "messages");
   EXPECT_EQ(Refused(CompletionKind::kChat, R"({"messages": []})").param, "messages");
-  EXPECT_EQ(Refused(CompletionKind::kChat, R"({"messages": [{"role": "wizard", "content": "x"}]})").param,
-            "messages[0].role");
-  EXPECT_EQ(Refused(CompletionKind::kChat, R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})").param,
+  EXPECT_EQ(
+      Refused(CompletionKind::kChat, R"({"messages": [{"role": "wizard", "content": "x"}]})").param,
+      "messages[0].role");
+  EXPECT_EQ(Refused(CompletionKind::kChat,
+                    R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})")
+                .param,
             "messages[0].content[0]");
   // Values the settings table refuses read as kite run's messages do.
   const ApiError top_p = Refused(CompletionKind::kChat, chat(R"(, "top_p": 2)"));
@@ -100,7 +107,8 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(Refused(CompletionKind::kChat, chat(R"(, "stop": [1])")).param, "stop");
   EXPECT_EQ(Refused(CompletionKind::kChat, chat(R"(, "stream": "yes")")).param, "stream");
   EXPECT_EQ(Refused(CompletionKind::kChat, chat(R"(, "n": 2)")).param, "n");
-  EXPECT_EQ(Refused(CompletionKind::kChat, chat(R"(, "top_logprobs": 21, "logprobs": true)")).param, "top_logprobs");
+  EXPECT_EQ(Refused(CompletionKind::kChat, chat(R"(, "top_logprobs": 21, "logprobs": true)")).param,
+            "top_logprobs");
   EXPECT_EQ(Refused(CompletionKind::kChat, chat(R"(, "top_logprobs": 2)")).param, "top_logprobs");
   EXPECT_EQ(Refused(CompletionKind::kText, R"({"prompt": ["a", "b"]})").param, "prompt");
   EXPECT_EQ(Refused(CompletionKind::kText, R"({"prompt": [1, -2]})").param, "prompt");
@@ -109,7 +117,8 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
 }
 
 TEST(OpenAiRequest, NullMeansNotGiven) {
-  const OpenAiRequest request = Parse(CompletionKind::kChat, R"({"messages": [{"role": "assistant", "content": null},
+  const OpenAiRequest request =
+      Parse(CompletionKind::kChat, R"({"messages": [{"role": "assistant", "content": null},
     {"role": "user", "content": "x"}], "temperature": null, "stop": null, "logprobs": null, "stream_options": null})");
   EXPECT_EQ(request.messages[0].content, "");
   EXPECT_EQ(request.settings.sampler.temperature, RunSettings{}.sampler.temperature);

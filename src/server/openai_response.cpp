@@ -34,14 +34,16 @@ Json Head(const CompletionHead& head, bool chunk) {
 
 std::string NewCompletionId(CompletionKind kind) {
   thread_local std::mt19937_64 random{std::random_device{}()};
-  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  static constexpr char kDigits[] =
+      "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
   std::string id = kind == CompletionKind::kChat ? "chatcmpl-" : "cmpl-";
   for (int i = 0; i < 24; ++i) id += kDigits[random() % (sizeof(kDigits) - 1)];
   return id;
 }
 
 int64_t UnixSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -56,13 +58,15 @@ const char* OpenAiFinishReason(FinishReason reason) {
   return reason == FinishReason::kLength ? "length" : "stop";
 }
 
-Json LogprobsJson(CompletionKind kind, const std::vector<TokenLogprobs>& tokens, size_t text_offset) {
+Json LogprobsJson(CompletionKind kind, const std::vector<TokenLogprobs>& tokens,
+                  size_t text_offset) {
   if (kind == CompletionKind::kChat) {
     Json content = Json::array();
     for (const TokenLogprobs& token : tokens) {
       Json top = Json::array();
       for (const TokenChoice& choice : token.top) {
-        top.push_back({{"token", choice.token}, {"logprob", choice.logprob}, {"bytes", Bytes(choice.token)}});
+        top.push_back(
+            {{"token", choice.token}, {"logprob", choice.logprob}, {"bytes", Bytes(choice.token)}});
       }
       content.push_back({{"token", token.sampled.token},
                          {"logprob", token.sampled.logprob},
@@ -71,7 +75,8 @@ Json LogprobsJson(CompletionKind kind, const std::vector<TokenLogprobs>& tokens,
     }
     return Json{{"content", std::move(content)}, {"refusal", nullptr}};
   }
-  Json texts = Json::array(), logprobs = Json::array(), tops = Json::array(), offsets = Json::array();
+  Json texts = Json::array(), logprobs = Json::array(), tops = Json::array(),
+       offsets = Json::array();
   for (const TokenLogprobs& token : tokens) {
     texts.push_back(token.sampled.token);
     logprobs.push_back(token.sampled.logprob);
@@ -103,8 +108,8 @@ Json CompletionJson(const CompletionHead& head, const std::string& text, const R
   return response;
 }
 
-Json ChunkJson(const CompletionHead& head, const std::string& text, bool first, const char* finish_reason,
-               const Json& logprobs) {
+Json ChunkJson(const CompletionHead& head, const std::string& text, bool first,
+               const char* finish_reason, const Json& logprobs) {
   Json chunk = Head(head, /*chunk=*/true);
   Json choice = {{"index", 0}};
   if (head.kind == CompletionKind::kChat) {

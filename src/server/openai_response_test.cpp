@@ -27,7 +27,8 @@ TEST(OpenAiResponse, ChatCompletionObject) {
   end.reason = FinishReason::kLength;
   end.usage = {.prompt_tokens = 19, .cached_tokens = 4, .completion_tokens = 10};
   const Json response = CompletionJson(kChat, "Hello there", end, std::nullopt);
-  const std::set<std::string> keys = Keys(response), required = {"id", "object", "created", "model", "choices", "usage"};
+  const std::set<std::string> keys = Keys(response),
+                              required = {"id", "object", "created", "model", "choices", "usage"};
   EXPECT_TRUE(std::includes(keys.begin(), keys.end(), required.begin(), required.end()));
   EXPECT_EQ(response["object"], "chat.completion");
   EXPECT_EQ(response["id"], "chatcmpl-abc");
@@ -56,7 +57,8 @@ TEST(OpenAiResponse, ChatChunks) {
   const Json last = ChunkJson(kChat, "", false, "stop", nullptr);
   EXPECT_EQ(last["choices"][0]["delta"], Json::object());
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
-  const Json usage = UsageChunkJson(kChat, {.prompt_tokens = 3, .cached_tokens = 0, .completion_tokens = 2});
+  const Json usage =
+      UsageChunkJson(kChat, {.prompt_tokens = 3, .cached_tokens = 0, .completion_tokens = 2});
   EXPECT_EQ(usage["choices"], Json::array());
   EXPECT_EQ(usage["usage"]["total_tokens"], 5);
   EXPECT_EQ(SseEvent(Json{{"a", 1}}), "data: {\"a\":1}\n\n");
@@ -108,13 +110,15 @@ TEST(OpenAiResponse, ErrorEnvelope) {
   overloaded.retry_after_seconds = 2;
   const HttpResponse response = ErrorResponse(overloaded);
   EXPECT_EQ(response.status, 503);
-  EXPECT_NE(std::find(response.headers.begin(), response.headers.end(), std::pair<std::string, std::string>{"Retry-After", "2"}),
+  EXPECT_NE(std::find(response.headers.begin(), response.headers.end(),
+                      std::pair<std::string, std::string>{"Retry-After", "2"}),
             response.headers.end());
   EXPECT_EQ(Json::parse(response.body)["error"]["type"], "server_error");
 }
 
 TEST(OpenAiResponse, IdsAreDistinct) {
-  const std::string a = NewCompletionId(CompletionKind::kChat), b = NewCompletionId(CompletionKind::kChat);
+  const std::string a = NewCompletionId(CompletionKind::kChat),
+                    b = NewCompletionId(CompletionKind::kChat);
   EXPECT_TRUE(a.starts_with("chatcmpl-"));
   EXPECT_NE(a, b);
   EXPECT_TRUE(NewCompletionId(CompletionKind::kText).starts_with("cmpl-"));

@@ -42,8 +42,10 @@ Result<std::unique_ptr<Service>> Service::Listen(ServeOptions options) {
     service->port_ = tcp.port();
     service->sockets_.push_back(std::move(tcp));
   }
-  if (!o.unix_path.empty()) service->sockets_.push_back(KITE_TRY(ListenSocket::Unix(o.unix_path, o.unix_mode)));
-  if (service->sockets_.empty()) return InvalidInput("serve: nothing to listen on (give --port or --unix PATH)");
+  if (!o.unix_path.empty())
+    service->sockets_.push_back(KITE_TRY(ListenSocket::Unix(o.unix_path, o.unix_mode)));
+  if (service->sockets_.empty())
+    return InvalidInput("serve: nothing to listen on (give --port or --unix PATH)");
   for (ListenSocket& socket : service->sockets_) {
     service->addresses_.push_back(socket.Describe());
     KITE_RETURN_IF_ERROR(service->http_->Listen(socket));
@@ -65,9 +67,11 @@ void Service::AddRoutes() {
         const std::string* authorization = request.Header("Authorization");
         if (!authorization || !authorization->starts_with("Bearer ") ||
             !SameSecret(authorization->substr(7), key)) {
-          ApiError error = MakeApiError(401, authorization ? "Incorrect API key provided"
-                                                           : "No API key provided (Authorization: Bearer KEY)",
-                                        "invalid_api_key");
+          ApiError error =
+              MakeApiError(401,
+                           authorization ? "Incorrect API key provided"
+                                         : "No API key provided (Authorization: Bearer KEY)",
+                           "invalid_api_key");
           HttpResponse response = ErrorResponse(error);
           response.headers.emplace_back("WWW-Authenticate", "Bearer");
           return reply->Send(std::move(response));
@@ -77,9 +81,10 @@ void Service::AddRoutes() {
     };
   };
   auto completion = [](CompletionKind kind) {
-    return [kind](ServiceState& state, const HttpRequest& request, std::shared_ptr<HttpReply> reply) {
-      HandleCompletion(state, kind, request, std::move(reply));
-    };
+    return
+        [kind](ServiceState& state, const HttpRequest& request, std::shared_ptr<HttpReply> reply) {
+          HandleCompletion(state, kind, request, std::move(reply));
+        };
   };
   http_->Route("POST", "/v1/chat/completions", guarded(completion(CompletionKind::kChat)));
   http_->Route("POST", "/v1/completions", guarded(completion(CompletionKind::kText)));
@@ -88,27 +93,32 @@ void Service::AddRoutes() {
   http_->Route("POST", "/detokenize", guarded(HandleDetokenize));
   http_->Route("GET", "/status", guarded(HandleStatus));
   http_->Route("GET", "/metrics", guarded(HandleMetrics));
-  http_->Route("GET", "/health", [state](const HttpRequest& request, std::shared_ptr<HttpReply> reply) {
-    HandleHealth(*state, request, std::move(reply));
-  });
+  http_->Route("GET", "/health",
+               [state](const HttpRequest& request, std::shared_ptr<HttpReply> reply) {
+                 HandleHealth(*state, request, std::move(reply));
+               });
   http_->SetErrorPage([](int status, const std::string& message) {
-    return ErrorResponse(MakeApiError(status, message, status == 404 ? "unknown_url" : "method_not_allowed"));
+    return ErrorResponse(
+        MakeApiError(status, message, status == 404 ? "unknown_url" : "method_not_allowed"));
   });
 }
 
 Status Service::Load() {
-  return Adopt(KITE_TRY(Engine::Load(state_.options.settings.model, state_.options.settings.engine)));
+  return Adopt(
+      KITE_TRY(Engine::Load(state_.options.settings.model, state_.options.settings.engine)));
 }
 
 Status Service::Adopt(std::unique_ptr<Engine> engine) {
   std::lock_guard lock(mutex_);
   if (shut_down_) return Unsupported("serve: shut down while the model was loading");
   state_.scheduler = KITE_TRY(Scheduler::Create(*engine, state_.options.scheduler));
-  auto chat_template = SelectChatTemplate(engine->tokenizer(), state_.options.settings.chat_template);
+  auto chat_template =
+      SelectChatTemplate(engine->tokenizer(), state_.options.settings.chat_template);
   if (chat_template) {
     state_.chat_template.emplace(std::move(*chat_template));
   } else {
-    state_.chat_template_error = chat_template.error().message + " (start kite serve with --chat-template NAME)";
+    state_.chat_template_error =
+        chat_template.error().message + " (start kite serve with --chat-template NAME)";
   }
   state_.engine = std::move(engine);
   state_.model_id = ModelId(state_.options.settings.model);
@@ -122,7 +132,8 @@ void Service::Shutdown(std::chrono::milliseconds drain) {
   if (shut_down_) return;
   shut_down_ = true;
   http_->StopAccepting();
-  if (state_.scheduler) state_.scheduler->Shutdown();  // every request ends; streams get their last event
+  if (state_.scheduler)
+    state_.scheduler->Shutdown();  // every request ends; streams get their last event
   http_->Stop(drain);
   sockets_.clear();  // removes the Unix socket file
 }

@@ -23,10 +23,10 @@ struct ServeOptions {
   RunSettings settings;  // the model, the engine's options, the sampler's defaults
   std::string host = "127.0.0.1";
   uint16_t port = 8080;
-  bool tcp = true;         // false: the Unix socket only
-  std::string unix_path;   // "" : no Unix socket
+  bool tcp = true;        // false: the Unix socket only
+  std::string unix_path;  // "" : no Unix socket
   uint32_t unix_mode = 0600;
-  std::string api_key;     // "" : none asked
+  std::string api_key;  // "" : none asked
   SchedulerOptions scheduler;
   // A request still queued or running after this ends with an error; 0: no limit.
   std::chrono::milliseconds request_timeout{0};

@@ -24,9 +24,10 @@ struct Answer {
 };
 
 // HTTP/1.0, so that the body is everything until the server closes (no chunked framing).
-Answer Exchange(RawClient& client, const std::string& method, const std::string& path, const std::string& body = "",
-                const std::string& headers = "") {
-  client.Send(method + " " + path + " HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: " +
+Answer Exchange(RawClient& client, const std::string& method, const std::string& path,
+                const std::string& body = "", const std::string& headers = "") {
+  client.Send(method + " " + path +
+              " HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: " +
               std::to_string(body.size()) + "\r\n" + headers + "\r\n" + body);
   const std::string all = client.Read("", 20s);
   Answer answer;
@@ -55,7 +56,8 @@ class ServiceTest : public ::testing::Test {
     service_.reset();
     std::filesystem::remove_all(dir_);
   }
-  void Start(const std::string& api_key = "", bool load = true, int32_t parallel = 4, int32_t max_queue = 64) {
+  void Start(const std::string& api_key = "", bool load = true, int32_t parallel = 4,
+             int32_t max_queue = 64) {
     ServeOptions options;
     options.port = 0;
     options.unix_path = dir_ + "/kite.sock";
@@ -79,7 +81,8 @@ class ServiceTest : public ::testing::Test {
   std::unique_ptr<Service> service_;
 };
 
-const std::string kChat = R"({"model": "demo", "messages": [{"role": "user", "content": "Tell me a fortune"}],
+const std::string kChat =
+    R"({"model": "demo", "messages": [{"role": "user", "content": "Tell me a fortune"}],
   "temperature": 0, "max_tokens": 24)";
 
 TEST_F(ServiceTest, HealthIs503WhileLoadingThen200) {
@@ -106,9 +109,10 @@ TEST_F(ServiceTest, ChatWholeAndStreamedAgree) {
 
   for (bool usage : {false, true}) {
     RawClient client = RawClient::Unix(dir_ + "/kite.sock");
-    const Answer stream = Exchange(client, "POST", "/v1/chat/completions",
-                                   kChat + R"(, "stream": true, "stream_options": {"include_usage": )" +
-                                       (usage ? "true" : "false") + "}}");
+    const Answer stream =
+        Exchange(client, "POST", "/v1/chat/completions",
+                 kChat + R"(, "stream": true, "stream_options": {"include_usage": )" +
+                     (usage ? "true" : "false") + "}}");
     ASSERT_EQ(stream.status, 200);
     EXPECT_NE(stream.head.find("Content-Type: text/event-stream"), std::string::npos);
     ASSERT_GE(stream.events.size(), 3u);
@@ -127,7 +131,8 @@ TEST_F(ServiceTest, ChatWholeAndStreamedAgree) {
         continue;
       }
       const Json& choice = event["choices"][0];
-      if (choice["delta"].contains("content")) streamed += choice["delta"]["content"].get<std::string>();
+      if (choice["delta"].contains("content"))
+        streamed += choice["delta"]["content"].get<std::string>();
       if (!choice["finish_reason"].is_null()) ++finish_reasons;
     }
     EXPECT_EQ(streamed, text);
@@ -138,15 +143,18 @@ TEST_F(ServiceTest, ChatWholeAndStreamedAgree) {
 
 TEST_F(ServiceTest, CompletionsAndTokenizer) {
   Start();
-  const Answer completion = Call("POST", "/v1/completions", R"({"model": "demo", "prompt": "Once upon", "max_tokens": 8,
+  const Answer completion =
+      Call("POST", "/v1/completions", R"({"model": "demo", "prompt": "Once upon", "max_tokens": 8,
     "temperature": 0, "logprobs": 2})");
   ASSERT_EQ(completion.status, 200) << completion.body;
   const Json response = Json::parse(completion.body);
   EXPECT_EQ(response["object"], "text_completion");
-  EXPECT_EQ(response["choices"][0]["logprobs"]["tokens"].size(), response["usage"]["completion_tokens"].get<size_t>());
+  EXPECT_EQ(response["choices"][0]["logprobs"]["tokens"].size(),
+            response["usage"]["completion_tokens"].get<size_t>());
   EXPECT_EQ(response["choices"][0]["logprobs"]["top_logprobs"][0].size(), 2u);
 
-  const Json tokens = Json::parse(Call("POST", "/tokenize", R"({"content": "Once upon a time"})").body)["tokens"];
+  const Json tokens =
+      Json::parse(Call("POST", "/tokenize", R"({"content": "Once upon a time"})").body)["tokens"];
   ASSERT_FALSE(tokens.empty());
   const Json text = Json::parse(Call("POST", "/detokenize", Json{{"tokens", tokens}}.dump()).body);
   EXPECT_EQ(text["content"], "Once upon a time");
@@ -156,7 +164,8 @@ TEST_F(ServiceTest, CompletionsAndTokenizer) {
   EXPECT_EQ(models["object"], "list");
   EXPECT_EQ(models["data"][0]["object"], "model");
   const Answer metrics = Call("GET", "/metrics");
-  EXPECT_NE(metrics.body.find("# TYPE kite_requests_active gauge\nkite_requests_active "), std::string::npos);
+  EXPECT_NE(metrics.body.find("# TYPE kite_requests_active gauge\nkite_requests_active "),
+            std::string::npos);
   EXPECT_NE(metrics.body.find("\nkite_ready 1\n"), std::string::npos);
   EXPECT_EQ(Status()["slots"], 4);
 }
@@ -168,7 +177,9 @@ TEST_F(ServiceTest, ErrorsInOpenAisEnvelope) {
   const Answer no_key = Call("POST", "/v1/chat/completions", kChat + "}");
   EXPECT_EQ(no_key.status, 401);
   EXPECT_EQ(error_of(no_key)["code"], "invalid_api_key");
-  EXPECT_EQ(Call("POST", "/v1/chat/completions", kChat + "}", "Authorization: Bearer nope\r\n").status, 401);
+  EXPECT_EQ(
+      Call("POST", "/v1/chat/completions", kChat + "}", "Authorization: Bearer nope\r\n").status,
+      401);
   EXPECT_EQ(Call("GET", "/health").status, 200);  // no key asked
   EXPECT_EQ(Call("POST", "/v1/chat/completions", kChat + "}", key).status, 200);
 
@@ -180,8 +191,9 @@ TEST_F(ServiceTest, ErrorsInOpenAisEnvelope) {
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(error_of(missing)["type"], "invalid_request_error");
   EXPECT_EQ(Call("GET", "/v1/chat/completions", "", key).status, 405);
-  const Answer too_long = Call("POST", "/v1/completions",
-                               Json{{"prompt", std::string(5000, 'x')}, {"max_tokens", 1}}.dump(), key);
+  const Answer too_long =
+      Call("POST", "/v1/completions",
+           Json{{"prompt", std::string(5000, 'x')}, {"max_tokens", 1}}.dump(), key);
   EXPECT_EQ(too_long.status, 400);
   EXPECT_EQ(error_of(too_long)["code"], "context_length_exceeded");
   EXPECT_EQ(too_long.head.find("Access-Control-Allow-Origin"), std::string::npos);  // CORS off
@@ -190,8 +202,10 @@ TEST_F(ServiceTest, ErrorsInOpenAisEnvelope) {
 TEST_F(ServiceTest, OverloadIs503WithRetryAfterAtOnce) {
   Start("", true, /*parallel=*/1, /*max_queue=*/0);
   RawClient busy = RawClient::Tcp(service_->port());
-  const std::string body = R"({"prompt": "Once", "max_tokens": 100000, "stream": true, "ignore_eos": true})";
-  busy.Send("POST /v1/completions HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  const std::string body =
+      R"({"prompt": "Once", "max_tokens": 100000, "stream": true, "ignore_eos": true})";
+  busy.Send("POST /v1/completions HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\n\r\n" + body);
   busy.Read("\"text\"", 5s);  // the one slot is taken
   const auto start = std::chrono::steady_clock::now();
   const Answer refused = Call("POST", "/v1/chat/completions", kChat + "}");
@@ -204,13 +218,16 @@ TEST_F(ServiceTest, OverloadIs503WithRetryAfterAtOnce) {
 TEST_F(ServiceTest, LeavingMidStreamCancelsWithinAStep) {
   Start();
   RawClient client = RawClient::Tcp(service_->port());
-  client.Send("POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ");
-  const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 100000, "stream": true, "temperature": 0, "ignore_eos": true})";
+  client.Send(
+      "POST /v1/completions HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ");
+  const std::string body =
+      R"({"prompt": "Once upon a time", "max_tokens": 100000, "stream": true, "temperature": 0, "ignore_eos": true})";
   client.Send(std::to_string(body.size()) + "\r\n\r\n" + body);
   client.Read("\"text\"", 5s);  // generating
   client.Close();
   const auto left = std::chrono::steady_clock::now();
-  while (Status()["active"] != 0 && std::chrono::steady_clock::now() - left < 2s) std::this_thread::sleep_for(2ms);
+  while (Status()["active"] != 0 && std::chrono::steady_clock::now() - left < 2s)
+    std::this_thread::sleep_for(2ms);
   EXPECT_LT(std::chrono::steady_clock::now() - left, 250ms);
   EXPECT_EQ(Status()["requests"]["cancelled"], 1);
 }
@@ -223,8 +240,9 @@ TEST_F(ServiceTest, ShutdownEndsStreamsWithAnErrorAndDone) {
     service_->Shutdown(1s);
   });
   RawClient client = RawClient::Unix(dir_ + "/kite.sock");
-  const Answer stream = Exchange(client, "POST", "/v1/completions",
-                                 R"({"prompt": "Once", "max_tokens": 100000, "stream": true, "temperature": 0, "ignore_eos": true})");
+  const Answer stream = Exchange(
+      client, "POST", "/v1/completions",
+      R"({"prompt": "Once", "max_tokens": 100000, "stream": true, "temperature": 0, "ignore_eos": true})");
   stopper.join();
   ASSERT_GE(stream.events.size(), 2u);
   EXPECT_EQ(stream.events.back(), "[DONE]");

@@ -20,7 +20,8 @@ void Require(bool ok) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   // The first byte picks the endpoint (odd: completions).
-  const kite::CompletionKind kind = data[0] & 1 ? kite::CompletionKind::kText : kite::CompletionKind::kChat;
+  const kite::CompletionKind kind =
+      data[0] & 1 ? kite::CompletionKind::kText : kite::CompletionKind::kChat;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   auto request = kite::ParseOpenAiRequest(kind, body, kite::RunSettings{});
   if (!request) {
