@@ -30,6 +30,7 @@ struct ServeFlags {
   int64_t max_body = 8 << 20;
   double read_timeout = 30;
   double write_timeout = 60;
+  bool n_predict_given = false;  // -n on the command line
 };
 
 constexpr auto kDrain = std::chrono::milliseconds(2000);  // SIGTERM: replies written within this
@@ -41,6 +42,11 @@ std::chrono::milliseconds Millis(double seconds) {
 Result<ServeOptions> Options(const GenerationFlags& generation, const ServeFlags& flags) {
   ServeOptions options;
   options.settings = KITE_TRY(generation.Resolve());
+  // A request without max_tokens runs to its end, as OpenAI's do, unless -n (or a run.json's
+  // n_predict other than the table's default) sets a limit.
+  if (!flags.n_predict_given && options.settings.n_predict == RunSettings{}.n_predict) {
+    options.settings.n_predict = -1;
+  }
   options.host = flags.host;
   options.port = static_cast<uint16_t>(flags.port);
   options.tcp = !flags.no_tcp;
@@ -167,8 +173,11 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       "POST /tokenize, POST /detokenize, GET /status, GET /metrics.\n"
       "The sampler flags set each request's defaults; a request's own fields (temperature, top_p, "
       "seed, max_tokens, stop, ...) override them. A request without \"seed\" draws its own, as "
-      "OpenAI's do. --parallel sets how many requests run at once (each can fill --ctx).");
-  command->callback([generation, flags, exit_code] {
+      "OpenAI's do; one without max_tokens runs until an end-of-text token or the context is "
+      "full, unless -n sets a limit. --parallel sets how many requests run at once (each can "
+      "fill --ctx).");
+  command->callback([command, generation, flags, exit_code] {
+    flags->n_predict_given = command->get_option("--n-predict")->count() > 0;
     if (auto status = Serve(*generation, *flags); !status) *exit_code = ReportError(status.error());
   });
 }
