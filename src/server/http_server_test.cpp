@@ -219,19 +219,31 @@ TEST_F(HttpServerTest, UnreadOutputIsBounded) {
   EXPECT_LT(queued.load(), int64_t{64} << 20);  // socket buffers + the bound, not everything
 }
 
+// Stop: a reply its handler ended is still written whole (within the drain time); one still
+// open is made gone; nothing new is served.
 TEST_F(HttpServerTest, StopEndsOpenRepliesAndFlushesEndedOnes) {
   std::promise<void> left;
   std::shared_ptr<HttpReply> waiting;
-  Serve({}, [&](HttpServer& server) {
+  const std::string big(4 << 20, 'b');  // more than the socket buffers hold
+  Serve({.max_unread_bytes = 16u << 20}, [&](HttpServer& server) {
     server.Route("GET", "/wait", [&](const HttpRequest&, std::shared_ptr<HttpReply> reply) {
       reply->OnGone([&] { left.set_value(); });
       waiting = reply;
     });
+    server.Route("GET", "/big", [&](const HttpRequest&, std::shared_ptr<HttpReply> reply) {
+      reply->Send({200, {{"Content-Type", "text/plain"}}, big});
+    });
   });
-  RawClient client = RawClient::Unix(unix_->path());
-  client.Send(GetRequest("/wait"));
-  ASSERT_TRUE(WaitFor([&] { return server_->Stats().requests == 1; }, 2s));
-  server_->Stop(200ms);
+  RawClient open = RawClient::Unix(unix_->path());
+  open.Send(GetRequest("/wait"));
+  RawClient slow = RawClient::Unix(unix_->path());  // reads only once Stop has begun
+  slow.Send(GetRequest("/big"));
+  ASSERT_TRUE(WaitFor([&] { return server_->Stats().requests == 2; }, 2s));
+  std::thread stop([&] { server_->Stop(2s); });
+  std::this_thread::sleep_for(50ms);
+  const std::string answer = slow.Read(big, 3s);
+  stop.join();
+  EXPECT_GE(answer.size(), big.size());
   EXPECT_EQ(left.get_future().wait_for(0s), std::future_status::ready);
   RawClient late = RawClient::Unix(unix_->path());
   late.Send(GetRequest("/wait"));
