@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/generation_flags.h"
+#include "cli/server_flags.h"
 #include "runtime/conversation.h"
 #include "runtime/prompt.h"
 #include "runtime/run_config.h"
@@ -98,8 +99,64 @@ bool HandleCommand(const std::string& line, const Session& session, const Engine
   return true;
 }
 
-Status Chat(const GenerationFlags& flags, const std::string& system) {
-  const RunSettings config = KITE_TRY(flags.Resolve());
+// The conversation on a server: each turn sends the messages so far to /v1/chat/completions
+// (the server's prefix cache keeps the earlier turns' KV), the reply streams back and joins them.
+Status ChatOnServer(const RunSettings& config, const ServerFlags& server, const std::string& system) {
+  const ServerClient client = KITE_TRY(server.Client());
+  const bool interactive = ::isatty(STDIN_FILENO);
+  if (interactive) std::fprintf(stderr, "talking to %s. %s", client.address().Name().c_str(), kChatHelp);
+  nlohmann::json opening = nlohmann::json::array();
+  if (!system.empty()) opening.push_back({{"role", "system"}, {"content", system}});
+  nlohmann::json messages = opening;
+  StreamOutcome last;
+  std::string line;
+  while (true) {
+    if (interactive) std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line)) break;
+    if (line.empty()) continue;
+    if (line[0] == '/') {
+      const std::string name = line.substr(0, line.find(' '));
+      if (name == "/quit" || name == "/exit") break;
+      if (name == "/reset") {
+        messages = opening;
+        std::fprintf(stderr, "conversation reset\n");
+      } else if (name == "/stats") {
+        std::fprintf(stderr, "server %s | last turn: prompt %lld tokens, %lld generated, first token %.3f s, stop: %s\n",
+                     client.address().Name().c_str(), static_cast<long long>(last.prompt_tokens),
+                     static_cast<long long>(last.completion_tokens), last.first_token_seconds,
+                     last.finish_reason.empty() ? "-" : last.finish_reason.c_str());
+      } else if (name == "/save" || name == "/load") {
+        std::fprintf(stderr, "kite: %s needs a local model (the KV cache is the server's)\n", name.c_str());
+      } else {
+        std::fprintf(stderr, "%s", kChatHelp);
+      }
+      continue;
+    }
+    messages.push_back({{"role", "user"}, {"content", line}});
+    nlohmann::json body = SamplingFields(config);
+    body["messages"] = messages;
+    StopReplyOnInterrupt interrupt;
+    auto reply = client.Stream("/v1/chat/completions", std::move(body), [](std::string_view text) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fflush(stdout);
+      return true;
+    }, &g_stop_reply);
+    if (!reply) {
+      messages.erase(messages.end() - 1);  // the turn did not happen
+      std::fprintf(stderr, "kite: %s\n", reply.error().message.c_str());
+      continue;
+    }
+    std::printf("\n");
+    // A reply stopped by Ctrl-C stays in the conversation as far as it went, as locally.
+    messages.push_back({{"role", "assistant"}, {"content", reply->text}});
+    last = std::move(*reply);
+  }
+  return Ok();
+}
+
+Status Chat(const GenerationFlags& flags, const ServerFlags& server, const std::string& system) {
+  const RunSettings config = KITE_TRY(flags.Resolve(/*need_model=*/!server.given()));
+  if (server.given()) return ChatOnServer(config, server, system);
   double load_seconds = 0;
   auto engine = KITE_TRY(LoadEngine(config, &load_seconds));
   const ChatTemplate chat_template = KITE_TRY(SelectChatTemplate(engine->tokenizer(), config.chat_template));
@@ -144,9 +201,11 @@ void AddChatCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<GenerationFlags>(command);
   auto system = std::make_shared<std::string>();
   command->add_option("--system", *system, "A system message to start the conversation");
+  auto server = std::make_shared<ServerFlags>();
+  server->Add(command);
   command->footer(kChatHelp);
-  command->callback([flags, system, exit_code] {
-    if (auto status = Chat(*flags, *system); !status) *exit_code = ReportError(status.error());
+  command->callback([flags, server, system, exit_code] {
+    if (auto status = Chat(*flags, *server, *system); !status) *exit_code = ReportError(status.error());
   });
 }
 

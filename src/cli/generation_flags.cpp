@@ -23,7 +23,7 @@ std::string GenerationFlags::Unescaped(const std::string& text) const {
   return escape_ ? ProcessEscapes(text) : text;
 }
 
-Result<RunSettings> GenerationFlags::Resolve() const {
+Result<RunSettings> GenerationFlags::Resolve(bool need_model) const {
   RunSettings settings;
   std::vector<std::string> warnings;
   if (!config_path_.empty()) KITE_RETURN_IF_ERROR(ApplyConfigFile(config_path_, &settings, &warnings));
@@ -33,7 +33,7 @@ Result<RunSettings> GenerationFlags::Resolve() const {
   }
   PrintWarnings(warnings);
   not_applicable_.Note();
-  if (settings.model.empty()) {
+  if (need_model && settings.model.empty()) {
     return InvalidInput("no model: give -m PATH or \"model\" in the --config file");
   }
   if (DrawSeedIfRandom(&settings)) {

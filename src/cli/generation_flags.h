@@ -22,8 +22,9 @@ class GenerationFlags {
 
   // Defaults, then the --config file, then every flag given on the command line. Prints the
   // warnings (a clamped thread count, Genie fields Kite does not use), the notes of -ngl/-fa and,
-  // for --seed -1, the seed drawn ("seed: N") to stderr.
-  Result<RunSettings> Resolve() const;
+  // for --seed -1, the seed drawn ("seed: N") to stderr. A model is required unless
+  // `need_model` is false (a run on a server, which has its own).
+  Result<RunSettings> Resolve(bool need_model = true) const;
 
   // `text` typed on the command line (a -p prompt) with its escapes processed, unless
   // --no-escape was given.

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/setting_flags.h"
+#include "kite/kite.h"
 
 namespace kite::cli {
 
@@ -67,7 +68,7 @@ int Parse(CLI::App& app, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Kite: LLM inference for NPUs and CPUs", "kite"};
-  app.set_version_flag("--version", "kite 0.1.0");
+  app.set_version_flag("--version", std::string("kite ") + KITE_VERSION_STRING);  // kite.h's
   app.require_subcommand(1);
   int exit_code = 0;
   kite::cli::AddTokenizeCommand(app, &exit_code);

@@ -8,6 +8,7 @@
 #include "base/mapped_file.h"
 #include "cli/command.h"
 #include "cli/generation_flags.h"
+#include "cli/server_flags.h"
 #include "runtime/context_limit.h"
 #include "runtime/prompt.h"
 #include "runtime/run_config.h"
@@ -24,14 +25,62 @@ struct RunOptions {
   bool chat = false;
   bool json = false;
   bool truncate = false;
+  ServerFlags server;
 };
 
 double PerSecond(int64_t count, double seconds) { return seconds > 0 ? count / seconds : 0.0; }
 
+// The same run on a server: /v1/completions, or /v1/chat/completions with --chat.
+Status RunOnServer(const RunSettings& config, const std::string& prompt, const RunOptions& options) {
+  if (options.truncate) return InvalidInput("--truncate needs a local model (not with --server)");
+  const ServerClient client = KITE_TRY(options.server.Client());
+  nlohmann::json body = SamplingFields(config);
+  if (options.chat) {
+    nlohmann::json messages = nlohmann::json::array();
+    if (!options.system.empty()) messages.push_back({{"role", "system"}, {"content", options.system}});
+    messages.push_back({{"role", "user"}, {"content", prompt}});
+    body["messages"] = std::move(messages);
+  } else {
+    body["prompt"] = prompt;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const StreamOutcome outcome = KITE_TRY(client.Stream(
+      options.chat ? "/v1/chat/completions" : "/v1/completions", std::move(body),
+      [&](std::string_view text) {
+        if (!options.json) {
+          std::fwrite(text.data(), 1, text.size(), stdout);
+          std::fflush(stdout);
+        }
+        return true;
+      }));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (options.json) {
+    nlohmann::ordered_json out = {
+        {"text", outcome.text},
+        {"finish_reason", outcome.finish_reason},
+        {"stats", {{"server", client.address().Name()},
+                   {"prompt_tokens", outcome.prompt_tokens},
+                   {"generated_tokens", outcome.completion_tokens},
+                   {"time_to_first_token_seconds", outcome.first_token_seconds},
+                   {"seconds", seconds}}}};
+    const std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return Ok();
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  std::fprintf(stderr, "server %s | prompt %lld tokens | first token %.3f s | generated %lld tokens in %.2f s | stop: %s\n",
+               client.address().Name().c_str(), static_cast<long long>(outcome.prompt_tokens),
+               outcome.first_token_seconds, static_cast<long long>(outcome.completion_tokens), seconds,
+               outcome.finish_reason.empty() ? "-" : outcome.finish_reason.c_str());
+  return Ok();
+}
+
 Status Run(const GenerationFlags& flags, const RunOptions& options) {
-  const RunSettings config = KITE_TRY(flags.Resolve());
+  const RunSettings config = KITE_TRY(flags.Resolve(/*need_model=*/!options.server.given()));
   std::string prompt = flags.Unescaped(options.prompt);
   if (!options.prompt_file.empty()) prompt = KITE_TRY(ReadTextFile(options.prompt_file, kTextFileLimit));
+  if (options.server.given()) return RunOnServer(config, prompt, options);
   double load_seconds = 0;
   auto engine = KITE_TRY(LoadEngine(config, &load_seconds));
   const Tokenizer& tokenizer = engine->tokenizer();
@@ -114,6 +163,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   CLI::Option* prompt = command->add_option("-p,--prompt", options->prompt, "The prompt text");
   CLI::Option* file = command->add_option("-f,--file", options->prompt_file, "Read the prompt from a file");
   prompt->excludes(file);
+  options->server.Add(command);
   command->add_flag("--chat", options->chat, "Wrap the prompt as one user turn in the chat template");
   command->add_option("--system", options->system, "With --chat: a system message before the prompt");
   command->add_flag("--json", options->json,
