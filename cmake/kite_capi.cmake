@@ -53,8 +53,9 @@ install(FILES ${CMAKE_BINARY_DIR}/kite.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pk
 if(KITE_TESTS)
   # Installs this build into a fresh prefix and builds tests/capi/*.c (C99, -pedantic -Werror)
   # against it through find_package(Kite), and examples/kite_generate.c through pkg-config. Under
-  # KITE_SANITIZE the C programs get the sanitizers too, so that libkite.so runs under them (its
-  # C++ half of the runtime included: the programs are linked by the C compiler).
+  # KITE_SANITIZE the C programs get the sanitizers too, so that libkite.so runs under them. They
+  # are linked by the C compiler, which leaves out the C++ half of the sanitizer runtime that
+  # libkite.so's UBSan checks (vptr) call: -fsanitize-link-c++-runtime and libstdc++ bring it.
   set(capi_c_flags "")
   set(capi_link_flags "")
   if(KITE_SANITIZE)

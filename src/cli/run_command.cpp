@@ -167,7 +167,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   command->add_flag("--chat", options->chat, "Wrap the prompt as one user turn in the chat template");
   command->add_option("--system", options->system, "With --chat: a system message before the prompt");
   command->add_flag("--json", options->json,
-                    "Print one JSON object {prompt_ids, ids, text, stats} instead of streaming");
+                    "Print one JSON object {prompt_ids, ids, text, stats} instead of streaming (with "
+                    "--server: {text, finish_reason, stats})");
   command->add_flag("--truncate", options->truncate,
                     "Keep the tail of a prompt too long for the context (BOS stays) instead of failing");
   command->callback([options, flags, prompt, file, exit_code] {

@@ -184,7 +184,7 @@ Result<StreamOutcome> ServerClient::Stream(std::string_view path, nlohmann::json
   const std::string where = "the server at " + address_.Name();
 
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr, curl_slist_free_all);
-  for (const std::string header : {std::string("Content-Type: application/json"),
+  for (const std::string& header : {std::string("Content-Type: application/json"),
                                    std::string("Accept: text/event-stream"),
                                    // No "Expect: 100-continue" round trip before a long body.
                                    std::string("Expect:"),

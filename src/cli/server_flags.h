@@ -20,9 +20,11 @@ struct ServerFlags {
     command->add_option("--server", server,
                         "Generate on a running kite serve (or any OpenAI-compatible server) at "
                         "http://HOST:PORT or unix:PATH instead of loading a model; the sampling "
-                        "settings travel with each request, the engine settings are the server's");
+                        "settings travel with each request, the engine settings are the server's")
+        ->option_text("URL|unix:PATH");
     command->add_option("--api-key", api_key, "With --server: the server's API key (Bearer)")
-        ->envname("KITE_API_KEY");
+        ->envname("KITE_API_KEY")
+        ->option_text("KEY");
   }
   bool given() const { return !server.empty(); }
   Result<ServerClient> Client() const {

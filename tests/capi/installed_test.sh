@@ -30,7 +30,7 @@ nm -D --defined-only "$library" | grep -q ' kite_generate$' || fail "kite_genera
 
 # The test program, through the CMake package.
 cmake -S "$source_dir/tests/capi" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$c_flags" -DCMAKE_EXE_LINKER_FLAGS="$link_flags" \
+  -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$c_flags" -DCMAKE_C_STANDARD_LIBRARIES="$link_flags" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$work/build" >/dev/null || cmake --build "$work/build"
 "$work/build/capi_test" "$model" "$work"
