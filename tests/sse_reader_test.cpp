@@ -92,7 +92,9 @@ TEST(SseReader, FieldsAsTheStandardSays) {
 TEST(SseReader, HandlerStopsTheStream) {
   int calls = 0;
   SseReader reader([&](const SseEvent&) { return ++calls < 2; });
-  EXPECT_EQ(reader.Push("data: 1\n\ndata: 2\n\ndata: 3\n\n"), Result<bool>(false));
+  const Result<bool> more = reader.Push("data: 1\n\ndata: 2\n\ndata: 3\n\n");
+  ASSERT_TRUE(more.has_value());
+  EXPECT_FALSE(*more);
   EXPECT_EQ(calls, 2);
 }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -99,6 +100,23 @@ bool HandleCommand(const std::string& line, const Session& session, const Engine
   return true;
 }
 
+// Reads stdin a line at a time (with a prompt when it is a terminal): a "/command" goes to
+// on_command, which returns false to quit; any other non-empty line is a message.
+void ReadTurns(bool interactive, const std::function<bool(const std::string&)>& on_command,
+               const std::function<void(const std::string&)>& on_message) {
+  std::string line;
+  while (true) {
+    if (interactive) std::fprintf(stderr, "> ");
+    if (!std::getline(std::cin, line)) break;
+    if (line.empty()) continue;
+    if (line[0] == '/') {
+      if (!on_command(line)) break;
+      continue;
+    }
+    on_message(line);
+  }
+}
+
 // The conversation on a server: each turn sends the messages so far to /v1/chat/completions
 // (the server's prefix cache keeps the earlier turns' KV), the reply streams back and joins them.
 Status ChatOnServer(const RunSettings& config, const ServerFlags& server, const std::string& system) {
@@ -109,29 +127,25 @@ Status ChatOnServer(const RunSettings& config, const ServerFlags& server, const 
   if (!system.empty()) opening.push_back({{"role", "system"}, {"content", system}});
   nlohmann::json messages = opening;
   StreamOutcome last;
-  std::string line;
-  while (true) {
-    if (interactive) std::fprintf(stderr, "> ");
-    if (!std::getline(std::cin, line)) break;
-    if (line.empty()) continue;
-    if (line[0] == '/') {
-      const std::string name = line.substr(0, line.find(' '));
-      if (name == "/quit" || name == "/exit") break;
-      if (name == "/reset") {
-        messages = opening;
-        std::fprintf(stderr, "conversation reset\n");
-      } else if (name == "/stats") {
-        std::fprintf(stderr, "server %s | last turn: prompt %lld tokens, %lld generated, first token %.3f s, stop: %s\n",
-                     client.address().Name().c_str(), static_cast<long long>(last.prompt_tokens),
-                     static_cast<long long>(last.completion_tokens), last.first_token_seconds,
-                     last.finish_reason.empty() ? "-" : last.finish_reason.c_str());
-      } else if (name == "/save" || name == "/load") {
-        std::fprintf(stderr, "kite: %s needs a local model (the KV cache is the server's)\n", name.c_str());
-      } else {
-        std::fprintf(stderr, "%s", kChatHelp);
-      }
-      continue;
+  const auto on_command = [&](const std::string& line) {
+    const std::string name = line.substr(0, line.find(' '));
+    if (name == "/quit" || name == "/exit") return false;
+    if (name == "/reset") {
+      messages = opening;
+      std::fprintf(stderr, "conversation reset\n");
+    } else if (name == "/stats") {
+      std::fprintf(stderr, "server %s | last turn: prompt %lld tokens, %lld generated, first token %.3f s, stop: %s\n",
+                   client.address().Name().c_str(), static_cast<long long>(last.prompt_tokens),
+                   static_cast<long long>(last.completion_tokens), last.first_token_seconds,
+                   last.finish_reason.empty() ? "-" : last.finish_reason.c_str());
+    } else if (name == "/save" || name == "/load") {
+      std::fprintf(stderr, "kite: %s needs a local model (the KV cache is the server's)\n", name.c_str());
+    } else {
+      std::fprintf(stderr, "%s", kChatHelp);
     }
+    return true;
+  };
+  ReadTurns(interactive, on_command, [&](const std::string& line) {
     messages.push_back({{"role", "user"}, {"content", line}});
     nlohmann::json body = SamplingFields(config);
     body["messages"] = messages;
@@ -144,13 +158,13 @@ Status ChatOnServer(const RunSettings& config, const ServerFlags& server, const 
     if (!reply) {
       messages.erase(messages.end() - 1);  // the turn did not happen
       std::fprintf(stderr, "kite: %s\n", reply.error().message.c_str());
-      continue;
+      return;
     }
     std::printf("\n");
     // A reply stopped by Ctrl-C stays in the conversation as far as it went, as locally.
     messages.push_back({{"role", "assistant"}, {"content", reply->text}});
     last = std::move(*reply);
-  }
+  });
   return Ok();
 }
 
@@ -172,24 +186,19 @@ Status Chat(const GenerationFlags& flags, const ServerFlags& server, const std::
     std::fflush(stdout);
     return !g_stop_reply.load();
   };
-  std::string line;
-  while (true) {
-    if (interactive) std::fprintf(stderr, "> ");
-    if (!std::getline(std::cin, line)) break;
-    if (line.empty()) continue;
-    if (line[0] == '/') {
-      if (!HandleCommand(line, session, *engine, conversation, last)) break;
-      continue;
-    }
+  const auto on_command = [&](const std::string& line) {
+    return HandleCommand(line, session, *engine, conversation, last);
+  };
+  ReadTurns(interactive, on_command, [&](const std::string& line) {
     auto result = GenerateReply(conversation, line, generate);
     if (!result) {
       std::fprintf(stderr, "kite: %s\n", result.error().message.c_str());
-      continue;
+      return;
     }
     std::printf("\n");
     // A reply stopped by Ctrl-C stays in the conversation as far as it went, like any other.
     last = std::move(*result);
-  }
+  });
   return Ok();
 }
 
