@@ -1,12 +1,10 @@
 #include "cli/server_client.h"
 
-#include <curl/curl.h>
-
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 
+#include "cli/curl_library.h"
 #include "cli/sse_reader.h"
 
 namespace kite::cli {
@@ -18,6 +16,7 @@ constexpr size_t kErrorBodyLimit = 64 << 10;
 
 // What one streaming request collects while libcurl calls back.
 struct Transfer {
+  const Curl* api = nullptr;
   CURL* curl = nullptr;
   const std::function<bool(std::string_view)>* on_text = nullptr;
   const std::atomic<bool>* stop = nullptr;
@@ -99,7 +98,7 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   auto& context = *static_cast<WriteContext*>(user);
   Transfer& transfer = *context.transfer;
   const size_t bytes = size * count;
-  if (transfer.status == 0) curl_easy_getinfo(transfer.curl, CURLINFO_RESPONSE_CODE, &transfer.status);
+  if (transfer.status == 0) transfer.api->easy_getinfo(transfer.curl, CURLINFO_RESPONSE_CODE, &transfer.status);
   if (transfer.status != 200) {
     const size_t room = kErrorBodyLimit - std::min(kErrorBodyLimit, transfer.error_body.size());
     transfer.error_body.append(data, std::min(bytes, room));
@@ -172,9 +171,8 @@ nlohmann::json SamplingFields(const RunSettings& settings) {
 Result<StreamOutcome> ServerClient::Stream(std::string_view path, nlohmann::json body,
                                            const std::function<bool(std::string_view)>& on_text,
                                            const std::atomic<bool>* stop) const {
-  static std::once_flag curl_ready;
-  std::call_once(curl_ready, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
+  const Curl& api = *KITE_TRY(LoadCurl());
+  std::unique_ptr<CURL, decltype(api.easy_cleanup)> curl(api.easy_init(), api.easy_cleanup);
   if (!curl) return Internal("libcurl could not start a transfer");
 
   body["stream"] = true;
@@ -183,20 +181,21 @@ Result<StreamOutcome> ServerClient::Stream(std::string_view path, nlohmann::json
   const std::string url = address_.url + std::string(path);
   const std::string where = "the server at " + address_.Name();
 
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr, curl_slist_free_all);
+  std::unique_ptr<curl_slist, decltype(api.slist_free_all)> headers(nullptr, api.slist_free_all);
   for (const std::string& header : {std::string("Content-Type: application/json"),
                                    std::string("Accept: text/event-stream"),
                                    // No "Expect: 100-continue" round trip before a long body.
                                    std::string("Expect:"),
                                    api_key_.empty() ? "" : "Authorization: Bearer " + api_key_}) {
     if (header.empty()) continue;
-    curl_slist* grown = curl_slist_append(headers.get(), header.c_str());
+    curl_slist* grown = api.slist_append(headers.get(), header.c_str());
     if (grown == nullptr) return Internal("libcurl: out of memory for a header");
     (void)headers.release();
     headers.reset(grown);
   }
 
   Transfer transfer;
+  transfer.api = &api;
   transfer.curl = curl.get();
   transfer.on_text = &on_text;
   transfer.stop = stop;
@@ -205,39 +204,39 @@ Result<StreamOutcome> ServerClient::Stream(std::string_view path, nlohmann::json
   char curl_error[CURL_ERROR_SIZE] = "";
 
   CURL* handle = curl.get();
-  curl_easy_setopt(handle, CURLOPT_URL, url.c_str());
+  api.easy_setopt(handle, CURLOPT_URL, url.c_str());
   if (!address_.unix_path.empty()) {
-    curl_easy_setopt(handle, CURLOPT_UNIX_SOCKET_PATH, address_.unix_path.c_str());
+    api.easy_setopt(handle, CURLOPT_UNIX_SOCKET_PATH, address_.unix_path.c_str());
   }
-  curl_easy_setopt(handle, CURLOPT_POST, 1L);
-  curl_easy_setopt(handle, CURLOPT_POSTFIELDS, payload.c_str());
-  curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload.size()));
-  curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(handle, CURLOPT_WRITEDATA, &context);
-  curl_easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, OnProgress);
-  curl_easy_setopt(handle, CURLOPT_XFERINFODATA, &transfer);
-  curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, curl_error);
-  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT, 10L);
-  curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM: Ctrl-C is kite chat's
+  api.easy_setopt(handle, CURLOPT_POST, 1L);
+  api.easy_setopt(handle, CURLOPT_POSTFIELDS, payload.c_str());
+  api.easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(payload.size()));
+  api.easy_setopt(handle, CURLOPT_HTTPHEADER, headers.get());
+  api.easy_setopt(handle, CURLOPT_WRITEFUNCTION, OnBody);
+  api.easy_setopt(handle, CURLOPT_WRITEDATA, &context);
+  api.easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
+  api.easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, OnProgress);
+  api.easy_setopt(handle, CURLOPT_XFERINFODATA, &transfer);
+  api.easy_setopt(handle, CURLOPT_ERRORBUFFER, curl_error);
+  api.easy_setopt(handle, CURLOPT_CONNECTTIMEOUT, 10L);
+  api.easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM: Ctrl-C is kite chat's
 
   transfer.start = std::chrono::steady_clock::now();
-  const CURLcode result = curl_easy_perform(handle);
+  const CURLcode result = api.easy_perform(handle);
   if (transfer.error) return std::unexpected(std::move(*transfer.error));
   if (transfer.outcome.stopped || (result == CURLE_ABORTED_BY_CALLBACK && stop && stop->load())) {
     transfer.outcome.stopped = true;
     return std::move(transfer.outcome);
   }
   if (result != CURLE_OK) {
-    const std::string detail = curl_error[0] != '\0' ? curl_error : curl_easy_strerror(result);
+    const std::string detail = curl_error[0] != '\0' ? curl_error : api.easy_strerror(result);
     const bool unreachable = result == CURLE_COULDNT_CONNECT || result == CURLE_COULDNT_RESOLVE_HOST ||
                              result == CURLE_OPERATION_TIMEDOUT;
     return MakeError(unreachable ? ErrorCode::kNotFound : ErrorCode::kInvalidInput,
                      (unreachable ? "cannot connect to " : "the connection to ") + address_.Name() +
                          (unreachable ? "" : " failed") + " (POST " + std::string(path) + "): " + detail);
   }
-  if (transfer.status == 0) curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &transfer.status);
+  if (transfer.status == 0) api.easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &transfer.status);
   if (transfer.status != 200) return std::unexpected(HttpError(transfer, where));
   if (!transfer.done) {
     return InvalidInput(where + " ended the stream before [DONE] (POST " + std::string(path) + ")");

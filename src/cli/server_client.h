@@ -1,8 +1,8 @@
 // The client side of `kite run --server` and `kite chat --server`: OpenAI's streaming endpoints
 // (/v1/completions, /v1/chat/completions) of a running `kite serve`, or of any OpenAI-compatible
-// server, over TCP or a Unix socket. HTTP is libcurl's (Debian's libcurl4-openssl-dev): a
-// well-kept client with Unix sockets, TLS and proxies, instead of a hand-written one; the event
-// stream is read by cli/sse_reader.
+// server, over TCP or a Unix socket. HTTP is libcurl's (Debian's libcurl4-openssl-dev: a
+// well-kept client with Unix sockets, TLS and proxies, instead of a hand-written one; loaded on
+// first use, cli/curl_library.h), the event stream by cli/sse_reader.
 #pragma once
 
 #include <atomic>
