@@ -157,10 +157,11 @@ KITE_API int32_t kite_session_n_past(const kite_session* session);
  * than the context, naming the file and the field. */
 KITE_API kite_status kite_session_save(const kite_session* session, const char* path);
 KITE_API kite_status kite_session_load(kite_session* session, const char* path);
-/* Stops the generation running on `session`, from any thread: no token callback starts after
- * this returns, and the generation ends at its next decode step (a prompt being computed
- * finishes first); that kite_generate* returns KITE_CANCELLED. When no generation runs, does
- * nothing. */
+/* Stops the generation running on `session`, from any thread. After it returns, at most one
+ * more token callback runs (the one of a token being handed out at that moment) and the
+ * generation ends before its next decode step (a prompt being computed finishes first); that
+ * kite_generate* returns KITE_CANCELLED. When no generation runs, does nothing: a later
+ * generation is not cancelled. */
 KITE_API void kite_session_cancel(kite_session* session);
 
 /* Called with each token and the text it releases, as soon as it is sampled. `text` (length
