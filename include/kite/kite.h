@@ -146,7 +146,9 @@ KITE_API kite_status kite_chat_render(const kite_model* model, const kite_params
 typedef struct kite_session kite_session;
 typedef struct kite_result kite_result;
 
-/* A conversation with its own KV cache (pages from the model's pool). */
+/* A conversation with its own KV cache, whose pages come from the model's pool (the "parallel"
+ * setting: that many whole contexts). A generation that finds no free page fails with
+ * KITE_OUT_OF_RESOURCES, naming the pool. */
 KITE_API kite_status kite_session_new(kite_model* model, kite_session** out);
 KITE_API void kite_session_free(kite_session* session);
 /* Forgets the history; its KV pages return to the pool. */
@@ -173,7 +175,8 @@ typedef int (*kite_token_callback)(void* user_data, int32_t id, const char* text
 /* Generates the continuation of `prompt` (raw text: BOS as the tokenizer's config says, then
  * the text). The session keeps the longest common prefix of its history and the prompt, so a
  * prompt that extends the previous one computes only what is new. `params` (NULL: the model's)
- * gives the sampler, "n_predict", "stop" and "ignore_eos"; on_token may be NULL. *result_out
+ * gives the sampler, "n_predict", "stop" and "ignore_eos" (its engine settings, "context",
+ * "threads", ..., are the model's and not read here); on_token may be NULL. *result_out
  * (when result_out is not NULL) receives the text and counts, also after KITE_CANCELLED; free it
  * with kite_result_free. */
 KITE_API kite_status kite_generate(kite_session* session, const char* prompt,
