@@ -47,6 +47,7 @@ install(FILES ${CMAKE_BINARY_DIR}/KiteConfig.cmake ${CMAKE_BINARY_DIR}/KiteConfi
   DESTINATION ${kite_cmake_dir})
 # kite.pc finds the prefix from its own folder (${pcfiledir}), so the tree can move.
 file(RELATIVE_PATH KITE_PC_PREFIX_FROM_PCDIR /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
+string(REGEX REPLACE "/$" "" KITE_PC_PREFIX_FROM_PCDIR "${KITE_PC_PREFIX_FROM_PCDIR}")  # "../.."
 configure_file(${CMAKE_SOURCE_DIR}/cmake/kite.pc.in ${CMAKE_BINARY_DIR}/kite.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/kite.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
