@@ -271,10 +271,12 @@ TEST(ServerClient, ConnectionRefusedNamesTheServer) {
   }
   CommandResult result = RunKite({"run", "--server", url, "-p", "Hi"});
   EXPECT_EQ(result.exit_code, 1);
-  EXPECT_TRUE(Contains(result.err, "cannot connect to " + url + " (POST /v1/completions)")) << result.err;
+  EXPECT_TRUE(Contains(result.err, "cannot connect to " + url + " (POST /v1/completions): Connection refused"))
+      << result.err;
 
   result = RunKite({"chat", "--server", "unix:/nonexistent/kite.sock"}, "Hi\n");
-  EXPECT_TRUE(Contains(result.err, "cannot connect to unix:/nonexistent/kite.sock")) << result.err;
+  EXPECT_TRUE(Contains(result.err, "cannot connect to unix:/nonexistent/kite.sock (POST /v1/chat/completions): No such file"))
+      << result.err;
 
   result = RunKite({"run", "--server", "ftp://example.org", "-p", "Hi"});
   EXPECT_EQ(result.exit_code, 1);

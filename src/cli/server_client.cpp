@@ -1,6 +1,7 @@
 #include "cli/server_client.h"
 
 #include <chrono>
+#include <cstring>
 #include <memory>
 #include <optional>
 
@@ -229,7 +230,12 @@ Result<StreamOutcome> ServerClient::Stream(std::string_view path, nlohmann::json
     return std::move(transfer.outcome);
   }
   if (result != CURLE_OK) {
-    const std::string detail = curl_error[0] != '\0' ? curl_error : api.easy_strerror(result);
+    std::string detail = curl_error[0] != '\0' ? curl_error : api.easy_strerror(result);
+    long os_error = 0;  // connect()'s errno says it plainly; libcurl's text names port 80 for a socket
+    if (result == CURLE_COULDNT_CONNECT &&
+        api.easy_getinfo(handle, CURLINFO_OS_ERRNO, &os_error) == CURLE_OK && os_error != 0) {
+      detail = std::strerror(static_cast<int>(os_error));
+    }
     const bool unreachable = result == CURLE_COULDNT_CONNECT || result == CURLE_COULDNT_RESOLVE_HOST ||
                              result == CURLE_OPERATION_TIMEDOUT;
     return MakeError(unreachable ? ErrorCode::kNotFound : ErrorCode::kInvalidInput,
