@@ -2,7 +2,8 @@
 # CApi.Installed: the C API as an application meets it. Installs the build into a fresh prefix,
 # checks that libkite.so exports kite_* only, builds tests/capi/capi_test.c through
 # find_package(Kite) (C99, -pedantic -Werror) and examples/kite_generate.c through pkg-config,
-# runs both on the bundled model, and checks that the example's greedy text is `kite run`'s.
+# runs both on the bundled model, and checks that the example's greedy text is `kite run`'s
+# (when BUILD_DIR has a kite program: make test-tsan builds the library alone).
 #   installed_test.sh SOURCE_DIR BUILD_DIR C_COMPILER [C_FLAGS [LINK_FLAGS]]
 # C_FLAGS/LINK_FLAGS: the sanitizer flags of a KITE_SANITIZE build, so the programs (and with
 # them libkite.so) run under ASan/UBSan.
@@ -42,6 +43,11 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 "$cc" -std=c99 -pedantic -Werror -Wall -Wextra $c_flags "$source_dir/examples/kite_generate.c" \
   $(pkg-config --cflags --libs kite) $link_flags -o "$work/kite_generate"
 example=$(LD_LIBRARY_PATH=$libdir "$work/kite_generate" "$model" "Once upon a time" 16)
-cli=$("$build_dir/kite" run -m "$model" -p "Once upon a time" -n 16 --temp 0 2>/dev/null)
-[[ -n $example && $example == "$cli" ]] || fail "kite_generate printed \"$example\", kite run \"$cli\""
+[[ -n $example ]] || fail "kite_generate printed nothing"
+if [[ -x $build_dir/kite ]]; then
+  cli=$("$build_dir/kite" run -m "$model" -p "Once upon a time" -n 16 --temp 0 2>/dev/null)
+  [[ $example == "$cli" ]] || fail "kite_generate printed \"$example\", kite run \"$cli\""
+else  # make test-tsan builds the library alone
+  echo "CApi.Installed: $build_dir/kite not built: the example's text is not compared with kite run's"
+fi
 echo "CApi.Installed: passed"
