@@ -105,17 +105,21 @@ test-sanitize: deps san-deps llamacpp openai-client
 # Where Kite's threads meet, under ThreadSanitizer: the thread pool (its tests run thousands of
 # jobs, from several callers at once, and hold workers back on purpose) and sessions of one
 # engine on several threads (the graph cache, leased arenas, the shared KV pool, the backends).
-# Only the two test binaries are built, not another whole build.
+# Then the C API's program (CApi.Installed's: four threads on one model, a cancel from another
+# thread) with libkite.so, both built with -fsanitize=thread. Only these are built, not another
+# whole build.
 test-tsan: deps san-deps
 	CC=clang-19 CXX=clang++-19 cmake -S . -B $(TSAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DKITE_TSAN=ON -DKITE_BENCH=OFF >/dev/null
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target kite_base_tests kite_runtime_tests kite_server_tests
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target kite_base_tests kite_runtime_tests kite_server_tests kite_capi
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/kite_base_tests
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/kite_runtime_tests \
 	  --gtest_filter='ConcurrentSessions.*:EngineTest.Leases*:BatchDecode*:SessionPrefix.*:SessionCancel.*'
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(TSAN_BUILD)/kite_server_tests
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ./tests/capi/installed_test.sh $(CURDIR) \
+	  $(CURDIR)/$(TSAN_BUILD) clang-19 -fsanitize=thread "-fsanitize=thread -fsanitize-link-c++-runtime -lstdc++"
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD)
