@@ -31,6 +31,19 @@ struct Request {
   json body;
 };
 
+// A TCP socket bound to a free port of 127.0.0.1; *url is where it is.
+int BindLoopback(std::string* url) {
+  const int socket = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(socket, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  socklen_t length = sizeof(address);
+  ::getsockname(socket, reinterpret_cast<sockaddr*>(&address), &length);
+  *url = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  return socket;
+}
+
 // Serves one canned answer per connection, in order, on a Unix socket or on 127.0.0.1.
 class FakeServer {
  public:
@@ -48,14 +61,7 @@ class FakeServer {
       EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
       name_ = "unix:" + path_;
     } else {
-      listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in address{};
-      address.sin_family = AF_INET;
-      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-      socklen_t length = sizeof(address);
-      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length);
-      name_ = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+      listener_ = BindLoopback(&name_);
     }
     EXPECT_EQ(::listen(listener_, 8), 0);
     thread_ = std::thread([this] { Serve(); });
@@ -258,17 +264,7 @@ TEST(ServerClient, ShowsAStreamCutShort) {
 TEST(ServerClient, ConnectionRefusedNamesTheServer) {
   // A port nobody listens on: bound, then closed.
   std::string url;
-  {
-    const int socket = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::bind(socket, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-    socklen_t length = sizeof(address);
-    ::getsockname(socket, reinterpret_cast<sockaddr*>(&address), &length);
-    url = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-    ::close(socket);
-  }
+  ::close(BindLoopback(&url));
   CommandResult result = RunKite({"run", "--server", url, "-p", "Hi"});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_TRUE(Contains(result.err, "cannot connect to " + url + " (POST /v1/completions): Connection refused"))
