@@ -29,9 +29,9 @@ struct ServerAddress {
 Result<ServerAddress> ParseServerAddress(std::string_view text);
 
 // The fields of an OpenAI completion request that the settings give: max_tokens, temperature,
-// top_p, seed, stop, penalties, and the extensions llama.cpp's server and Kite's share (top_k,
-// min_p, repeat_penalty, repeat_last_n, ignore_eos), so that a run against a server samples as
-// the same run does locally. "model" when the settings name one.
+// top_p, seed, stop, penalties, and llama.cpp's server extensions (top_k, min_p, repeat_penalty,
+// repeat_last_n, ignore_eos; servers ignore fields they do not know), so that a run against a
+// server samples as the same run does locally. "model" when the settings name one.
 nlohmann::json SamplingFields(const RunSettings& settings);
 
 struct StreamOutcome {
