@@ -339,6 +339,32 @@ static void TestTokenizerAndChat(kite_model* model) {
   CHECK_OK(kite_generate_chat(session, messages, 2, NULL, NULL, NULL, &result));
   CHECK(kite_result_prompt_tokens(result) > 5);
   kite_result_free(result);
+
+  /* The same prompt as text and as its ids (BOS included) gives the same greedy tokens. */
+  {
+    kite_params* greedy = NULL;
+    kite_result* from_text = NULL;
+    kite_result* from_ids = NULL;
+    const int32_t *text_ids, *token_ids;
+    size_t text_count = 0, token_count = 0;
+    CHECK_OK(kite_params_new(&greedy));
+    CHECK_OK(kite_params_set_json(greedy, "{\"sampler\": {\"temp\": 0}, \"n_predict\": 8}"));
+    CHECK_OK(kite_tokenize(model, text, strlen(text), 1, &ids, &count));
+    kite_session_reset(session);
+    CHECK(kite_session_n_past(session) == 0);
+    CHECK_OK(kite_generate(session, text, greedy, NULL, NULL, &from_text));
+    kite_session_reset(session);
+    CHECK_OK(kite_generate_tokens(session, ids, count, greedy, NULL, NULL, &from_ids));
+    text_ids = kite_result_ids(from_text, &text_count);
+    token_ids = kite_result_ids(from_ids, &token_count);
+    CHECK(text_count == 8 && token_count == 8);
+    CHECK(text_count == token_count && memcmp(text_ids, token_ids, text_count * sizeof(int32_t)) == 0);
+    CHECK(strcmp(kite_result_text(from_text, NULL), kite_result_text(from_ids, NULL)) == 0);
+    kite_free(ids);
+    kite_result_free(from_text);
+    kite_result_free(from_ids);
+    kite_params_free(greedy);
+  }
   kite_session_free(session);
 }
 
