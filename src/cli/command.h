@@ -31,6 +31,7 @@ void AddQuantizeCommand(CLI::App& app, int* exit_code);
 void AddImatrixCommand(CLI::App& app, int* exit_code);
 void AddDoctorCommand(CLI::App& app, int* exit_code);
 void AddServeCommand(CLI::App& app, int* exit_code);
+void AddProfileCommand(CLI::App& app, int* exit_code);
 
 
 }  // namespace kite::cli

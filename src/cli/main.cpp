@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   kite::cli::AddImatrixCommand(app, &exit_code);
   kite::cli::AddDoctorCommand(app, &exit_code);
   kite::cli::AddServeCommand(app, &exit_code);
+  kite::cli::AddProfileCommand(app, &exit_code);
   if (const int parse_status = kite::cli::Parse(app, argc, argv); parse_status != 0) return parse_status;
   return exit_code;
 }

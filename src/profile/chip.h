@@ -1,0 +1,53 @@
+// Chip: one NPU target as data (chips/NAME.json, one file per chip): the published facts and the
+// cost parameters tools/fit_cost_model.py fitted (docs/cost_model.md). Adding a chip is adding a
+// file; nothing in the code names one.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace kite {
+
+struct ChipCost {
+  double hmx_macs_per_s = 0;   // matrix unit, 16-bit integer activations, padded MACs per second
+  double dram_efficiency = 0;  // fraction of dram_peak_gbs the NPU reaches
+  double op_overhead_us = 0;   // per NPU op
+  double graph_overhead_us = 0;  // per graph execution
+  double fp16_cost = 0;        // matrix-unit time of fp16 activations relative to 16-bit integer
+  double a8_cost = 0;          // ... of 8-bit integer activations
+  double vec_elems_per_s_per_context = 0;  // vector unit (HVX), per hardware context
+  int tile = 0;                // matrix-unit tile edge (rows, depth, columns are padded to it)
+  double cpu_bw_fraction = 0;  // CPU ops (embedding lookup, fallbacks): DRAM fraction reached
+  double cpu_op_overhead_us = 0;
+  double cpu_macs_per_s = 0;
+  std::string fitted_from;  // which calibration rows fixed these
+};
+
+struct Chip {
+  std::string name;       // the file's stem: "8gen3"
+  std::string marketing;  // "Snapdragon 8 Gen 3"
+  std::string soc;        // "SM8650"
+  std::string hexagon;    // "v75"
+  double vtcm_mb = 0;
+  int hvx_contexts = 0;
+  std::string dram;
+  double dram_peak_gbs = 0;
+  bool act16 = false;  // 16-bit activations on both matmul inputs (attention)
+  bool lpbq = false;   // low-power block quantization of weights
+  bool fp16 = false;   // fp16 activations on the NPU
+  ChipCost cost;
+};
+
+// The chip files' folder: the one the build names (the source tree's chips/).
+std::string DefaultChipsDir();
+// The names of the chips under `dir`, sorted.
+Result<std::vector<std::string>> ListChips(const std::string& dir);
+// `dir`/`name`.json. NotFound listing the chips when there is no such file; InvalidInput naming
+// the file and field for a missing or mistyped field.
+Result<Chip> LoadChip(const std::string& dir, const std::string& name);
+// One chip file's text (for tests and fuzzing): `file` names it in messages.
+Result<Chip> ParseChip(std::string_view text, const std::string& file);
+
+}  // namespace kite

@@ -1,0 +1,53 @@
+// The device cost model (docs/cost_model.md): each op of a phase's graph priced on a chip as
+// max(compute time, bytes moved / bandwidth reached) + a per-op overhead, plus one per-graph
+// overhead. tools/fit_cost_model.py is a second implementation of the same formulas (it fits the
+// chip files' parameters); the tests hold the two together.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/graph.h"
+#include "profile/chip.h"
+#include "profile/recipe.h"
+
+namespace kite {
+
+enum class ComputeUnit { kNpu, kCpu };
+enum class CostBound { kCompute, kBandwidth, kOverhead };
+std::string_view UnitName(ComputeUnit unit);   // "NPU", "CPU"
+std::string_view BoundName(CostBound bound);  // "compute", "bandwidth", "overhead"
+
+struct OpCost {
+  std::string node;  // "blk.3.attn_q"
+  std::string op;    // "matmul"
+  int32_t layer = -1;  // the block the node belongs to, -1 outside the blocks
+  ComputeUnit unit = ComputeUnit::kNpu;
+  std::string placement;  // why this unit: "" on the NPU, the reason for a CPU fallback
+  std::string shape;      // the output's shape
+  double bytes = 0;       // moved to and from DRAM
+  double weight_bytes = 0;
+  uint64_t macs = 0;      // multiply-adds before tile padding
+  double compute_s = 0, memory_s = 0, overhead_s = 0;
+  double time_s = 0;  // max(compute_s, memory_s) + overhead_s
+  CostBound bound = CostBound::kCompute;
+};
+
+struct GraphCost {
+  int32_t tokens = 0;      // T of the phase
+  int32_t static_ctx = 0;  // the context the compiled graph attends over
+  std::vector<OpCost> ops;  // views left out: they move nothing
+  double graph_overhead_s = 0;
+  double total_s = 0;
+  int32_t npu_ops = 0, cpu_ops = 0;
+};
+
+// Prices `graph` (a phase of T tokens, as models/ builds it) over a static context of
+// `static_ctx` positions. Unsupported when the chip cannot run the recipe at all (fp16
+// activations without FP16); ops it cannot run alone fall back to the CPU with a reason.
+Result<GraphCost> CostGraph(const Graph& graph, const Chip& chip, const Recipe& recipe,
+                            int32_t static_ctx);
+
+}  // namespace kite

@@ -1,0 +1,26 @@
+// The quantization recipes `kite profile` prices: weight bits, activation width and kind, KV
+// cache width (docs/cost_model.md §1).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace kite {
+
+enum class ActivationKind { kInt8, kInt16, kFp16 };
+
+struct Recipe {
+  std::string name;  // "w4a16"
+  int weight_bits = 0;
+  int act_bytes = 0;
+  int kv_bytes = 0;
+  ActivationKind activations = ActivationKind::kInt16;
+};
+
+const std::vector<Recipe>& Recipes();
+// InvalidInput listing the recipes when `name` is none of them.
+Result<Recipe> FindRecipe(const std::string& name);
+
+}  // namespace kite
