@@ -160,7 +160,7 @@ START = dict(hmx_macs_per_s=7e12, dram_efficiency=0.5, op_overhead_s=20e-6, grap
              fp16_cost=2.0)
 # Per chip: its compute and bandwidth relative to the global ones, each pulled towards its prior
 # centre (compute: the chip's published compute-bound ratio; bandwidth: 1) with these widths.
-COMPUTE_PRIOR_SIGMA = 0.15
+COMPUTE_PRIOR_SIGMA = 0.3
 BW_PRIOR_SIGMA = 0.3
 
 
@@ -255,16 +255,16 @@ class Model:
         return levenberg_marquardt(lambda t: self.residuals(t, obs), theta)
 
 
-# --- the naive roofline: per chip, time = max(MACs / P, weight bytes / B) ----------------------
+# --- the naive roofline: per chip and precision, time = max(MACs / P, weight bytes / B) --------
 
 def naive_fit(model, obs):
     params = {}
-    for chip in {o[4] for o in obs}:
-        mine = [o for o in obs if o[4] == chip]
+    for key in {(o[4], o[3]) for o in obs}:
+        mine = [o for o in obs if (o[4], o[3]) == key]
 
         def res(t, mine=mine):
             return [math.log(naive_predict(model, t, o) / o[7]) for o in mine]
-        params[chip] = levenberg_marquardt(res, [math.log(5e12), math.log(40e9)])
+        params[key] = levenberg_marquardt(res, [math.log(5e12), math.log(40e9)])
     return params
 
 
@@ -362,15 +362,14 @@ def report(model, obs, theta):
         rest = obs[:i] + obs[i + 1:]
         loo_err.append(model.predict(model.fit(rest), obs[i]) / obs[i][7] - 1)
     naive = naive_fit(model, obs)
-    naive_err = [naive_predict(model, naive[o[4]], o) / o[7] - 1 for o in obs]
+    naive_err = [naive_predict(model, naive[(o[4], o[3])], o) / o[7] - 1 for o in obs]
     naive_loo = []
     for i, o in enumerate(obs):
-        same_kind = [q for j, q in enumerate(obs) if j != i and q[4] == o[4] and q[1] == o[1]]
-        if not same_kind:
-            naive_loo.append(None)  # the chip has no other figure of this kind: unidentifiable
+        mine = [q for j, q in enumerate(obs) if j != i and (q[4], q[3]) == (o[4], o[3])]
+        if not [q for q in mine if q[1] == o[1]]:
+            naive_loo.append(None)  # no other figure of this kind for the chip: unidentifiable
             continue
-        rest = obs[:i] + obs[i + 1:]
-        t = naive_fit(model, [q for q in rest if q[4] == o[4]])[o[4]]
+        t = naive_fit(model, mine)[(o[4], o[3])]
         naive_loo.append(naive_predict(model, t, o) / o[7] - 1)
     print("| row | model | recipe | chip | T/ctx | kind | observed | Kite fit | Kite LOO | naive fit | naive LOO |")
     print("| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
