@@ -121,8 +121,8 @@ struct Pricer {
     if (node.op() == OpKind::kEmbedding) return "embedding: a row gather, done by the runtime";
     if (node.op() == OpKind::kAttention && recipe.activations == ActivationKind::kInt16 &&
         !chip.act16) {
-      return "attention: 16-bit activations on both matmul inputs need " + chip.hexagon +
-             "+ support (" + chip.name + " has none)";
+      return "attention: 16-bit activations on both matmul inputs (q·kᵀ) are unsupported on " +
+             chip.hexagon + " (" + chip.name + "); use w8a8 to keep it on the NPU";
     }
     return "";
   }
