@@ -21,8 +21,9 @@ DEB_PACKAGES := cmake ninja-build g++ pkg-config libpcre2-dev nlohmann-json3-dev
 SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # Test oracles only, never runtime dependencies (python3-torch: tools/make_outlier_model.py makes the
 # outlier test model the quantization recipes test runs on, tools/make_arch_references.py the
-# Qwen3/Gemma/Phi-3 reference models and goldens tests/arch_reference_test.cpp checks).
-ORACLE_PACKAGES := sentencepiece python3-sentencepiece python3-torch
+# Qwen3/Gemma/Phi-3 reference models and goldens tests/arch_reference_test.cpp checks; chromium: `kite profile --html` is rendered headless by
+# tests/profile_html_chromium.sh).
+ORACLE_PACKAGES := sentencepiece python3-sentencepiece python3-torch chromium
 
 .PHONY: all deps san-deps llamacpp tokenizers openai-client build demo test test-release test-sanitize test-tsan fuzz clean
 

@@ -30,6 +30,15 @@ class Fields {
     if (!(x >= 0)) return InvalidInput(file_ + ": " + prefix_ + key + " is negative");
     return x;
   }
+  // A whole number in [1, max], for counts and sizes stored as int.
+  Result<int> Count(const char* key, int max) const {
+    const double x = KITE_TRY(Number(key));
+    if (x < 1 || x > max || x != static_cast<double>(static_cast<int>(x))) {
+      return InvalidInput(file_ + ": " + prefix_ + key + " is " + std::to_string(x) +
+                          ", expected a whole number in [1, " + std::to_string(max) + "]");
+    }
+    return static_cast<int>(x);
+  }
   Result<std::string> String(const char* key) const {
     const nlohmann::json* v = KITE_TRY(Find(key));
     if (!v->is_string()) return Wrong(key, "a string", *v);
@@ -92,7 +101,7 @@ Result<Chip> ParseChip(std::string_view text, const std::string& file) {
   chip.soc = KITE_TRY(f.String("soc"));
   chip.hexagon = KITE_TRY(f.String("hexagon"));
   chip.vtcm_mb = KITE_TRY(f.Number("vtcm_mb"));
-  chip.hvx_contexts = static_cast<int>(KITE_TRY(f.Number("hvx_contexts")));
+  chip.hvx_contexts = KITE_TRY(f.Count("hvx_contexts", 64));
   chip.dram = KITE_TRY(f.String("dram"));
   chip.dram_peak_gbs = KITE_TRY(f.Number("dram_peak_gbs"));
   const Fields features = KITE_TRY(f.Object("features"));
@@ -108,17 +117,16 @@ Result<Chip> ParseChip(std::string_view text, const std::string& file) {
   cost.fp16_cost = KITE_TRY(c.Number("fp16_cost"));
   cost.a8_cost = KITE_TRY(c.Number("a8_cost"));
   cost.vec_elems_per_s_per_context = KITE_TRY(c.Number("vec_elems_per_s_per_context"));
-  cost.tile = static_cast<int>(KITE_TRY(c.Number("tile")));
+  cost.tile = KITE_TRY(c.Count("tile", 4096));
   cost.cpu_bw_fraction = KITE_TRY(c.Number("cpu_bw_fraction"));
   cost.cpu_op_overhead_us = KITE_TRY(c.Number("cpu_op_overhead_us"));
   cost.cpu_macs_per_s = KITE_TRY(c.Number("cpu_macs_per_s"));
   cost.fitted_from = KITE_TRY(c.String("fitted_from"));
   // Rates that divide must be positive: a zero would make every estimate infinite.
-  if (chip.hvx_contexts < 1 || chip.dram_peak_gbs <= 0 || cost.hmx_macs_per_s <= 0 ||
-      cost.dram_efficiency <= 0 || cost.vec_elems_per_s_per_context <= 0 || cost.tile < 1 ||
-      cost.cpu_bw_fraction <= 0 || cost.cpu_macs_per_s <= 0) {
-    return InvalidInput(file +
-                        ": hvx_contexts, dram_peak_gbs, tile and the cost rates must be positive");
+  if (chip.dram_peak_gbs <= 0 || cost.hmx_macs_per_s <= 0 || cost.dram_efficiency <= 0 ||
+      cost.vec_elems_per_s_per_context <= 0 || cost.cpu_bw_fraction <= 0 ||
+      cost.cpu_macs_per_s <= 0) {
+    return InvalidInput(file + ": dram_peak_gbs and the cost rates must be positive");
   }
   return chip;
 }

@@ -46,6 +46,11 @@ TEST(ChipTest, BadFieldsAreNamed) {
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().message, "x.json: no field marketing");
   EXPECT_FALSE(ParseChip("[1]", "x.json").has_value());
+  // A count that is no whole number in range is refused, not cast.
+  auto huge = ParseChip(R"({"name": "x", "marketing": "X", "soc": "S", "hexagon": "v1",
+      "vtcm_mb": 8, "hvx_contexts": 1e300})", "x.json");
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_NE(huge.error().message.find("hvx_contexts"), std::string::npos) << huge.error().message;
 }
 
 // tools/fit_cost_model.py implements the formulas a second time; its predictions for every

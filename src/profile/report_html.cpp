@@ -114,7 +114,7 @@ std::vector<Bar> PerOpKind(const GraphCost& g) {
 std::vector<Bar> SlowestOps(const GraphCost& g, size_t count) {
   std::vector<const OpCost*> ops;
   for (const OpCost& op : g.ops) ops.push_back(&op);
-  std::sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return a->time_s > b->time_s; });
+  std::stable_sort(ops.begin(), ops.end(), [](auto* a, auto* b) { return a->time_s > b->time_s; });
   std::vector<Bar> bars;
   for (size_t i = 0; i < std::min(count, ops.size()); ++i) {
     const OpCost& op = *ops[i];
