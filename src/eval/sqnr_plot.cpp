@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/html_escape.h"
+
 namespace kite {
 
 std::string LayerLabel(int32_t layer, int32_t n_layers) {
@@ -13,20 +15,6 @@ std::string LayerLabel(int32_t layer, int32_t n_layers) {
 }
 
 namespace {
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string Number(double value) {
   char text[32];
@@ -59,7 +47,7 @@ std::string SqnrPlotSvg(const SqnrReport& report, std::string_view title) {
          "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"" + Number(width / 2) + "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" +
-         Escape(title) + "</text>\n";
+         HtmlEscape(title) + "</text>\n";
   for (double db = low; db <= high + 1e-9; db += tick) {
     svg += "<line x1=\"" + Number(kLeft) + "\" x2=\"" + Number(kLeft + plot_width) + "\" y1=\"" + Number(y(db)) +
            "\" y2=\"" + Number(y(db)) + "\" stroke=\"#ddd\"/>\n";
@@ -75,7 +63,7 @@ std::string SqnrPlotSvg(const SqnrReport& report, std::string_view title) {
            Number(bar_step * 0.7) + "\" height=\"" + Number(std::abs(base - top)) + "\" fill=\"" +
            (layer.flagged ? "#d62728" : "#1f77b4") + "\"><title>layer " +
            LayerLabel(layer.layer, report.n_layers) + ": " + (infinite ? "no error" : Number(layer.sqnr_db) + " dB") +
-           " (worst: " + Escape(layer.worst) + ")</title></rect>\n";
+           " (worst: " + HtmlEscape(layer.worst) + ")</title></rect>\n";
     const std::string label = LayerLabel(layer.layer, report.n_layers);
     svg += "<text x=\"" + Number(x + bar_step * 0.35) + "\" y=\"" + Number(kTop + kPlotHeight + 14) +
            "\" text-anchor=\"middle\">" + label + "</text>\n";

@@ -6,25 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "base/html_escape.h"
+
 #include "profile/report.h"
 
 namespace kite {
 
 namespace {
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string Fixed(double x, int digits) {
   char buffer[64];
@@ -53,7 +41,7 @@ std::string HorizontalBars(const std::string& caption, const std::vector<Bar>& b
   const int row = 16, label_w = 220, plot_w = 460, height = row * static_cast<int>(bars.size()) + 8;
   double top = 1e-12;
   for (const Bar& b : bars) top = std::max(top, b.value);
-  std::string svg = "<figure><figcaption>" + Escape(caption) + "</figcaption><svg width=\"" +
+  std::string svg = "<figure><figcaption>" + HtmlEscape(caption) + "</figcaption><svg width=\"" +
                     std::to_string(label_w + plot_w + 90) + "\" height=\"" +
                     std::to_string(height) + "\" role=\"img\">";
   for (size_t i = 0; i < bars.size(); ++i) {
@@ -61,10 +49,10 @@ std::string HorizontalBars(const std::string& caption, const std::vector<Bar>& b
     const int y = 4 + row * static_cast<int>(i);
     const double w = plot_w * b.value / top;
     svg += "<text x=\"" + std::to_string(label_w - 6) + "\" y=\"" + std::to_string(y + 12) +
-           "\" text-anchor=\"end\">" + Escape(b.label) + "</text>";
+           "\" text-anchor=\"end\">" + HtmlEscape(b.label) + "</text>";
     svg += "<rect x=\"" + std::to_string(label_w) + "\" y=\"" + std::to_string(y + 2) +
            "\" width=\"" + Fixed(w, 1) + "\" height=\"" + std::to_string(row - 4) + "\" fill=\"" +
-           b.color + "\"><title>" + Escape(b.title.empty() ? b.label : b.title) + "</title></rect>";
+           b.color + "\"><title>" + HtmlEscape(b.title.empty() ? b.label : b.title) + "</title></rect>";
     svg += "<text x=\"" + Fixed(label_w + w + 4, 1) + "\" y=\"" + std::to_string(y + 12) + "\">" +
            Fixed(b.value, 3) + " ms</text>";
   }
@@ -77,7 +65,7 @@ std::string LayerColumns(const std::string& caption, const std::vector<double>& 
   const int width = col * static_cast<int>(ms.size()) + 60;
   double top = 1e-12;
   for (double v : ms) top = std::max(top, v);
-  std::string svg = "<figure><figcaption>" + Escape(caption) + "</figcaption><svg width=\"" +
+  std::string svg = "<figure><figcaption>" + HtmlEscape(caption) + "</figcaption><svg width=\"" +
                     std::to_string(width) + "\" height=\"" + std::to_string(plot_h + 30) +
                     "\" role=\"img\">";
   svg += "<text x=\"0\" y=\"12\">" + Fixed(top, 3) + " ms</text>";
@@ -136,7 +124,7 @@ std::string Placement(const GraphCost& g) {
   if (reasons.empty()) return html;
   html += "<table><tr><th>CPU fallback</th><th>ops</th></tr>";
   for (const auto& [reason, n] : reasons) {
-    html += "<tr><td>" + Escape(reason) + "</td><td>" + std::to_string(n) + "</td></tr>";
+    html += "<tr><td>" + HtmlEscape(reason) + "</td><td>" + std::to_string(n) + "</td></tr>";
   }
   return html + "</table>";
 }
@@ -147,15 +135,15 @@ std::string ProfileHtml(const ProfileResult& r) {
   const std::string title = "kite profile: " + r.config.source + " on " + r.chip.marketing +
                             " (" + r.chip.name + "), " + r.recipe.name;
   std::string html =
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + Escape(title) +
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
       "</title><style>body{font:14px sans-serif;margin:2em;max-width:1000px}"
       "svg text{font:11px sans-serif}table{border-collapse:collapse}"
       "td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}"
       "figcaption{font-weight:bold;margin:1em 0 .3em}.legend span{padding:0 8px;color:#fff}"
-      "</style></head><body>\n<h1>" + Escape(title) + "</h1>\n";
+      "</style></head><body>\n<h1>" + HtmlEscape(title) + "</h1>\n";
   html += "<table>";
   auto row = [&](const std::string& k, const std::string& v) {
-    html += "<tr><th>" + Escape(k) + "</th><td>" + Escape(v) + "</td></tr>";
+    html += "<tr><th>" + HtmlEscape(k) + "</th><td>" + HtmlEscape(v) + "</td></tr>";
   };
   row("time to first token (" + std::to_string(r.options.prompt) + "-token prompt)",
       Fixed(r.ttft_s * 1e3, 1) + " ms");
