@@ -309,7 +309,8 @@ def chip_cost_block(model, theta, chip):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true", help="fail if chips/*.json differ from the fit")
+    ap.add_argument("--check", action="store_true",
+                    help="fail if chips/*.json or fit_predictions.json differ from the fit")
     ap.add_argument("--report", action="store_true", help="leave-one-out and naive roofline tables")
     args = ap.parse_args()
     with open(CALIBRATION) as f:
@@ -340,6 +341,10 @@ def main():
         preds.append(dict(row=o[0], metric=o[1], model=o[2], recipe=o[3], chip=o[4], tokens=o[5],
                           ctx=o[6], observed_s=o[7], predicted_s=float("%.6g" % model.predict(theta, o))))
     if args.check:
+        with open(PREDICTIONS) as f:
+            committed = json.load(f)["rows"]
+        if [r["predicted_s"] for r in committed] != [r["predicted_s"] for r in preds]:
+            mismatched.append(os.path.relpath(PREDICTIONS, ROOT) + " differs from the fit's predictions")
         if mismatched:
             print("\n".join(mismatched))
             return 1
