@@ -6,6 +6,8 @@
 #include <optional>
 #include <set>
 
+#include "models/onnx_import.h"
+
 namespace kite {
 
 namespace {
@@ -92,7 +94,8 @@ Status RefuseUnusedTensors(const ModelConfig& spec, const WeightStore& store,
 std::string ModelLocation(const std::string& path) {
   std::error_code error;
   if (!std::filesystem::is_directory(path, error) &&
-      (path.ends_with(".safetensors") || path.ends_with("config.json"))) {
+      (path.ends_with(".safetensors") || path.ends_with("config.json") ||
+       path.ends_with(".onnx"))) {
     const std::string folder = std::filesystem::path(path).parent_path().string();
     return folder.empty() ? "." : folder;
   }
@@ -105,8 +108,9 @@ Result<std::unique_ptr<Model>> LoadModel(const std::string& path) {
   if (!std::filesystem::exists(path, error)) {
     return NotFound(path +
                     ": no such file or folder (expected a Hugging Face model folder or a "
-                    ".gguf file)");
+                    ".gguf or .onnx file)");
   }
+  if (path.ends_with(".onnx")) return LoadOnnxModel(path);
   const std::string location = ModelLocation(path);
   if (location != path) return LoadHfModel(location);
   return LoadGgufModel(path);

@@ -53,10 +53,11 @@ Result<std::unique_ptr<Model>> LoadGgufModel(const std::string& path);
 // open file: one mapping and one parse of the metadata serve both); the model keeps it.
 Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> gguf,
                                              const std::string& path);
-// Either, by what `path` is: a .gguf file or a folder (or a config.json / .safetensors in one).
+// Any of them, by what `path` is: a .gguf file, an .onnx file (models/onnx_import.h) or a folder
+// (or a config.json / .safetensors in one).
 Result<std::unique_ptr<Model>> LoadModel(const std::string& path);
 // The folder or file that holds the model at `path` as LoadModel resolves it (the folder of a
-// config.json or .safetensors path), where its tokenizer files are too.
+// config.json, .safetensors or .onnx path), where its tokenizer files are too.
 std::string ModelLocation(const std::string& path);
 
 }  // namespace kite

@@ -1,0 +1,246 @@
+#!/usr/bin/python3
+"""Small Llama-shaped ONNX exports for Kite's ONNX import tests, made at test time.
+
+  make_onnx_fixture.py OUT_FOLDER [--hidden 64 --layers 2 ...]
+
+writes into OUT_FOLDER (next to each other, as a user would have them):
+  config.json, model.safetensors     the weights as a Hugging Face folder (tools/llama_reference.py)
+  tokenizer.json ...                 copied from --tokenizer (default: models/demo)
+  model.onnx                         torch.onnx.export of the model without a KV cache:
+                                     input_ids [batch, sequence] -> logits
+  with_past/model.onnx (+ tokenizer) the Optimum-style export: input_ids, attention_mask,
+                                     position_ids, past_key_values.N.key/.value [b, kv, past, d]
+                                     -> logits, present.N.key/.value (one graph serves the
+                                     prompt, with past = 0, and every decode step)
+  external/model.onnx + model.onnx.data   the no-cache export with its weights in an external
+                                     data file (as torch writes models over 2 GB)
+
+The modules below are written from the description of Hugging Face's LlamaForCausalLM (eager
+attention): RMSNorm as pow/mean/rsqrt, rotate-half RoPE from an inv_freq buffer and
+position_ids, repeat_kv by expand + reshape, an additive causal mask built from attention_mask,
+softmax in float32. That is what makes the exported graph decomposed the way real exports are:
+Kite must fuse it back. The weights are random (seeded), from tools/llama_reference.py's model.
+"""
+
+import argparse
+import math
+import os
+import shutil
+import sys
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import llama_reference as ref  # noqa: E402
+
+
+class RmsNorm(nn.Module):
+
+  def __init__(self, weight: torch.Tensor, eps: float):
+    super().__init__()
+    self.weight = nn.Parameter(weight.clone())
+    self.eps = eps
+
+  def forward(self, x):
+    variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+    x = x * torch.rsqrt(variance + self.eps)
+    return self.weight * x
+
+
+def rotate_half(x):
+  half = x.shape[-1] // 2
+  return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Attention(nn.Module):
+
+  def __init__(self, cfg: ref.LlamaConfig, src: ref.Attention):
+    super().__init__()
+    self.cfg = cfg
+    self.q_proj, self.k_proj, self.v_proj, self.o_proj = (src.q_proj, src.k_proj, src.v_proj,
+                                                          src.o_proj)
+
+  def forward(self, x, cos, sin, mask, past_k=None, past_v=None):
+    cfg = self.cfg
+    b, t, _ = x.shape
+    h, kv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    q = self.q_proj(x).view(b, t, h, d).transpose(1, 2)  # [b, h, t, d]
+    k = self.k_proj(x).view(b, t, kv, d).transpose(1, 2)  # [b, kv, t, d]
+    v = self.v_proj(x).view(b, t, kv, d).transpose(1, 2)
+    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # [b, 1, t, d]
+    q = q * cos + rotate_half(q) * sin
+    k = k * cos + rotate_half(k) * sin
+    if past_k is not None:
+      k = torch.cat([past_k, k], dim=2)  # [b, kv, past + t, d]
+      v = torch.cat([past_v, v], dim=2)
+    present = (k, v)
+    rep = h // kv
+    s = k.shape[2]
+    k = k[:, :, None, :, :].expand(b, kv, rep, s, d).reshape(b, h, s, d)
+    v = v[:, :, None, :, :].expand(b, kv, rep, s, d).reshape(b, h, s, d)
+    scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(d)  # [b, h, t, s]
+    scores = scores + mask
+    probs = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    out = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, h * d)
+    return self.o_proj(out), present
+
+
+class Layer(nn.Module):
+
+  def __init__(self, cfg: ref.LlamaConfig, src: ref.DecoderLayer):
+    super().__init__()
+    self.input_layernorm = RmsNorm(src.input_layernorm.weight.detach(), cfg.rms_norm_eps)
+    self.self_attn = Attention(cfg, src.self_attn)
+    self.post_attention_layernorm = RmsNorm(src.post_attention_layernorm.weight.detach(),
+                                            cfg.rms_norm_eps)
+    self.mlp = src.mlp  # gate/up/down Linear; silu(gate) * up exports as Sigmoid, Mul, Mul
+
+  def forward(self, x, cos, sin, mask, past_k=None, past_v=None):
+    a, present = self.self_attn(self.input_layernorm(x), cos, sin, mask, past_k, past_v)
+    x = x + a
+    n = self.post_attention_layernorm(x)
+    g, u = self.mlp.gate_proj(n), self.mlp.up_proj(n)
+    return x + self.mlp.down_proj(nn.functional.silu(g) * u), present
+
+
+class HfStyleLlama(nn.Module):
+  """forward(input_ids[, attention_mask, position_ids, past k0, v0, k1, v1, ...])."""
+
+  def __init__(self, model: ref.LlamaForCausalLM, with_past: bool):
+    super().__init__()
+    cfg = model.cfg
+    self.cfg = cfg
+    self.with_past = with_past
+    self.embed_tokens = model.model.embed_tokens
+    self.layers = nn.ModuleList(Layer(cfg, l) for l in model.model.layers)
+    self.norm = RmsNorm(model.model.norm.weight.detach(), cfg.rms_norm_eps)
+    self.lm_head = model.lm_head
+    d = cfg.head_dim
+    inv_freq = 1.0 / (cfg.rope_theta**(torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+  def causal_mask(self, attention_mask, t, past):
+    # [b, 1, t, past + t]: 0 where a query may look, the dtype's minimum elsewhere.
+    low = torch.finfo(torch.float32).min
+    mask = torch.full((t, t), low)
+    cond = torch.arange(t)
+    mask = mask.masked_fill(cond < (cond + 1).view(t, 1), 0.0)
+    mask = torch.cat([torch.zeros(t, past), mask], dim=-1)
+    b = attention_mask.shape[0]
+    mask = mask[None, None, :, :].expand(b, 1, t, t + past)
+    padding = 1.0 - attention_mask[:, None, None, :].expand(b, 1, t, t + past).to(torch.float32)
+    padding = padding.masked_fill(padding.to(torch.bool), low)
+    return mask + padding
+
+  def forward(self, input_ids, attention_mask=None, position_ids=None, *past):
+    b, t = input_ids.shape
+    past_len = past[0].shape[2] if past else 0
+    if attention_mask is None:
+      attention_mask = torch.ones(b, t + past_len, dtype=torch.int64)
+    if position_ids is None:
+      position_ids = torch.arange(past_len, past_len + t).unsqueeze(0).expand(b, t)
+    freqs = (self.inv_freq[None, :, None].expand(b, -1, 1) @ position_ids[:, None, :].float())
+    emb = torch.cat((freqs.transpose(1, 2), freqs.transpose(1, 2)), dim=-1)  # [b, t, d]
+    cos, sin = emb.cos(), emb.sin()
+    mask = self.causal_mask(attention_mask, t, past_len)
+    x = self.embed_tokens(input_ids)
+    presents = []
+    for i, layer in enumerate(self.layers):
+      pk, pv = (past[2 * i], past[2 * i + 1]) if past else (None, None)
+      x, present = layer(x, cos, sin, mask, pk, pv)
+      presents += present
+    logits = self.lm_head(self.norm(x))
+    return (logits, *presents) if self.with_past else logits
+
+
+def export(model: ref.LlamaForCausalLM, path: str, with_past: bool) -> None:
+  cfg = model.cfg
+  wrapper = HfStyleLlama(model, with_past).eval()
+  t = 3
+  ids = torch.tensor([[1, 5, 9]])
+  if not with_past:
+    names, outputs = ["input_ids"], ["logits"]
+    args = (ids,)
+    axes = {"input_ids": {0: "batch_size", 1: "sequence_length"},
+            "logits": {0: "batch_size", 1: "sequence_length"}}
+  else:
+    past = 2
+    names = ["input_ids", "attention_mask", "position_ids"]
+    outputs = ["logits"]
+    axes = {"input_ids": {0: "batch_size", 1: "sequence_length"},
+            "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
+            "position_ids": {0: "batch_size", 1: "sequence_length"},
+            "logits": {0: "batch_size", 1: "sequence_length"}}
+    kv = torch.zeros(1, cfg.num_key_value_heads, past, cfg.head_dim)
+    args = [ids, torch.ones(1, past + t, dtype=torch.int64), torch.arange(past, past + t)[None]]
+    for i in range(cfg.num_hidden_layers):
+      for part in ("key", "value"):
+        names.append(f"past_key_values.{i}.{part}")
+        outputs.append(f"present.{i}.{part}")
+        axes[names[-1]] = {0: "batch_size", 2: "past_sequence_length"}
+        axes[outputs[-1]] = {0: "batch_size", 2: "past_sequence_length + sequence_length"}
+        args.append(kv)
+    args = tuple(args)
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with torch.no_grad():
+    torch.onnx.export(wrapper, args, path, input_names=names, output_names=outputs,
+                      dynamic_axes=axes, opset_version=17, do_constant_folding=True)
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  parser.add_argument("out")
+  parser.add_argument("--vocab", type=int, default=0, help="0: the tokenizer's size")
+  parser.add_argument("--hidden", type=int, default=64)
+  parser.add_argument("--ffn", type=int, default=160)
+  parser.add_argument("--layers", type=int, default=2)
+  parser.add_argument("--heads", type=int, default=4)
+  parser.add_argument("--kv-heads", type=int, default=2)
+  parser.add_argument("--theta", type=float, default=10000.0)
+  parser.add_argument("--eps", type=float, default=1e-5)
+  parser.add_argument("--seed", type=int, default=7)
+  parser.add_argument("--tokenizer", default=os.path.join(
+      os.path.dirname(os.path.abspath(__file__)), "..", "models", "demo"))
+  parser.add_argument("--only", choices=("all", "nokv", "past"), default="all",
+                      help="which exports to write (a 1B shape: nokv alone)")
+  args = parser.parse_args()
+
+  tokenizer_files = [f for f in ("tokenizer.json", "tokenizer_config.json",
+                                 "special_tokens_map.json", "tokenizer.model")
+                     if os.path.exists(os.path.join(args.tokenizer, f))]
+  vocab = args.vocab
+  if vocab == 0:
+    with open(os.path.join(args.tokenizer, "config.json")) as f:
+      vocab = ref.json.load(f)["vocab_size"]
+  cfg = ref.LlamaConfig(vocab_size=vocab, hidden_size=args.hidden, intermediate_size=args.ffn,
+                        num_hidden_layers=args.layers, num_attention_heads=args.heads,
+                        num_key_value_heads=args.kv_heads, head_dim=args.hidden // args.heads,
+                        rms_norm_eps=args.eps, rope_theta=args.theta)
+  torch.manual_seed(args.seed)
+  model = ref.LlamaForCausalLM(cfg)
+  with torch.no_grad():
+    for name, p in model.named_parameters():
+      if name.endswith("norm.weight"):
+        p.copy_(1.0 + 0.1 * torch.randn_like(p))
+      else:
+        p.copy_(torch.randn_like(p) * (0.5 / math.sqrt(p.shape[-1])))
+  model.eval()
+
+  def with_tokenizer(folder):
+    os.makedirs(folder, exist_ok=True)
+    for name in tokenizer_files:
+      shutil.copy(os.path.join(args.tokenizer, name), os.path.join(folder, name))
+
+  ref.write_hf_folder(args.out, model, torch.float32)
+  with_tokenizer(args.out)
+  if args.only in ("all", "nokv"):
+    export(model, os.path.join(args.out, "model.onnx"), with_past=False)
+  if args.only in ("all", "past"):
+    folder = os.path.join(args.out, "with_past")
+    with_tokenizer(folder)
+    export(model, os.path.join(folder, "model.onnx"), with_past=True)
+
+
+if __name__ == "__main__":
+  main()
