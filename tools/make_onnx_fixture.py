@@ -188,6 +188,103 @@ def export(model: ref.LlamaForCausalLM, path: str, with_past: bool) -> None:
                       dynamic_axes=axes, opset_version=17, do_constant_folding=True)
 
 
+# ----------------------------------------------------------------------------------------------
+# External data, as torch writes it for models over 2 GB, done here for a small one. Without the
+# onnx Python package (not in Debian's PyTorch), by rewriting the protobuf: ModelProto.graph (7)
+# -> GraphProto.initializer (5) -> TensorProto raw_data (9) replaced by external_data (13:
+# location, offset, length) and data_location (14) = EXTERNAL (1).
+
+
+def _varint(data: bytes, i: int):
+  value, shift = 0, 0
+  while True:
+    b = data[i]
+    i += 1
+    value |= (b & 0x7F) << shift
+    shift += 7
+    if b < 0x80:
+      return value, i
+
+
+def _put_varint(value: int) -> bytes:
+  out = bytearray()
+  while True:
+    b = value & 0x7F
+    value >>= 7
+    out.append(b | (0x80 if value else 0))
+    if not value:
+      return bytes(out)
+
+
+def _fields(data: bytes):
+  """(field number, wire type, payload bytes or varint value) in order."""
+  i, out = 0, []
+  while i < len(data):
+    key, i = _varint(data, i)
+    number, wire = key >> 3, key & 7
+    if wire == 0:
+      value, i = _varint(data, i)
+    elif wire == 2:
+      n, i = _varint(data, i)
+      value, i = data[i:i + n], i + n
+    elif wire == 5:
+      value, i = data[i:i + 4], i + 4
+    elif wire == 1:
+      value, i = data[i:i + 8], i + 8
+    else:
+      raise ValueError(f"wire type {wire}")
+    out.append((number, wire, value))
+  return out
+
+
+def _serialize(fields) -> bytes:
+  out = bytearray()
+  for number, wire, value in fields:
+    out += _put_varint(number << 3 | wire)
+    if wire == 0:
+      out += _put_varint(value)
+    elif wire == 2:
+      out += _put_varint(len(value)) + value
+    else:
+      out += value
+  return bytes(out)
+
+
+def _entry(key: str, value: str) -> bytes:
+  return _serialize([(1, 2, key.encode()), (2, 2, value.encode())])
+
+
+def move_to_external_data(src: str, dst: str, location: str, min_bytes: int = 1024) -> None:
+  """Writes src's model to dst with every initializer of min_bytes or more in `location`."""
+  with open(src, "rb") as f:
+    model = _fields(f.read())
+  blob = bytearray()
+  for m, (number, wire, value) in enumerate(model):
+    if number != 7:
+      continue
+    graph = _fields(value)
+    for g, (gn, gw, gv) in enumerate(graph):
+      if gn != 5:
+        continue
+      tensor = _fields(gv)
+      raw = [t for t in tensor if t[0] == 9]
+      if not raw or len(raw[0][2]) < min_bytes:
+        continue
+      blob += b"\0" * (-len(blob) % 64)
+      offset = len(blob)
+      blob += raw[0][2]
+      tensor = [t for t in tensor if t[0] != 9]
+      tensor += [(13, 2, _entry("location", location)), (13, 2, _entry("offset", str(offset))),
+                 (13, 2, _entry("length", str(len(raw[0][2])))), (14, 0, 1)]
+      graph[g] = (gn, gw, _serialize(tensor))
+    model[m] = (number, wire, _serialize(graph))
+  os.makedirs(os.path.dirname(dst), exist_ok=True)
+  with open(dst, "wb") as f:
+    f.write(_serialize(model))
+  with open(os.path.join(os.path.dirname(dst), location), "wb") as f:
+    f.write(blob)
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("out")
@@ -236,6 +333,10 @@ def main():
   with_tokenizer(args.out)
   if args.only in ("all", "nokv"):
     export(model, os.path.join(args.out, "model.onnx"), with_past=False)
+  if args.only == "all":
+    with_tokenizer(os.path.join(args.out, "external"))
+    move_to_external_data(os.path.join(args.out, "model.onnx"),
+                          os.path.join(args.out, "external", "model.onnx"), "model.onnx.data")
   if args.only in ("all", "past"):
     folder = os.path.join(args.out, "with_past")
     with_tokenizer(folder)

@@ -1,5 +1,6 @@
-// `kite convert SRC -o OUT.gguf [--type f32|f16|bf16]`: a Hugging Face folder to the GGUF file
-// llama.cpp's converter would write (llama.cpp and Kite both run it).
+// `kite convert SRC -o OUT.gguf [--type f32|f16|bf16]`: a Hugging Face folder (or an ONNX export
+// with its tokenizer beside it) to the GGUF file llama.cpp's converter would write (llama.cpp and
+// Kite both run it).
 #include <cstdio>
 #include <memory>
 
@@ -23,10 +24,13 @@ struct ConvertFlags {
 void AddConvertCommand(CLI::App& app, int* exit_code) {
   auto flags = std::make_shared<ConvertFlags>();
   CLI::App* command = app.add_subcommand(
-      "convert", "Convert a Hugging Face model folder to GGUF (loadable by llama.cpp and Kite)");
+      "convert",
+      "Convert a Hugging Face model folder or an ONNX export to GGUF (loadable by llama.cpp and "
+      "Kite)");
   command
       ->add_option("source", flags->source,
-                   "Model folder: config.json, *.safetensors, tokenizer files")
+                   "Model folder (config.json, *.safetensors, tokenizer files) or model.onnx "
+                   "(tokenizer files beside it)")
       ->required();
   command->add_option("-o,--output", flags->out, "The GGUF file to write")->required();
   command->add_option("--type", flags->type, "Type of 2-D weights (norms and biases stay f32)")

@@ -1,10 +1,12 @@
 // `kite inspect FILE [--json] [--all-tensors] [--placement [--backend NAME] [--kv-type TYPE]]`:
-// what a GGUF file or HF folder holds, and where each node of its graphs would run (with the KV
-// cache's type and size).
+// what a GGUF file or HF folder holds (for an ONNX file: what its import fused and could not
+// map), and where each node of its graphs would run (with the KV cache's type and size).
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cli/command.h"
+#include "cli/inspect_onnx.h"
 #include "cli/inspect_placement.h"
 #include "cli/inspect_report.h"
 #include "cli/setting_flags.h"
@@ -38,7 +40,9 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
   auto options = std::make_shared<Options>();
   CLI::App* command = app.add_subcommand(
       "inspect", "Show a model's metadata, tensors, parameter count, size and tokenizer");
-  command->add_option("FILE", options->path, "A .gguf file or a Hugging Face model folder")->required();
+  command->add_option("FILE", options->path,
+                      "A .gguf file, a Hugging Face model folder or an .onnx file (what its "
+                      "import fused and could not map)")->required();
   command->add_flag("--json", options->json,
                     "Print one JSON object (arrays over 16 items are summarised)");
   command->add_flag("--all-tensors", options->all_tensors, "List every tensor, not only the first 24");
@@ -59,6 +63,23 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
+    // An ONNX file: what the import fused, then (when it imports) the placement of the result.
+    std::optional<Json> onnx;
+    if (options->path.ends_with(".onnx")) {
+      auto imported = InspectOnnx(options->path);
+      if (!imported) {
+        *exit_code = ReportError(imported.error());
+        return;
+      }
+      onnx = std::move(*imported);
+      if (!options->placement || !OnnxImportable(*onnx)) {
+        const std::string text = options->json ? onnx->dump(2, ' ', false, Json::error_handler_t::replace) + "\n"
+                                               : RenderOnnxText(*onnx);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        if (!OnnxImportable(*onnx)) *exit_code = 1;
+        return;
+      }
+    }
     auto report = options->placement ? InspectPlacement(options->path, options->engine)
                                      : InspectModel(options->path);
     if (!report) {
@@ -68,9 +89,10 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
     std::string text;
     if (options->json) {
       if (options->placement) *report = PlacementJson(std::move(*report));
+      if (onnx) (*report)["onnx"] = (*onnx)["onnx"];
       text = report->dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
     } else if (options->placement) {
-      text = RenderPlacementText(*report);
+      text = (onnx ? RenderOnnxText(*onnx) + "\n" : std::string()) + RenderPlacementText(*report);
     } else {
       text = RenderInspectText(*report, options->all_tensors);
     }

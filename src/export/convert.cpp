@@ -74,10 +74,12 @@ StreamedTensor FromFloats(const std::string& name, std::vector<float> values) {
 
 }  // namespace
 
-Result<HfGgufSource> ReadHfAsGguf(const std::string& folder, uint32_t file_type,
+Result<HfGgufSource> ReadHfAsGguf(const std::string& path, uint32_t file_type,
                                   const ChooseStoredType& choose) {
   HfGgufSource source;
-  source.model = KITE_TRY(LoadHfModel(folder));
+  // An ONNX file's tokenizer files are in its folder, as an HF folder's are.
+  const std::string folder = ModelLocation(path);
+  source.model = KITE_TRY(path.ends_with(".onnx") ? LoadModel(path) : LoadHfModel(folder));
   const ModelConfig& spec = source.model->config();
   GgufTokenizer tokenizer = KITE_TRY(LoadGgufTokenizer(folder));
   // llama.cpp takes the vocabulary size from the token list: it must match the embedding.
@@ -105,14 +107,15 @@ Result<HfGgufSource> ReadHfAsGguf(const std::string& folder, uint32_t file_type,
   return source;
 }
 
-Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
+Status ConvertHfToGguf(const std::string& path, const std::string& out_path,
                        const ConvertOptions& options) {
+  const std::string folder = ModelLocation(path);
   const ExportType type = KITE_TRY(ParseExportType(options.type, {"f32", "f16", "bf16"}));
   // A float type reads no layer count: only the name and shape choose.
   const auto choose = [&](const std::string& name, const std::vector<int64_t>& shape) {
     return ChooseTensorType(type, name, shape, TensorTypeContext{});
   };
-  const HfGgufSource source = KITE_TRY(ReadHfAsGguf(folder, type.file_type, choose));
+  const HfGgufSource source = KITE_TRY(ReadHfAsGguf(path, type.file_type, choose));
   // The folder stands for its weights, config and tokenizer files: none may be the output.
   return WriteGgufStreaming(source.metadata, source.tensors, out_path, {folder}, options.progress);
 }

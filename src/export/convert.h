@@ -35,10 +35,11 @@ struct HfGgufSource {
 };
 using ChooseStoredType =
     std::function<DType(const std::string& name, const std::vector<int64_t>& shape)>;
-Result<HfGgufSource> ReadHfAsGguf(const std::string& folder, uint32_t file_type,
+// `path`: an HF folder, or an .onnx file (models/onnx_import.h) with its tokenizer beside it.
+Result<HfGgufSource> ReadHfAsGguf(const std::string& path, uint32_t file_type,
                                   const ChooseStoredType& choose);
 
-Status ConvertHfToGguf(const std::string& folder, const std::string& out_path,
+Status ConvertHfToGguf(const std::string& path, const std::string& out_path,
                        const ConvertOptions& options);
 
 }  // namespace kite
