@@ -25,7 +25,7 @@ SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # tests/profile_html_chromium.sh).
 ORACLE_PACKAGES := sentencepiece python3-sentencepiece python3-torch chromium
 
-.PHONY: all deps san-deps llamacpp tokenizers openai-client build demo test test-release test-sanitize test-tsan fuzz clean
+.PHONY: all deps san-deps llamacpp tokenizers openai-client onnxruntime build demo test test-release test-sanitize test-tsan fuzz clean
 
 all: build
 
@@ -78,6 +78,17 @@ $(OPENAI_CLIENT)/node_modules/.package-lock.json: $(OPENAI_CLIENT)/package.json 
 	  echo "openai-client: npm (Node.js 20 or newer) is needed for the openai client test" >&2; exit 1; \
 	else cd $(OPENAI_CLIENT) && npm ci --ignore-scripts --no-audit --no-fund; fi
 
+# ONNX Runtime as the oracle of the ONNX import (tests/onnx_import_test.cpp): the pinned npm
+# onnxruntime-node, whose tarball carries its CPU libraries; --ignore-scripts skips its install
+# script, which would only fetch CUDA builds from outside npm. Reinstalled when the lock changes.
+ONNXRUNTIME := tools/onnxruntime
+onnxruntime: $(ONNXRUNTIME)/node_modules/.package-lock.json
+
+$(ONNXRUNTIME)/node_modules/.package-lock.json: $(ONNXRUNTIME)/package.json $(ONNXRUNTIME)/package-lock.json
+	@if ! command -v npm >/dev/null; then \
+	  echo "onnxruntime: npm (Node.js 20 or newer) is needed to install the ONNX Runtime oracle" >&2; exit 1; \
+	else cd $(ONNXRUNTIME) && npm ci --ignore-scripts --no-audit --no-fund; fi
+
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
@@ -87,13 +98,13 @@ demo: build
 
 test: test-release test-sanitize test-tsan
 
-test-release: build llamacpp openai-client
+test-release: build llamacpp openai-client onnxruntime
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The whole suite again under AddressSanitizer + UBSan, then each fuzz target for a bounded time.
 # -O1 with line tables only (what the sanitizers' docs advise) compiles in about half the time of
 # -O2 -g and still names file:line in every report; the benchmarks are not built.
-test-sanitize: deps san-deps llamacpp openai-client
+test-sanitize: deps san-deps llamacpp openai-client onnxruntime
 	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \

@@ -88,8 +88,9 @@ class Attention(nn.Module):
 
 class Layer(nn.Module):
 
-  def __init__(self, cfg: ref.LlamaConfig, src: ref.DecoderLayer):
+  def __init__(self, cfg: ref.LlamaConfig, src: ref.DecoderLayer, act: str):
     super().__init__()
+    self.act = nn.functional.silu if act == "silu" else nn.functional.gelu
     self.input_layernorm = RmsNorm(src.input_layernorm.weight.detach(), cfg.rms_norm_eps)
     self.self_attn = Attention(cfg, src.self_attn)
     self.post_attention_layernorm = RmsNorm(src.post_attention_layernorm.weight.detach(),
@@ -101,19 +102,19 @@ class Layer(nn.Module):
     x = x + a
     n = self.post_attention_layernorm(x)
     g, u = self.mlp.gate_proj(n), self.mlp.up_proj(n)
-    return x + self.mlp.down_proj(nn.functional.silu(g) * u), present
+    return x + self.mlp.down_proj(self.act(g) * u), present
 
 
 class HfStyleLlama(nn.Module):
   """forward(input_ids[, attention_mask, position_ids, past k0, v0, k1, v1, ...])."""
 
-  def __init__(self, model: ref.LlamaForCausalLM, with_past: bool):
+  def __init__(self, model: ref.LlamaForCausalLM, with_past: bool, act: str = "silu"):
     super().__init__()
     cfg = model.cfg
     self.cfg = cfg
     self.with_past = with_past
     self.embed_tokens = model.model.embed_tokens
-    self.layers = nn.ModuleList(Layer(cfg, l) for l in model.model.layers)
+    self.layers = nn.ModuleList(Layer(cfg, l, act) for l in model.model.layers)
     self.norm = RmsNorm(model.model.norm.weight.detach(), cfg.rms_norm_eps)
     self.lm_head = model.lm_head
     d = cfg.head_dim
@@ -154,9 +155,9 @@ class HfStyleLlama(nn.Module):
     return (logits, *presents) if self.with_past else logits
 
 
-def export(model: ref.LlamaForCausalLM, path: str, with_past: bool) -> None:
+def export(model: ref.LlamaForCausalLM, path: str, with_past: bool, act: str = "silu") -> None:
   cfg = model.cfg
-  wrapper = HfStyleLlama(model, with_past).eval()
+  wrapper = HfStyleLlama(model, with_past, act).eval()
   t = 3
   ids = torch.tensor([[1, 5, 9]])
   if not with_past:
@@ -301,6 +302,8 @@ def main():
       os.path.dirname(os.path.abspath(__file__)), "..", "models", "demo"))
   parser.add_argument("--only", choices=("all", "nokv", "past"), default="all",
                       help="which exports to write (a 1B shape: nokv alone)")
+  parser.add_argument("--act", choices=("silu", "gelu"), default="silu",
+                      help="gelu: a model Kite's Llama import must refuse (GeGLU)")
   args = parser.parse_args()
 
   tokenizer_files = [f for f in ("tokenizer.json", "tokenizer_config.json",
@@ -332,7 +335,7 @@ def main():
   ref.write_hf_folder(args.out, model, torch.float32)
   with_tokenizer(args.out)
   if args.only in ("all", "nokv"):
-    export(model, os.path.join(args.out, "model.onnx"), with_past=False)
+    export(model, os.path.join(args.out, "model.onnx"), with_past=False, act=args.act)
   if args.only == "all":
     with_tokenizer(os.path.join(args.out, "external"))
     move_to_external_data(os.path.join(args.out, "model.onnx"),
@@ -340,7 +343,7 @@ def main():
   if args.only in ("all", "past"):
     folder = os.path.join(args.out, "with_past")
     with_tokenizer(folder)
-    export(model, os.path.join(folder, "model.onnx"), with_past=True)
+    export(model, os.path.join(folder, "model.onnx"), with_past=True, act=args.act)
 
 
 if __name__ == "__main__":
