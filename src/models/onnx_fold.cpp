@@ -6,11 +6,17 @@
 
 namespace kite {
 
-int64_t OnnxValue::count() const {
+int64_t OnnxElementCount(std::span<const int64_t> shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d < 0) return 0;
+    if (d != 0 && n > (int64_t{1} << 62) / d) return int64_t{1} << 62;
+    n *= d;
+  }
   return n;
 }
+
+int64_t OnnxValue::count() const { return OnnxElementCount(shape); }
 
 std::optional<double> OnnxValue::Scalar() const {
   if (!data || data->size() != 1) return std::nullopt;

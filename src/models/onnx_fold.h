@@ -23,6 +23,10 @@
 
 namespace kite {
 
+// Elements of a shape, saturating at 2^62 (a broken file's shapes must not overflow; counts are
+// only compared with limits).
+int64_t OnnxElementCount(std::span<const int64_t> shape);
+
 struct OnnxValue {
   OnnxType type = OnnxType::kUndefined;
   bool shape_known = false;

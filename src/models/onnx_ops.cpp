@@ -6,7 +6,6 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <numeric>
 
 #include "base/half.h"
 #include "models/onnx_fold.h"
@@ -42,9 +41,11 @@ double Round(OnnxType type, double x) {
   }
 }
 
-int64_t Count(const Shape& s) {
-  return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>());
-}
+// A dimension larger than this is refused (a fuzzed or broken file), so no product overflows.
+constexpr int64_t kMaxDim = int64_t{1} << 40;
+constexpr size_t kMaxRank = 16;
+
+int64_t Count(const Shape& s) { return OnnxElementCount(s); }
 
 bool AllData(Inputs in) {
   for (const OnnxValue* v : in) {
@@ -76,6 +77,16 @@ Result<std::vector<int64_t>> Ints(Inputs in, size_t i, const char* what) {
 int64_t IntAttr(const OnnxNode& node, std::string_view name, int64_t fallback) {
   const OnnxAttribute* a = node.Attribute(name);
   return a != nullptr && a->kind == OnnxAttribute::Kind::kInt ? a->i : fallback;
+}
+
+// Ints() read as dimensions: -1 (infer) to kMaxDim.
+Result<std::vector<int64_t>> Dims(Inputs in, size_t i, const char* what) {
+  std::vector<int64_t> dims = KITE_TRY(Ints(in, i, what));
+  if (dims.size() > kMaxRank) return Fail(std::string(what) + " has more than 16 dimensions");
+  for (int64_t d : dims) {
+    if (d < -1 || d > kMaxDim) return Fail(std::string(what) + " holds dimension " + std::to_string(d));
+  }
+  return dims;
 }
 
 Result<int64_t> Axis(int64_t axis, size_t rank) {
@@ -131,7 +142,7 @@ Status Elementwise(const OnnxNode& node, Inputs in, std::span<OnnxValue> out, On
   out[0].shape = KITE_TRY(Broadcast(shapes));
   out[0].type = type;
   out[0].shape_known = true;
-  if (!AllData(in)) return Ok();
+  if (!AllData(in) || Count(out[0].shape) > kMaxFoldElements) return Ok();
   std::vector<std::vector<int64_t>> index;
   for (const OnnxValue* v : in) index.push_back(BroadcastIndex(v->shape, out[0].shape));
   std::vector<double> result(Count(out[0].shape));
@@ -188,7 +199,7 @@ bool Member(std::string_view op, std::initializer_list<std::string_view> ops) {
 // Rearranges elements: out[o] = in[source(o)], where source maps an output's coordinates.
 void Gather(const OnnxValue& in, OnnxValue* out,
             const std::function<int64_t(const Shape& coordinates)>& source) {
-  if (!in.data) return;
+  if (!in.data || Count(out->shape) > kMaxFoldElements) return;
   const Shape strides = Strides(out->shape);
   std::vector<double> result(Count(out->shape));
   Shape c(out->shape.size());
@@ -277,7 +288,8 @@ Status ShapeOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::sp
     return Ok();
   }
   if (op == "ConstantOfShape") {
-    const std::vector<int64_t> shape = KITE_TRY(Ints(in, 0, "shape"));
+    const std::vector<int64_t> shape = KITE_TRY(Dims(in, 0, "shape"));
+    if (std::find(shape.begin(), shape.end(), -1) != shape.end()) return Fail("ConstantOfShape of dimension -1");
     o.shape = shape;
     o.type = OnnxType::kFloat;
     double fill = 0;
@@ -294,9 +306,9 @@ Status ShapeOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::sp
     if (!AllData(in) || in.size() != 3) return Fail("Range needs constant start, limit and delta");
     const double start = Need(in, 0, "").data->at(0), limit = Need(in, 1, "").data->at(0),
                  delta = Need(in, 2, "").data->at(0);
-    if (delta == 0) return Fail("Range with delta 0");
-    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
-    if (n > kMaxFoldElements) return Fail("Range of " + std::to_string(n) + " elements");
+    const double count = std::ceil((limit - start) / delta);
+    if (!(count <= static_cast<double>(kMaxFoldElements))) return Fail("Range of " + std::to_string(count) + " elements");
+    const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
     o.shape = {n};
     std::vector<double> values(n);
     for (int64_t i = 0; i < n; ++i) values[i] = Round(x.type, start + i * delta);
@@ -308,8 +320,10 @@ Status ShapeOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::sp
     if (in.size() > 1 && in[1] != nullptr) axes = KITE_TRY(Ints(in, 1, "axes"));
     else if (const OnnxAttribute* a = node.Attribute("axes")) axes = a->ints;
     Shape shape = x.shape;
+    if (axes.size() > kMaxRank) return Fail("more than 16 axes");
     if (op == "Unsqueeze") {
       const size_t rank = shape.size() + axes.size();
+      if (rank > kMaxRank) return Fail("a result of more than 16 dimensions");
       for (int64_t& a : axes) a = KITE_TRY(Axis(a, rank));
       std::sort(axes.begin(), axes.end());
       for (int64_t a : axes) shape.insert(shape.begin() + a, 1);
@@ -330,7 +344,7 @@ Status ShapeOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::sp
     return Ok();
   }
   if (op == "Reshape") {
-    const std::vector<int64_t> target = KITE_TRY(Ints(in, 1, "shape"));
+    const std::vector<int64_t> target = KITE_TRY(Dims(in, 1, "shape"));
     const bool allow_zero = IntAttr(node, "allowzero", 0) != 0;
     Shape shape;
     int64_t infer = -1, known = 1;
@@ -362,7 +376,8 @@ Status ShapeOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::sp
     return Ok();
   }
   if (op == "Expand") {
-    const std::vector<int64_t> target = KITE_TRY(Ints(in, 1, "shape"));
+    const std::vector<int64_t> target = KITE_TRY(Dims(in, 1, "shape"));
+    if (std::find(target.begin(), target.end(), -1) != target.end()) return Fail("Expand to dimension -1");
     o.shape = KITE_TRY(Broadcast({x.shape, target}));
     if (x.data && Count(o.shape) <= kMaxFoldElements) {
       const std::vector<int64_t> index = BroadcastIndex(x.shape, o.shape);
@@ -405,8 +420,9 @@ Status ShapeOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::sp
         }
       }
       o.shape[axis] += v->shape[axis];
+      if (o.shape[axis] > kMaxDim) return Fail("Concat beyond dimension 2^40");
     }
-    if (AllData(in)) {
+    if (AllData(in) && Count(o.shape) <= kMaxFoldElements) {
       const Shape strides = Strides(o.shape);
       std::vector<double> values(Count(o.shape));
       int64_t base = 0;
@@ -468,7 +484,9 @@ Status ShapeOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::sp
     for (size_t i = 0; i < starts.size(); ++i) {
       const int64_t a = KITE_TRY(Axis(axes[i], x.shape.size()));
       const int64_t n = x.shape[a];
-      if (steps[i] == 0) return Fail("Slice with step 0");
+      if (steps[i] == 0 || steps[i] < -kMaxDim || steps[i] > kMaxDim) {
+        return Fail("Slice with step " + std::to_string(steps[i]));
+      }
       auto clamp = [&](int64_t v, bool is_end) {
         if (v < 0) v += n;
         return steps[i] > 0 ? std::clamp<int64_t>(v, 0, n) : std::clamp<int64_t>(v, -1, n - 1);
@@ -493,7 +511,7 @@ Status ShapeOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::sp
     const bool upper = IntAttr(node, "upper", 1) != 0;
     if (x.shape.size() < 2) return Fail("Trilu of rank " + std::to_string(x.shape.size()));
     o.shape = x.shape;
-    if (x.data) {
+    if (x.data && !x.data->empty()) {
       const int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
       std::vector<double> values = *x.data;
       for (size_t i = 0; i < values.size(); ++i) {
@@ -539,7 +557,8 @@ Status ShapeOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::sp
     const Shape batch = o.shape;
     o.shape.push_back(m);
     o.shape.push_back(n);
-    if (x.data && y.data && Count(o.shape) * k <= kMaxFoldElements * 16) {
+    if (x.data && y.data && Count(o.shape) <= kMaxFoldElements &&
+        Count(o.shape) * k <= kMaxFoldElements * 16) {
       const std::vector<int64_t> xi = BroadcastIndex(xb, batch), yi = BroadcastIndex(yb, batch);
       std::vector<double> values(Count(o.shape));
       for (size_t b = 0; b < xi.size(); ++b) {
