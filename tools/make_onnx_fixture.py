@@ -302,6 +302,8 @@ def main():
       os.path.dirname(os.path.abspath(__file__)), "..", "models", "demo"))
   parser.add_argument("--only", choices=("all", "nokv", "past"), default="all",
                       help="which exports to write (a 1B shape: nokv alone)")
+  parser.add_argument("--onnx-only", action="store_true",
+                      help="no HF folder or tokenizer beside the export (a 1B shape in /tmp)")
   parser.add_argument("--act", choices=("silu", "gelu"), default="silu",
                       help="gelu: a model Kite's Llama import must refuse (GeGLU)")
   args = parser.parse_args()
@@ -332,7 +334,10 @@ def main():
     for name in tokenizer_files:
       shutil.copy(os.path.join(args.tokenizer, name), os.path.join(folder, name))
 
-  ref.write_hf_folder(args.out, model, torch.float32)
+  if args.onnx_only:
+    tokenizer_files = []
+  else:
+    ref.write_hf_folder(args.out, model, torch.float32)
   with_tokenizer(args.out)
   if args.only in ("all", "nokv"):
     export(model, os.path.join(args.out, "model.onnx"), with_past=False, act=args.act)
