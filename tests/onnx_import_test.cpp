@@ -1,8 +1,10 @@
 // ONNX import end to end, against ONNX Runtime (pinned npm onnxruntime-node, `make onnxruntime`)
 // and against Kite's own import of the same weights from safetensors. The models are made at test
 // time by tools/make_onnx_fixture.py with Debian's PyTorch (torch.onnx.export, opset 17): a small
-// Llama shape (GQA, 2 layers) exported without a KV cache, Optimum-style with past_key_values,
-// and with its weights in an external data file, beside the HF folder of the same weights.
+// Llama shape (GQA, 2 layers) exported without a KV cache, Optimum-style with past_key_values
+// (with eager attention, and as newer stacks write it: SDPA's pre-scaled q and k, a Trilu mask,
+// cached RoPE tables), and with its weights in an external data file, beside the HF folder of the
+// same weights.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -121,7 +123,7 @@ std::string OnnxImportTest::dir_, OnnxImportTest::skip_, OnnxImportTest::failed_
 TEST_F(OnnxImportTest, WeightsAreTheSafetensorsBytes) {
   auto hf = LoadModel(dir_);
   ASSERT_TRUE(hf.has_value()) << hf.error().message;
-  for (const char* onnx : {"model.onnx", "with_past/model.onnx", "external/model.onnx"}) {
+  for (const char* onnx : {"model.onnx", "with_past/model.onnx", "sdpa/model.onnx", "external/model.onnx"}) {
     auto model = LoadModel(Path(onnx));
     ASSERT_TRUE(model.has_value()) << model.error().message;
     const ModelConfig& a = (*model)->config();
@@ -157,6 +159,8 @@ TEST_F(OnnxImportTest, CachedDecodeMatchesOnnxRuntimeFedItsPresents) {
   const std::vector<float> oracle = Oracle(Path("with_past/model.onnx"), true);
   if (oracle.empty()) GTEST_SKIP() << "onnxruntime-node is not installed (make onnxruntime)";
   ExpectClose(Kite(Path("with_past/model.onnx"), true), oracle, "with_past/model.onnx");
+  ExpectClose(Kite(Path("sdpa/model.onnx"), true), Oracle(Path("sdpa/model.onnx"), true),
+              "sdpa/model.onnx");
 }
 
 TEST_F(OnnxImportTest, LogitsMatchTheSafetensorsImport) {

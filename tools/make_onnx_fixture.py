@@ -12,6 +12,11 @@ writes into OUT_FOLDER (next to each other, as a user would have them):
                                      position_ids, past_key_values.N.key/.value [b, kv, past, d]
                                      -> logits, present.N.key/.value (one graph serves the
                                      prompt, with past = 0, and every decode step)
+  sdpa/model.onnx (+ tokenizer)      the same interface written as newer stacks export it:
+                                     q and k each scaled by d^-1/4 before their product (torch
+                                     2's decomposition of scaled_dot_product_attention), the
+                                     causal mask from torch.triu (Trilu), cos/sin gathered from
+                                     cached tables by position_ids (transformers 4.31-4.35)
   external/model.onnx + model.onnx.data   the no-cache export with its weights in an external
                                      data file (as torch writes models over 2 GB)
 
@@ -55,9 +60,10 @@ def rotate_half(x):
 
 class Attention(nn.Module):
 
-  def __init__(self, cfg: ref.LlamaConfig, src: ref.Attention):
+  def __init__(self, cfg: ref.LlamaConfig, src: ref.Attention, style: str):
     super().__init__()
     self.cfg = cfg
+    self.style = style
     self.q_proj, self.k_proj, self.v_proj, self.o_proj = (src.q_proj, src.k_proj, src.v_proj,
                                                           src.o_proj)
 
@@ -79,7 +85,11 @@ class Attention(nn.Module):
     s = k.shape[2]
     k = k[:, :, None, :, :].expand(b, kv, rep, s, d).reshape(b, h, s, d)
     v = v[:, :, None, :, :].expand(b, kv, rep, s, d).reshape(b, h, s, d)
-    scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(d)  # [b, h, t, s]
+    if self.style == "sdpa":
+      scale = math.sqrt(1 / math.sqrt(d))
+      scores = torch.matmul(q * scale, k.transpose(2, 3) * scale)
+    else:
+      scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(d)  # [b, h, t, s]
     scores = scores + mask
     probs = nn.functional.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
     out = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, h * d)
@@ -88,11 +98,11 @@ class Attention(nn.Module):
 
 class Layer(nn.Module):
 
-  def __init__(self, cfg: ref.LlamaConfig, src: ref.DecoderLayer, act: str):
+  def __init__(self, cfg: ref.LlamaConfig, src: ref.DecoderLayer, act: str, style: str):
     super().__init__()
     self.act = nn.functional.silu if act == "silu" else nn.functional.gelu
     self.input_layernorm = RmsNorm(src.input_layernorm.weight.detach(), cfg.rms_norm_eps)
-    self.self_attn = Attention(cfg, src.self_attn)
+    self.self_attn = Attention(cfg, src.self_attn, style)
     self.post_attention_layernorm = RmsNorm(src.post_attention_layernorm.weight.detach(),
                                             cfg.rms_norm_eps)
     self.mlp = src.mlp  # gate/up/down Linear; silu(gate) * up exports as Sigmoid, Mul, Mul
@@ -108,22 +118,33 @@ class Layer(nn.Module):
 class HfStyleLlama(nn.Module):
   """forward(input_ids[, attention_mask, position_ids, past k0, v0, k1, v1, ...])."""
 
-  def __init__(self, model: ref.LlamaForCausalLM, with_past: bool, act: str = "silu"):
+  def __init__(self, model: ref.LlamaForCausalLM, with_past: bool, act: str = "silu",
+               style: str = "eager"):
     super().__init__()
     cfg = model.cfg
     self.cfg = cfg
     self.with_past = with_past
     self.embed_tokens = model.model.embed_tokens
-    self.layers = nn.ModuleList(Layer(cfg, l, act) for l in model.model.layers)
+    self.style = style
+    self.layers = nn.ModuleList(Layer(cfg, l, act, style) for l in model.model.layers)
     self.norm = RmsNorm(model.model.norm.weight.detach(), cfg.rms_norm_eps)
     self.lm_head = model.lm_head
     d = cfg.head_dim
     inv_freq = 1.0 / (cfg.rope_theta**(torch.arange(0, d, 2, dtype=torch.int64).float() / d))
     self.register_buffer("inv_freq", inv_freq, persistent=False)
+    angles = torch.outer(torch.arange(cfg.max_position_embeddings).float(), inv_freq)
+    emb = torch.cat((angles, angles), dim=-1)  # [max_positions, d]
+    self.register_buffer("cos_cached", emb.cos(), persistent=False)
+    self.register_buffer("sin_cached", emb.sin(), persistent=False)
 
   def causal_mask(self, attention_mask, t, past):
     # [b, 1, t, past + t]: 0 where a query may look, the dtype's minimum elsewhere.
     low = torch.finfo(torch.float32).min
+    if self.style == "sdpa":
+      mask = torch.triu(torch.full((t, t + past), low), diagonal=past + 1)
+      b = attention_mask.shape[0]
+      padding = attention_mask[:, None, None, :].expand(b, 1, t, t + past).eq(0)
+      return mask[None, None, :, :].expand(b, 1, t, t + past).masked_fill(padding, low)
     mask = torch.full((t, t), low)
     cond = torch.arange(t)
     mask = mask.masked_fill(cond < (cond + 1).view(t, 1), 0.0)
@@ -141,9 +162,12 @@ class HfStyleLlama(nn.Module):
       attention_mask = torch.ones(b, t + past_len, dtype=torch.int64)
     if position_ids is None:
       position_ids = torch.arange(past_len, past_len + t).unsqueeze(0).expand(b, t)
-    freqs = (self.inv_freq[None, :, None].expand(b, -1, 1) @ position_ids[:, None, :].float())
-    emb = torch.cat((freqs.transpose(1, 2), freqs.transpose(1, 2)), dim=-1)  # [b, t, d]
-    cos, sin = emb.cos(), emb.sin()
+    if self.style == "sdpa":
+      cos, sin = self.cos_cached[position_ids], self.sin_cached[position_ids]  # [b, t, d]
+    else:
+      freqs = (self.inv_freq[None, :, None].expand(b, -1, 1) @ position_ids[:, None, :].float())
+      emb = torch.cat((freqs.transpose(1, 2), freqs.transpose(1, 2)), dim=-1)  # [b, t, d]
+      cos, sin = emb.cos(), emb.sin()
     mask = self.causal_mask(attention_mask, t, past_len)
     x = self.embed_tokens(input_ids)
     presents = []
@@ -155,9 +179,10 @@ class HfStyleLlama(nn.Module):
     return (logits, *presents) if self.with_past else logits
 
 
-def export(model: ref.LlamaForCausalLM, path: str, with_past: bool, act: str = "silu") -> None:
+def export(model: ref.LlamaForCausalLM, path: str, with_past: bool, act: str = "silu",
+           style: str = "eager") -> None:
   cfg = model.cfg
-  wrapper = HfStyleLlama(model, with_past, act).eval()
+  wrapper = HfStyleLlama(model, with_past, act, style).eval()
   t = 3
   ids = torch.tensor([[1, 5, 9]])
   if not with_past:
@@ -349,6 +374,10 @@ def main():
     folder = os.path.join(args.out, "with_past")
     with_tokenizer(folder)
     export(model, os.path.join(folder, "model.onnx"), with_past=True, act=args.act)
+  if args.only == "all":
+    folder = os.path.join(args.out, "sdpa")
+    with_tokenizer(folder)
+    export(model, os.path.join(folder, "model.onnx"), with_past=True, style="sdpa")
 
 
 if __name__ == "__main__":

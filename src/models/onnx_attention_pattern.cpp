@@ -3,7 +3,7 @@
 //   q, k    = q * cos + rotate_half(q) * sin      (rotate_half: Concat(-x[d/2:], x[:d/2]))
 //   k, v    = Concat(past, k|v) on the sequence axis      (only in a graph with a KV cache)
 //   k, v    = repeat_kv: Unsqueeze, Expand, Reshape to the query heads (GQA)
-//   p       = Softmax(q @ k^T / sqrt(d) + causal mask)
+//   p       = Softmax(q @ k^T / sqrt(d) + causal mask)   (or (q * s) @ (k^T * s), s = d^-1/4)
 //   out     = Linear(Reshape(Transpose(p @ v)))
 // with the RoPE tables and the mask folded to constants for the probe positions and checked
 // against what Kite's rope and attention ops compute.
@@ -240,19 +240,38 @@ Result<OnnxAttention> OnnxMatcher::Attention(std::string_view value) {
   const OnnxNode* dot = Producer(scores, &qk);
   if (!Is(dot, "MatMul")) return Mismatch(mk, "expected q @ k^T under the mask");
   Take(qk);
+  // torch 2 decomposes scaled_dot_product_attention with q and k^T each scaled by the square
+  // root of the scale before their product.
+  auto unscale = [&](std::string_view operand) {
+    size_t s = 0;
+    const OnnxNode* mul = Producer(operand, &s);
+    if (Is(mul, "Mul")) {
+      for (int side = 0; side < 2; ++side) {
+        const OnnxValue* c = Value(mul->inputs[side]);
+        if (c != nullptr && c->Scalar()) {
+          scale *= *c->Scalar();
+          Take(s);
+          return Through(mul->inputs[1 - side]);
+        }
+      }
+    }
+    return Through(operand);
+  };
+  const std::string q_operand = unscale(dot->inputs[0]);
+  const std::string k_operand = unscale(dot->inputs[1]);
   // k^T: Transpose(0, 1, 3, 2) of the repeated keys.
   size_t kt = 0;
-  const OnnxNode* k_transpose = Producer(dot->inputs[1], &kt);
+  const OnnxNode* k_transpose = Producer(k_operand, &kt);
   if (!Is(k_transpose, "Transpose") || Perm(*k_transpose) != std::vector<int64_t>{0, 1, 3, 2}) {
     return Mismatch(qk, "expected q @ k transposed (perm 0, 1, 3, 2)");
   }
   Take(kt);
-  const OnnxValue* q_value = Value(dot->inputs[0]);
+  const OnnxValue* q_value = Value(q_operand);
   if (q_value == nullptr || q_value->shape.size() != 4) return Mismatch(qk, "q is not [batch, heads, tokens, head_dim]");
   out.n_heads = static_cast<int32_t>(q_value->shape[1]);
   out.head_dim = static_cast<int32_t>(q_value->shape[3]);
   if (std::fabs(scale * std::sqrt(static_cast<double>(out.head_dim)) - 1) > 1e-6) {
-    return Mismatch(sc, "attention scale " + std::to_string(scale) + ", Kite's is 1/sqrt(" +
+    return Mismatch(qk, "attention scale " + std::to_string(scale) + ", Kite's is 1/sqrt(" +
                             std::to_string(out.head_dim) + ")");
   }
   // The cache: Concat(past, new) on the sequence axis, the result a graph output (present).
@@ -291,7 +310,7 @@ Result<OnnxAttention> OnnxMatcher::Attention(std::string_view value) {
     return Ok();
   };
   int32_t q_heads = 0, v_heads = 0;
-  const std::string q_pre = KITE_TRY(Rope(dot->inputs[0], *dot, qk, out.head_dim, &out.rope));
+  const std::string q_pre = KITE_TRY(Rope(q_operand, *dot, qk, out.head_dim, &out.rope));
   KITE_RETURN_IF_ERROR(heads(q_pre, &out.q, &q_heads));
   const std::string k_roped = KITE_TRY(cached(k_transpose->inputs[0], &out.past_key, &out.present_key));
   RopeAttrs k_rope;
