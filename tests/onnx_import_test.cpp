@@ -176,6 +176,23 @@ TEST_F(OnnxImportTest, ConvertWritesAGgufOfTheSameModel) {
   ExpectClose(Kite(gguf, true), Kite(Path("with_past/model.onnx"), true), "converted.gguf");
 }
 
+TEST_F(OnnxImportTest, RunGeneratesWhatTheSafetensorsFolderGenerates) {
+  // The tokenizer comes from the folder beside model.onnx.
+  const std::vector<std::string> flags = {"-p", "Once upon a time", "-n", "12", "--temp", "0"};
+  auto run = [&](const std::string& model) {
+    std::vector<std::string> args = {"run", "-m", model};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return RunKite(args);
+  };
+  const auto hf = run(dir_);
+  ASSERT_EQ(hf.exit_code, 0) << hf.err;
+  for (const char* onnx : {"with_past/model.onnx", "sdpa/model.onnx"}) {
+    const auto result = run(Path(onnx));
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.out, hf.out) << onnx;
+  }
+}
+
 TEST_F(OnnxImportTest, InspectShowsWhatWasFused) {
   const auto run = RunKite({"inspect", Path("with_past/model.onnx"), "--json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;

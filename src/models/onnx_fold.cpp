@@ -1,5 +1,6 @@
 #include "models/onnx_fold.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/half.h"
@@ -111,6 +112,17 @@ FoldedGraph FoldOnnxGraph(const OnnxModel& model, std::map<std::string, OnnxValu
         missing = "the shape of its input '" + input + "' is not known";
       }
       in.push_back(v);
+    }
+    // A table too large to fold whole that a Gather or Slice reads a few rows of with folded
+    // indices (RoPE's cos/sin caches of every position): its elements for this node only.
+    OnnxValue table;
+    if ((node.op_type == "Gather" || node.op_type == "Slice") && missing.empty() &&
+        in[0]->weight != nullptr && in[0]->count() <= kMaxTableElements &&
+        std::all_of(in.begin() + 1, in.end(), [](const OnnxValue* v) { return v == nullptr || v->data; })) {
+      table = *in[0];
+      table.data = Elements(*in[0]->weight);
+      table.weight = nullptr;
+      in[0] = &table;
     }
     std::vector<OnnxValue> out(node.outputs.size());
     Status status = missing.empty() ? EvaluateOnnxNode(model, node, in, out)

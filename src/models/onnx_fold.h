@@ -59,6 +59,9 @@ struct FoldedGraph {
 
 // Initializers at or below this many elements are folded with the rest; larger ones are weights.
 inline constexpr int64_t kMaxFoldElements = int64_t{1} << 20;
+// A larger initializer is read whole only for a Gather or Slice of a few rows of it with folded
+// indices (Llama 3's cos/sin caches: 131072 positions x 128), and only while that node folds.
+inline constexpr int64_t kMaxTableElements = int64_t{1} << 25;
 
 // An initializer or a Constant node's tensor as a value: folded when small, else a weight.
 OnnxValue ConstantValue(const OnnxTensor& tensor);
