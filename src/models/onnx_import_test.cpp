@@ -80,6 +80,15 @@ class GraphBuilder {
   onnx::ModelProto proto_;
 };
 
+// A bound graph input of this shape with no data (the model's computation).
+OnnxValue Live(std::vector<int64_t> shape) {
+  OnnxValue v;
+  v.type = OnnxType::kFloat;
+  v.shape = std::move(shape);
+  v.shape_known = true;
+  return v;
+}
+
 std::vector<double> Data(const FoldedGraph& graph, const std::string& name) {
   const OnnxValue* v = graph.Find(name);
   EXPECT_NE(v, nullptr) << name;
@@ -143,11 +152,7 @@ TEST(OnnxFold, ShapeOfALiveValueFoldsAndAnUnknownOpIsReported) {
       .Node("Shape", {"x"}, "s")
       .Node("FancyOp", {"x"}, "y", {}, "com.example");
   OnnxModel model = g.Build();
-  OnnxValue x;
-  x.type = OnnxType::kFloat;
-  x.shape = {1, 8};
-  x.shape_known = true;
-  const FoldedGraph graph = FoldOnnxGraph(model, {{"x", x}});
+  const FoldedGraph graph = FoldOnnxGraph(model, {{"x", Live({1, 8})}});
   EXPECT_EQ(Data(graph, "s"), (std::vector<double>{1, 8}));
   ASSERT_TRUE(graph.unknown.contains(1));
   EXPECT_NE(graph.unknown.at(1).find("domain 'com.example'"), std::string::npos);
@@ -162,11 +167,7 @@ TEST(OnnxPatterns, SimplifiedLayerNormalizationIsRmsNorm) {
   eps->set_type(onnx::AttributeProto::FLOAT);
   eps->set_f(1e-6f);
   OnnxModel model = g.Build();
-  OnnxValue x;
-  x.type = OnnxType::kFloat;
-  x.shape = {1, 3, 4};
-  x.shape_known = true;
-  const FoldedGraph graph = FoldOnnxGraph(model, {{"x", x}});
+  const FoldedGraph graph = FoldOnnxGraph(model, {{"x", Live({1, 3, 4})}});
   OnnxMatcher matcher(model, graph, {3, 0});
   auto norm = matcher.RmsNorm("y");
   ASSERT_TRUE(norm.has_value()) << norm.error().message;
@@ -179,11 +180,7 @@ TEST(OnnxPatterns, AMismatchNamesTheNode) {
   GraphBuilder g;
   g.Input("x", onnx::TensorProto::FLOAT, {"1", "3", "4"}).Node("Relu", {"x"}, "y");
   OnnxModel model = g.Build();
-  OnnxValue x;
-  x.type = OnnxType::kFloat;
-  x.shape = {1, 3, 4};
-  x.shape_known = true;
-  const FoldedGraph graph = FoldOnnxGraph(model, {{"x", x}});
+  const FoldedGraph graph = FoldOnnxGraph(model, {{"x", Live({1, 3, 4})}});
   OnnxMatcher matcher(model, graph, {3, 0});
   auto norm = matcher.RmsNorm("y");
   ASSERT_FALSE(norm.has_value());
