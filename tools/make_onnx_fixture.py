@@ -327,6 +327,8 @@ def main():
       os.path.dirname(os.path.abspath(__file__)), "..", "models", "demo"))
   parser.add_argument("--only", choices=("all", "nokv", "past"), default="all",
                       help="which exports to write (a 1B shape: nokv alone)")
+  parser.add_argument("--tied", action="store_true",
+                      help="lm_head shares the embedding's weights (tie_word_embeddings)")
   parser.add_argument("--onnx-only", action="store_true",
                       help="no HF folder or tokenizer beside the export (a 1B shape in /tmp)")
   parser.add_argument("--act", choices=("silu", "gelu"), default="silu",
@@ -343,7 +345,8 @@ def main():
   cfg = ref.LlamaConfig(vocab_size=vocab, hidden_size=args.hidden, intermediate_size=args.ffn,
                         num_hidden_layers=args.layers, num_attention_heads=args.heads,
                         num_key_value_heads=args.kv_heads, head_dim=args.hidden // args.heads,
-                        rms_norm_eps=args.eps, rope_theta=args.theta)
+                        rms_norm_eps=args.eps, rope_theta=args.theta,
+                        tie_word_embeddings=args.tied)
   torch.manual_seed(args.seed)
   model = ref.LlamaForCausalLM(cfg)
   with torch.no_grad():

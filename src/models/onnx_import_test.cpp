@@ -146,6 +146,25 @@ TEST(OnnxFold, IntegerDivisionTruncatesAndFloatsRoundToFloat) {
   EXPECT_EQ(Data(graph, "third"), (std::vector<double>{static_cast<double>(1.0f / 3.0f)}));
 }
 
+TEST(OnnxFold, ScatterNDWritesSlicesAtTheIndexTuples) {
+  // data [3, 2], indices [[2], [0]] (k = 1: whole rows), updates [[7, 8], [9, 10]].
+  GraphBuilder g;
+  g.Floats("x", {3, 2}, {1, 2, 3, 4, 5, 6}).Ints("i", {2, 1}, {2, 0}).Floats("u", {2, 2}, {7, 8, 9, 10})
+      .Node("ScatterND", {"x", "i", "u"}, "y");
+  OnnxModel model = g.Build();
+  EXPECT_EQ(Data(FoldOnnxGraph(model, {}), "y"), (std::vector<double>{9, 10, 3, 4, 7, 8}));
+}
+
+TEST(OnnxFold, CumSumAlongAnAxis) {
+  GraphBuilder g;
+  g.Ints("m", {2, 3}, {1, 1, 0, 1, 1, 1}).Ints("axis", {}, {1}).Node("CumSum", {"m", "axis"}, "c")
+      .Node("CumSum", {"m", "axis"}, "e", {{"exclusive", 1}});
+  OnnxModel model = g.Build();
+  const FoldedGraph graph = FoldOnnxGraph(model, {});
+  EXPECT_EQ(Data(graph, "c"), (std::vector<double>{1, 2, 2, 1, 2, 3}));
+  EXPECT_EQ(Data(graph, "e"), (std::vector<double>{0, 1, 2, 0, 1, 2}));
+}
+
 TEST(OnnxFold, ShapeOfALiveValueFoldsAndAnUnknownOpIsReported) {
   GraphBuilder g;
   g.Input("x", onnx::TensorProto::FLOAT, {"batch", "8"})
@@ -174,6 +193,22 @@ TEST(OnnxPatterns, SimplifiedLayerNormalizationIsRmsNorm) {
   EXPECT_EQ(norm->input, "x");
   EXPECT_EQ(norm->weight.initializer, "w");
   EXPECT_FLOAT_EQ(static_cast<float>(norm->eps), 1e-6f);
+}
+
+TEST(OnnxPatterns, ALinearLayerReadsATransposedStoredWeightAsItIs) {
+  // MatMul(x, Transpose(w)) with w [out 3, in 4]: Kite's layout already, nothing to transpose.
+  GraphBuilder g;
+  g.Input("x", onnx::TensorProto::FLOAT, {"1", "3", "4"}).Floats("w", {3, 4}, std::vector<float>(12, 1))
+      .Node("Transpose", {"w"}, "wt").Node("MatMul", {"x", "wt"}, "y");
+  OnnxModel model = g.Build();
+  const FoldedGraph graph = FoldOnnxGraph(model, {{"x", Live({1, 3, 4})}});
+  OnnxMatcher matcher(model, graph, {3, 0});
+  auto linear = matcher.Linear("y");
+  ASSERT_TRUE(linear.has_value()) << linear.error().message;
+  EXPECT_EQ(linear->weight.initializer, "w");
+  EXPECT_FALSE(linear->weight.transpose);
+  EXPECT_EQ(linear->in, 4);
+  EXPECT_EQ(linear->out, 3);
 }
 
 TEST(OnnxPatterns, AMismatchNamesTheNode) {

@@ -44,6 +44,7 @@ double Binary(std::string_view op, double a, double b, bool integer) {
   if (op == "GreaterOrEqual") return a >= b;
   if (op == "And") return a != 0 && b != 0;
   if (op == "Or") return a != 0 || b != 0;
+  if (op == "Mod") return integer ? (b == 0 ? 0 : a - b * std::floor(a / b)) : std::fmod(a, b);
   if (op == "Max") return std::max(a, b);
   if (op == "Min") return std::min(a, b);
   return NAN;
@@ -155,7 +156,7 @@ Status EvaluateOnnxNode(const OnnxModel& model, const OnnxNode& node, Inputs in,
   // Every op but Constant takes its first input; optional later ones are checked where read.
   if (op != "Constant" && (in.empty() || in[0] == nullptr)) return Fail("its first input is missing");
   if (Member(op, {"Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "LessOrEqual", "Greater",
-                  "GreaterOrEqual", "And", "Or", "Max", "Min"})) {
+                  "GreaterOrEqual", "And", "Or", "Max", "Min", "Mod"})) {
     if (in.size() != 2 || in[1] == nullptr) return Fail("expected two inputs");
     const bool comparison = Member(op, {"Equal", "Less", "LessOrEqual", "Greater",
                                         "GreaterOrEqual", "And", "Or"});

@@ -105,11 +105,27 @@ Result<OnnxLinear> OnnxMatcher::Linear(std::string_view value) {
   }
   if (node->op_type == "MatMul") {
     Take(n);
-    out.weight = KITE_TRY(stored(node->inputs[1], 2));
-    out.weight.transpose = true;  // MatMul's B is [in, out]
-    const OnnxTensor* t = model_.FindInitializer(node->inputs[1]);
-    out.in = t->shape[0];
-    out.out = t->shape[1];
+    // B is [in, out]: a stored weight, or a Transpose of Kite's [out, in] the exporter did not
+    // fold (a tied lm_head reading the embedding).
+    // (Small enough to fold, the Transpose is still the exporter's: read the stored weight.)
+    const auto made = graph_.producer.find(node->inputs[1]);
+    const size_t t_index = made != graph_.producer.end() ? made->second : 0;
+    const OnnxNode* transpose = made != graph_.producer.end() ? &model_.nodes()[t_index] : nullptr;
+    const bool transposed = transpose != nullptr && transpose->op_type == "Transpose" &&
+                            model_.FindInitializer(transpose->inputs[0]) != nullptr;
+    if (transposed) {
+      const OnnxAttribute* perm = transpose->Attribute("perm");
+      if (perm != nullptr && perm->ints != std::vector<int64_t>{1, 0}) {
+        return Mismatch(t_index, "a weight transposed other than [1, 0]");
+      }
+      Take(t_index);
+    }
+    const std::string& name = transposed ? transpose->inputs[0] : node->inputs[1];
+    out.weight = KITE_TRY(stored(name, 2));
+    out.weight.transpose = !transposed;
+    const OnnxTensor* t = model_.FindInitializer(name);
+    out.in = t->shape[transposed ? 1 : 0];
+    out.out = t->shape[transposed ? 0 : 1];
     out.input = Through(node->inputs[0]);
     return out;
   }

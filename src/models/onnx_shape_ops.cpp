@@ -268,6 +268,58 @@ Status EvaluateShapeOp(const OnnxModel& model, const OnnxNode& node, Inputs in,
     }
     return Ok();
   }
+  if (op == "ScatterND") {  // data with updates written at the index tuples
+    const OnnxValue& indices = Need(in, 1, "indices");
+    const OnnxValue& updates = Need(in, 2, "updates");
+    if (in.size() < 3 || in[1] == nullptr || in[2] == nullptr) return Fail("expected data, indices and updates");
+    if (const OnnxAttribute* r = node.Attribute("reduction"); r != nullptr && r->s != "none") {
+      return Fail("ScatterND with reduction '" + r->s + "'");
+    }
+    o.shape = x.shape;
+    if (!x.data || !indices.data || !updates.data || indices.shape.empty()) return Ok();
+    const int64_t k = indices.shape.back();
+    if (k < 1 || k > static_cast<int64_t>(x.shape.size())) return Fail("ScatterND index tuples of " + std::to_string(k));
+    const Shape strides = Strides(x.shape);
+    const int64_t slice = strides[k - 1];  // elements each index tuple addresses
+    const int64_t tuples = indices.count() / k;
+    if (updates.count() != tuples * slice) return Fail("ScatterND updates of " + ShapeString(updates.shape));
+    std::vector<double> values = *x.data;
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t at = 0;
+      for (int64_t d = 0; d < k; ++d) {
+        int64_t i = static_cast<int64_t>((*indices.data)[t * k + d]);
+        if (i < 0) i += x.shape[d];
+        if (i < 0 || i >= x.shape[d]) return Fail("ScatterND index " + std::to_string(i) + " out of range");
+        at += i * strides[d];
+      }
+      std::copy_n(updates.data->begin() + t * slice, slice, values.begin() + at);
+    }
+    o.data = std::move(values);
+    return Ok();
+  }
+  if (op == "CumSum") {  // position ids from an attention mask
+    o.shape = x.shape;
+    const std::vector<int64_t> axis_value = KITE_TRY(Ints(in, 1, "axis"));
+    if (axis_value.size() != 1) return Fail("CumSum axis is not a scalar");
+    const int64_t axis = KITE_TRY(Axis(axis_value[0], x.shape.size()));
+    const bool exclusive = IntAttr(node, "exclusive", 0) != 0, reverse = IntAttr(node, "reverse", 0) != 0;
+    if (!x.data) return Ok();
+    const Shape strides = Strides(x.shape);
+    std::vector<double> values(x.data->size());
+    const int64_t n = x.shape[axis], stride = strides[axis];
+    for (int64_t i = 0; i < x.count(); ++i) {
+      if ((i / stride) % n != 0) continue;  // one pass per line along the axis, from its start
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t at = i + (reverse ? n - 1 - j : j) * stride;
+        if (exclusive) values[at] = Round(x.type, sum);
+        sum += (*x.data)[at];
+        if (!exclusive) values[at] = Round(x.type, sum);
+      }
+    }
+    o.data = std::move(values);
+    return Ok();
+  }
   return Fail("Kite does not fold or infer shapes for op " + op);
 }
 
