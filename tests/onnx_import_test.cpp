@@ -176,6 +176,18 @@ TEST_F(OnnxImportTest, ConvertWritesAGgufOfTheSameModel) {
   ExpectClose(Kite(gguf, true), Kite(Path("with_past/model.onnx"), true), "converted.gguf");
 }
 
+TEST_F(OnnxImportTest, QuantizeGivesWhatTheSafetensorsFolderGives) {
+  const std::string from_onnx = Path("onnx-q8_0.gguf"), from_hf = Path("hf-q8_0.gguf");
+  for (const auto& [source, out] : {std::pair{Path("model.onnx"), from_onnx}, std::pair{dir_, from_hf}}) {
+    const auto run = RunKite({"quantize", source, "-o", out, "--type", "q8_0"});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+  }
+  const std::vector<float> hf = Kite(from_hf, true);
+  const std::vector<float> onnx = Kite(from_onnx, true);
+  ASSERT_FALSE(hf.empty());
+  EXPECT_EQ(onnx, hf);  // the same weights quantize to the same blocks
+}
+
 TEST_F(OnnxImportTest, RunGeneratesWhatTheSafetensorsFolderGenerates) {
   // The tokenizer comes from the folder beside model.onnx.
   const std::vector<std::string> flags = {"-p", "Once upon a time", "-n", "12", "--temp", "0"};

@@ -113,7 +113,7 @@ void AddQuantizeCommand(CLI::App& app, int* exit_code) {
       "llama.cpp run, with llama.cpp's mixtures (Q4_K_M, ...) and its per-tensor flags, or in "
       "NPU-style layouts (int8, int4, lpbq32, ...), with static activation encodings and the "
       "algorithms (--hadamard, --smoothquant, --awq, --gptq, --seqmse; composable)");
-  command->add_option("input", flags->input, "Model folder (config.json, *.safetensors) or .gguf")
+  command->add_option("input", flags->input, "Model folder (config.json, *.safetensors), .gguf or .onnx")
       ->required();
   command->add_option("-o,--output", flags->out,
                       "The GGUF file to write (replaced only when complete; never the input)");

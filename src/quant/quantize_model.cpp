@@ -399,7 +399,9 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
                     ": no such file or folder (expected a Hugging Face model folder or a "
                     ".gguf file)");
   }
-  Source source = folder ? KITE_TRY(ReadQuantizeFolder(location, type_options.type.file_type))
+  // An ONNX export is read as its folder would be (export/convert.h), its tokenizer beside it.
+  Source source = folder ? KITE_TRY(ReadQuantizeFolder(input.ends_with(".onnx") ? input : location,
+                                                       type_options.type.file_type))
                          : KITE_TRY(ReadQuantizeGguf(input));
   // --hadamard: every tensor is read from the rotated model (data-free, exact in f32; f16 for
   // models over 256M weights to halve its memory); a tied head becomes output.weight.
