@@ -166,7 +166,7 @@ Result<std::string> OnnxMatcher::Rope(std::string_view value, const OnnxNode& at
   return Mismatch(n, "not x * cos + rotate_half(x) * sin");
 }
 
-std::string OnnxMatcher::RepeatKv(std::string_view value, int64_t) {
+std::string OnnxMatcher::RepeatKv(std::string_view value) {
   // [b, kv, s, d] -> Unsqueeze(2) -> Expand [b, kv, rep, s, d] -> Reshape [b, kv * rep, s, d].
   const std::string v = Through(value);
   size_t r = 0, e = 0, u = 0;
@@ -276,7 +276,7 @@ Result<OnnxAttention> OnnxMatcher::Attention(std::string_view value) {
   }
   // The cache: Concat(past, new) on the sequence axis, the result a graph output (present).
   auto cached = [&](std::string_view value, std::string* past, std::string* present) -> Result<std::string> {
-    const std::string v = RepeatKv(value, 0);
+    const std::string v = RepeatKv(value);
     size_t c = 0;
     const OnnxNode* concat = Producer(v, &c);
     if (!Is(concat, "Concat") || concat->inputs.size() != 2) return v;

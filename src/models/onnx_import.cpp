@@ -145,6 +145,9 @@ Status Recognize(const OnnxModel& model, OnnxMatcher& m, OnnxImport* out) {
   std::vector<Block> blocks;  // last first
   std::string x = final_norm.input;
   for (int32_t walk = 0;; ++walk) {
+    if (walk > static_cast<int32_t>(model.nodes().size())) {
+      return Unsupported("the residual stream loops back on itself");
+    }
     size_t n = 0;
     const OnnxNode* node = m.Producer(x, &n);
     if (node != nullptr && node->op_type == "Gather") break;
@@ -163,7 +166,7 @@ Status Recognize(const OnnxModel& model, OnnxMatcher& m, OnnxImport* out) {
   mark = m.Begin();
   size_t g = 0;
   const OnnxNode* gather = m.Producer(x, &g);
-  const OnnxTensor* table = model.FindInitializer(gather->inputs[0]);
+  const OnnxTensor* table = gather->inputs.size() == 2 ? model.FindInitializer(gather->inputs[0]) : nullptr;
   const int64_t axis = gather->Attribute("axis") ? gather->Attribute("axis")->i : 0;
   if (table == nullptr || table->shape.size() != 2 || axis != 0 ||
       m.Through(gather->inputs[1]) != "input_ids") {

@@ -56,7 +56,8 @@ inline bool AllData(Inputs in) {
   return true;
 }
 
-inline const OnnxValue& Need(Inputs in, size_t i, const char* what) {
+// Input i, or an empty value when the node omits it.
+inline const OnnxValue& Need(Inputs in, size_t i) {
   static const OnnxValue kNone;
   return i < in.size() && in[i] != nullptr ? *in[i] : kNone;
 }

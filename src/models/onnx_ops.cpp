@@ -102,7 +102,7 @@ Status MathOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::spa
     return Ok();
   }
   if (op == "MatMul") {
-    const OnnxValue& y = Need(in, 1, "B");
+    const OnnxValue& y = Need(in, 1);
     if (in.size() < 2 || in[1] == nullptr) return Fail("expected two inputs");
     if (x.shape.size() < 2 || y.shape.size() < 2) return Fail("MatMul of a vector is not read");
     const int64_t m = x.shape[x.shape.size() - 2], k = x.shape.back(), n = y.shape.back();
@@ -134,7 +134,7 @@ Status MathOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::spa
     return Ok();
   }
   if (op == "Gemm") {
-    const OnnxValue& y = Need(in, 1, "B");
+    const OnnxValue& y = Need(in, 1);
     if (x.shape.size() != 2 || y.shape.size() != 2) return Fail("Gemm takes matrices");
     const bool ta = IntAttr(node, "transA", 0) != 0, tb = IntAttr(node, "transB", 0) != 0;
     o.shape = {x.shape[ta ? 1 : 0], y.shape[tb ? 0 : 1]};

@@ -34,9 +34,13 @@ std::unexpected<Error> OnnxMatcher::Mismatch(size_t node, const std::string& why
 
 std::string OnnxMatcher::Through(std::string_view value) {
   std::string v(value);
-  for (;;) {
+  // Bounded by the node count: a broken file may chain Identity nodes into a loop.
+  for (size_t step = 0; step <= model_.nodes().size(); ++step) {
     const auto it = graph_.producer.find(v);
-    if (it == graph_.producer.end() || graph_.folded[it->second]) return v;
+    if (it == graph_.producer.end() || graph_.folded[it->second] ||
+        graph_.unknown.contains(it->second)) {
+      return v;
+    }
     const OnnxNode& node = model_.nodes()[it->second];
     const OnnxValue* in = node.inputs.empty() ? nullptr : Value(node.inputs[0]);
     const bool same_type_cast =
@@ -46,12 +50,17 @@ std::string OnnxMatcher::Through(std::string_view value) {
     Take(it->second);
     v = node.inputs[0];
   }
+  return v;
 }
 
 const OnnxNode* OnnxMatcher::Producer(std::string_view value, size_t* index) {
   const std::string v = Through(value);
   const auto it = graph_.producer.find(v);
-  if (it == graph_.producer.end() || graph_.folded[it->second]) return nullptr;
+  // A node whose evaluation failed has not had its inputs counted: no pattern reads it.
+  if (it == graph_.producer.end() || graph_.folded[it->second] ||
+      graph_.unknown.contains(it->second)) {
+    return nullptr;
+  }
   if (index != nullptr) *index = it->second;
   return &model_.nodes()[it->second];
 }
@@ -112,6 +121,7 @@ Result<OnnxLinear> OnnxMatcher::Linear(std::string_view value) {
     const size_t t_index = made != graph_.producer.end() ? made->second : 0;
     const OnnxNode* transpose = made != graph_.producer.end() ? &model_.nodes()[t_index] : nullptr;
     const bool transposed = transpose != nullptr && transpose->op_type == "Transpose" &&
+                            !graph_.unknown.contains(t_index) &&
                             model_.FindInitializer(transpose->inputs[0]) != nullptr;
     if (transposed) {
       const OnnxAttribute* perm = transpose->Attribute("perm");
@@ -159,7 +169,8 @@ Result<OnnxRmsNorm> OnnxMatcher::RmsNorm(std::string_view value) {
     const OnnxAttribute* eps = node->Attribute("epsilon");
     out.eps = eps != nullptr ? eps->f : 1e-5;
     if (IntAttribute(*node, "axis", -1) != -1) return Mismatch(n, "normalises an axis other than the last");
-    out.weight = {node->inputs.at(1), false};
+    if (node->inputs.size() < 2) return Mismatch(n, "no scale input");
+    out.weight = {node->inputs[1], false};
     out.input = Through(node->inputs[0]);
     return out;
   }

@@ -98,7 +98,7 @@ class OnnxMatcher {
   const OnnxValue* Value(std::string_view name) const { return graph_.Find(name); }
   Result<std::string> Rope(std::string_view value, const OnnxNode& at, size_t at_index,
                            int32_t head_dim, RopeAttrs* rope);
-  std::string RepeatKv(std::string_view value, int64_t n_kv_heads);
+  std::string RepeatKv(std::string_view value);
   Status CheckRopeTables(const OnnxValue& cos, const OnnxValue& sin, size_t node,
                          int32_t head_dim, RopeAttrs* rope) const;
   Status CheckCausalMask(const OnnxValue& mask, size_t node) const;

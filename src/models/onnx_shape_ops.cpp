@@ -49,9 +49,11 @@ Status EvaluateShapeOp(const OnnxModel& model, const OnnxNode& node, Inputs in,
     return Ok();
   }
   if (op == "Range") {
-    if (!AllData(in) || in.size() != 3) return Fail("Range needs constant start, limit and delta");
-    const double start = Need(in, 0, "").data->at(0), limit = Need(in, 1, "").data->at(0),
-                 delta = Need(in, 2, "").data->at(0);
+    if (in.size() != 3 || !Need(in, 0).Scalar() || !Need(in, 1).Scalar() || !Need(in, 2).Scalar()) {
+      return Fail("Range needs constant scalars start, limit and delta");
+    }
+    const double start = *Need(in, 0).Scalar(), limit = *Need(in, 1).Scalar(),
+                 delta = *Need(in, 2).Scalar();
     const double count = std::ceil((limit - start) / delta);
     if (!(count <= static_cast<double>(kMaxFoldElements))) return Fail("Range of " + std::to_string(count) + " elements");
     const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
@@ -189,7 +191,7 @@ Status EvaluateShapeOp(const OnnxModel& model, const OnnxNode& node, Inputs in,
     return Ok();
   }
   if (op == "Gather") {
-    const OnnxValue& indices = Need(in, 1, "indices");
+    const OnnxValue& indices = Need(in, 1);
     if (in.size() < 2 || in[1] == nullptr) return Fail("expected data and indices");
     const int64_t axis = KITE_TRY(Axis(IntAttr(node, "axis", 0), x.shape.size()));
     o.shape.assign(x.shape.begin(), x.shape.begin() + axis);
@@ -269,8 +271,8 @@ Status EvaluateShapeOp(const OnnxModel& model, const OnnxNode& node, Inputs in,
     return Ok();
   }
   if (op == "ScatterND") {  // data with updates written at the index tuples
-    const OnnxValue& indices = Need(in, 1, "indices");
-    const OnnxValue& updates = Need(in, 2, "updates");
+    const OnnxValue& indices = Need(in, 1);
+    const OnnxValue& updates = Need(in, 2);
     if (in.size() < 3 || in[1] == nullptr || in[2] == nullptr) return Fail("expected data, indices and updates");
     if (const OnnxAttribute* r = node.Attribute("reduction"); r != nullptr && r->s != "none") {
       return Fail("ScatterND with reduction '" + r->s + "'");
