@@ -161,6 +161,9 @@ TEST_F(OnnxImportTest, CachedDecodeMatchesOnnxRuntimeFedItsPresents) {
   ExpectClose(Kite(Path("with_past/model.onnx"), true), oracle, "with_past/model.onnx");
   ExpectClose(Kite(Path("sdpa/model.onnx"), true), Oracle(Path("sdpa/model.onnx"), true),
               "sdpa/model.onnx");
+  // The projections in ONNX Runtime's 4-bit MatMulNBits, dequantized by Kite at import.
+  ExpectClose(Kite(Path("int4/model.onnx"), true), Oracle(Path("int4/model.onnx"), true),
+              "int4/model.onnx");
 }
 
 TEST_F(OnnxImportTest, LogitsMatchTheSafetensorsImport) {

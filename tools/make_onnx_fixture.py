@@ -12,6 +12,8 @@ writes into OUT_FOLDER (next to each other, as a user would have them):
                                      position_ids, past_key_values.N.key/.value [b, kv, past, d]
                                      -> logits, present.N.key/.value (one graph serves the
                                      prompt, with past = 0, and every decode step)
+  int4/model.onnx (+ tokenizer)      with_past with its projections in ONNX Runtime's 4-bit
+                                     com.microsoft MatMulNBits (ORT GenAI's int4 form)
   sdpa/model.onnx (+ tokenizer)      the same interface written as newer stacks export it:
                                      q and k each scaled by d^-1/4 before their product (torch
                                      2's decomposition of scaled_dot_product_attention), the
@@ -311,6 +313,67 @@ def move_to_external_data(src: str, dst: str, location: str, min_bytes: int = 10
     f.write(blob)
 
 
+def _attribute_int(name: str, value: int) -> bytes:
+  return _serialize([(1, 2, name.encode()), (20, 0, 2), (3, 0, value)])  # type INT
+
+
+def quantize_to_matmulnbits(src: str, dst: str, block: int = 32) -> None:
+  """Writes src's model to dst with each MatMul by a stored [K, N] weight replaced by ONNX
+  Runtime's com.microsoft MatMulNBits (4 bits, blocks of `block` along K, a float scale per
+  block, the default zero point 8), as ORT GenAI's int4 exports hold their projections:
+  B [N, K / block, block / 2] uint8 (the low nibble first), scales [N * K / block]."""
+  with open(src, "rb") as f:
+    model = _fields(f.read())
+  for m, (number, wire, value) in enumerate(model):
+    if number != 7:
+      continue
+    graph = _fields(value)
+    weights = {}
+    for gn, gw, gv in graph:
+      if gn == 5:
+        t = _fields(gv)
+        name = next(v for n, w, v in t if n == 8).decode()
+        dims = [v for n, w, v in t if n == 1]
+        raw = [v for n, w, v in t if n == 9]
+        if len(dims) == 2 and raw:
+          weights[name] = torch.frombuffer(bytearray(raw[0]), dtype=torch.float32).reshape(dims)
+    added, quantized = [], set()
+    for g, (gn, gw, gv) in enumerate(graph):
+      if gn != 1:
+        continue
+      node = _fields(gv)
+      op = next(v for n, w, v in node if n == 4).decode()
+      inputs = [v.decode() for n, w, v in node if n == 1]
+      if op != "MatMul" or inputs[1] not in weights:
+        continue
+      quantized.add(inputs[1])
+      w = weights[inputs[1]].t().contiguous()  # [N, K]
+      n_out, k = w.shape
+      blocks = w.reshape(n_out, k // block, block)
+      scale = blocks.abs().amax(dim=-1).clamp(min=1e-8) / 7  # [N, K / block]
+      q = (torch.round(blocks / scale[..., None]) + 8).clamp(0, 15).to(torch.uint8)
+      packed = q[..., 0::2] | (q[..., 1::2] << 4)  # [N, K / block, block / 2]
+      base = inputs[1].replace(":", "_")
+      for name, tensor, dtype in ((base + "_Q4", packed, 2), (base + "_scales", scale.reshape(-1), 1)):
+        fields = [(1, 0, d) for d in tensor.shape] + [(2, 0, dtype), (8, 2, name.encode()),
+                                                       (9, 2, tensor.numpy().tobytes())]
+        added.append((5, 2, _serialize(fields)))
+      rest = [f for f in node if f[0] not in (1, 4, 7)]
+      node = ([(1, 2, inputs[0].encode()), (1, 2, (base + "_Q4").encode()),
+               (1, 2, (base + "_scales").encode())] + rest +
+              [(4, 2, b"MatMulNBits"), (7, 2, b"com.microsoft"),
+               (5, 2, _attribute_int("K", k)), (5, 2, _attribute_int("N", n_out)),
+               (5, 2, _attribute_int("bits", 4)), (5, 2, _attribute_int("block_size", block))])
+      graph[g] = (gn, gw, _serialize(node))
+    def unused(field):  # a float weight now held as 4-bit codes
+      return field[0] == 5 and next(v for n, w, v in _fields(field[2]) if n == 8).decode() in quantized
+    model[m] = (number, wire, _serialize([f for f in graph if not unused(f)] + added))
+  model.append((8, 2, _serialize([(1, 2, b"com.microsoft"), (2, 0, 1)])))
+  os.makedirs(os.path.dirname(dst), exist_ok=True)
+  with open(dst, "wb") as f:
+    f.write(_serialize(model))
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
   parser.add_argument("out")
@@ -378,6 +441,10 @@ def main():
     with_tokenizer(folder)
     export(model, os.path.join(folder, "model.onnx"), with_past=True, act=args.act)
   if args.only == "all":
+    folder = os.path.join(args.out, "int4")
+    with_tokenizer(folder)
+    quantize_to_matmulnbits(os.path.join(args.out, "with_past", "model.onnx"),
+                            os.path.join(folder, "model.onnx"))
     folder = os.path.join(args.out, "sdpa")
     with_tokenizer(folder)
     export(model, os.path.join(folder, "model.onnx"), with_past=True, style="sdpa")

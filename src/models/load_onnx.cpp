@@ -55,6 +55,26 @@ void Transpose(const uint8_t* src, uint8_t* dst, int64_t rows, int64_t cols, siz
   }
 }
 
+// ONNX Runtime's MatMulNBits weight as f32 [N, K]: code q (4 bits, low nibble first) of block b
+// of row n is (q - 8) * scales[n * blocks + b].
+AlignedBuffer Dequantize4Bit(const OnnxTensor& codes, const OnnxTensor& scales, const OnnxWeight& w,
+                             AlignedBuffer buffer) {
+  auto* out = reinterpret_cast<float*>(buffer.data());
+  const int64_t blocks = w.k / w.block;
+  for (int64_t row = 0; row < w.n; ++row) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      float scale;
+      std::memcpy(&scale, scales.data.data() + (row * blocks + b) * 4, 4);
+      const uint8_t* bytes = codes.data.data() + (row * blocks + b) * (w.block / 2);
+      for (int64_t j = 0; j < w.block; ++j) {
+        const int code = j % 2 == 0 ? bytes[j / 2] & 15 : bytes[j / 2] >> 4;
+        out[row * w.k + b * w.block + j] = static_cast<float>(code - 8) * scale;
+      }
+    }
+  }
+  return buffer;
+}
+
 // Context length and EOS ids from a config.json beside the model, when there is one.
 Status ReadSideConfig(const std::string& folder, ModelConfig* config) {
   std::error_code error;
@@ -114,8 +134,15 @@ Result<std::unique_ptr<Model>> LoadOnnxModel(const std::string& path) {
     if (t == nullptr || t->data.empty()) {
       return Internal(path + ": initializer '" + weight.initializer + "' has no data left");
     }
-    const DType dtype = KITE_TRY(WeightType(*t));
     file_names[name] = "initializer '" + weight.initializer + "'" + (weight.transpose ? " (transposed)" : "");
+    if (!weight.scales.empty()) {  // checked by the matcher against K, N and the block
+      file_names[name] += " (4-bit, dequantized)";
+      AlignedBuffer buffer = KITE_TRY(AlignedBuffer::Allocate(static_cast<uint64_t>(weight.n * weight.k) * 4));
+      buffer = Dequantize4Bit(*t, *onnx->FindInitializer(weight.scales), weight, std::move(buffer));
+      KITE_TRY(store.AddBuffer(name, DType::kF32, {weight.n, weight.k}, std::move(buffer)));
+      continue;
+    }
+    const DType dtype = KITE_TRY(WeightType(*t));
     if (!weight.transpose) {
       store.Add(TensorView{.name = name, .dtype = dtype, .shape = t->shape, .data = t->data.data(),
                            .bytes = t->data.size()});

@@ -72,7 +72,7 @@ double Unary(std::string_view op, double x) {
 
 Status MathOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::span<OnnxValue> out) {
   const std::string& op = node.op_type;
-  if (!Member(op, {"ReduceMean", "ReduceSum", "MatMul", "Gemm"})) {
+  if (!Member(op, {"ReduceMean", "ReduceSum", "MatMul", "Gemm", "MatMulNBits"})) {
     return EvaluateShapeOp(model, node, in, out);
   }
   OnnxValue& o = out[0];
@@ -131,6 +131,15 @@ Status MathOps(const OnnxModel& model, const OnnxNode& node, Inputs in, std::spa
       }
       o.data = std::move(values);
     }
+    return Ok();
+  }
+  if (op == "MatMulNBits") {  // ONNX Runtime's blockwise-quantized MatMul: [..., K] -> [..., N]
+    const int64_t k = IntAttr(node, "K", -1), n = IntAttr(node, "N", -1);
+    if (x.shape.empty() || x.shape.back() != k || n < 1 || n > kMaxDim) {
+      return Fail("MatMulNBits K " + std::to_string(k) + ", N " + std::to_string(n) + " for input " + ShapeString(x.shape));
+    }
+    o.shape = x.shape;
+    o.shape.back() = n;
     return Ok();
   }
   if (op == "Gemm") {

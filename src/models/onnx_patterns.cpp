@@ -139,6 +139,34 @@ Result<OnnxLinear> OnnxMatcher::Linear(std::string_view value) {
     out.input = Through(node->inputs[0]);
     return out;
   }
+  if (node->op_type == "MatMulNBits") {
+    Take(n);
+    const int64_t k = IntAttribute(*node, "K", 0), n_out = IntAttribute(*node, "N", 0);
+    const int64_t block = IntAttribute(*node, "block_size", 0);
+    if (IntAttribute(*node, "bits", 4) != 4 || block < 16 || (block & (block - 1)) != 0 ||
+        k < 1 || k > (int64_t{1} << 24) || n_out < 1 || n_out > (int64_t{1} << 24) ||
+        k % block != 0) {
+      return Mismatch(n, "Kite reads 4-bit MatMulNBits with a power-of-two block_size dividing K");
+    }
+    if (node->inputs.size() > 3 && !node->inputs[3].empty()) {
+      return Mismatch(n, "zero points (asymmetric int4) are not read; symmetric exports have none");
+    }
+    if (node->inputs.size() < 3) return Mismatch(n, "expected the codes and their scales");
+    const OnnxTensor* codes = model_.FindInitializer(node->inputs[1]);
+    const OnnxTensor* scales = model_.FindInitializer(node->inputs[2]);
+    if (codes == nullptr || codes->type != OnnxType::kUint8 ||
+        codes->data.size() != static_cast<uint64_t>(n_out * k / 2) || scales == nullptr ||
+        scales->type != OnnxType::kFloat ||
+        scales->data.size() != static_cast<uint64_t>(n_out * (k / block)) * 4) {
+      return Mismatch(n, "codes or scales are not stored UINT8 [N, K / block, block / 2] and "
+                         "FLOAT [N * K / block]");
+    }
+    out.weight = {node->inputs[1], false, node->inputs[2], k, n_out, block};
+    out.in = k;
+    out.out = n_out;
+    out.input = Through(node->inputs[0]);
+    return out;
+  }
   if (node->op_type == "Gemm") {
     Take(n);
     if (IntAttribute(*node, "transA", 0) != 0) return Mismatch(n, "transA is set");
@@ -156,7 +184,7 @@ Result<OnnxLinear> OnnxMatcher::Linear(std::string_view value) {
     out.input = Through(node->inputs[0]);
     return out;
   }
-  return Mismatch(n, "expected a linear layer (MatMul by a stored weight, or Gemm)");
+  return Mismatch(n, "expected a linear layer (MatMul by a stored weight, Gemm or MatMulNBits)");
 }
 
 Result<OnnxRmsNorm> OnnxMatcher::RmsNorm(std::string_view value) {

@@ -22,7 +22,7 @@ const kv = (flag("--kv") ?? "").split(",").map(Number);
 const ids = idsText.split(",").map((s) => BigInt(s));
 
 const session = await ort.InferenceSession.create(model, { executionProviders: ["cpu"],
-  graphOptimizationLevel: "disabled" });
+  graphOptimizationLevel: "disabled", logSeverityLevel: 3 });
 const pastNames = session.inputNames.filter((n) => n.startsWith("past_key_values."));
 const rows = [];
 
