@@ -123,7 +123,8 @@ std::string OnnxImportTest::dir_, OnnxImportTest::skip_, OnnxImportTest::failed_
 TEST_F(OnnxImportTest, WeightsAreTheSafetensorsBytes) {
   auto hf = LoadModel(dir_);
   ASSERT_TRUE(hf.has_value()) << hf.error().message;
-  for (const char* onnx : {"model.onnx", "with_past/model.onnx", "sdpa/model.onnx", "external/model.onnx"}) {
+  for (const char* onnx :
+       {"model.onnx", "with_past/model.onnx", "sdpa/model.onnx", "ort/model.onnx", "external/model.onnx"}) {
     auto model = LoadModel(Path(onnx));
     ASSERT_TRUE(model.has_value()) << model.error().message;
     const ModelConfig& a = (*model)->config();
@@ -161,7 +162,10 @@ TEST_F(OnnxImportTest, CachedDecodeMatchesOnnxRuntimeFedItsPresents) {
   ExpectClose(Kite(Path("with_past/model.onnx"), true), oracle, "with_past/model.onnx");
   ExpectClose(Kite(Path("sdpa/model.onnx"), true), Oracle(Path("sdpa/model.onnx"), true),
               "sdpa/model.onnx");
-  // The projections in ONNX Runtime's 4-bit MatMulNBits, dequantized by Kite at import.
+  // RoPE as ONNX Runtime's RotaryEmbedding; the projections in its 4-bit MatMulNBits,
+  // dequantized by Kite at import.
+  ExpectClose(Kite(Path("ort/model.onnx"), true), Oracle(Path("ort/model.onnx"), true),
+              "ort/model.onnx");
   ExpectClose(Kite(Path("int4/model.onnx"), true), Oracle(Path("int4/model.onnx"), true),
               "int4/model.onnx");
 }

@@ -12,6 +12,8 @@ writes into OUT_FOLDER (next to each other, as a user would have them):
                                      position_ids, past_key_values.N.key/.value [b, kv, past, d]
                                      -> logits, present.N.key/.value (one graph serves the
                                      prompt, with past = 0, and every decode step)
+  ort/model.onnx (+ tokenizer)       with_past with RoPE as ONNX Runtime's com.microsoft
+                                     RotaryEmbedding over half-width cos/sin caches
   int4/model.onnx (+ tokenizer)      with_past with its projections in ONNX Runtime's 4-bit
                                      com.microsoft MatMulNBits (ORT GenAI's int4 form)
   sdpa/model.onnx (+ tokenizer)      the same interface written as newer stacks export it:
@@ -60,6 +62,22 @@ def rotate_half(x):
   return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+class OrtRotary(torch.autograd.Function):
+  """Rotate-half RoPE from half-width cos/sin caches indexed by position_ids, exported as ONNX
+  Runtime's com.microsoft RotaryEmbedding (as ORT GenAI's models use it)."""
+
+  @staticmethod
+  def forward(ctx, x, position_ids, cos_cache, sin_cache):
+    cos = torch.cat((cos_cache[position_ids],) * 2, dim=-1).unsqueeze(1)  # [b, 1, t, d]
+    sin = torch.cat((sin_cache[position_ids],) * 2, dim=-1).unsqueeze(1)
+    return x * cos + rotate_half(x) * sin
+
+  @staticmethod
+  def symbolic(g, x, position_ids, cos_cache, sin_cache):
+    return g.op("com.microsoft::RotaryEmbedding", x, position_ids, cos_cache, sin_cache,
+                interleaved_i=0)
+
+
 class Attention(nn.Module):
 
   def __init__(self, cfg: ref.LlamaConfig, src: ref.Attention, style: str):
@@ -69,16 +87,14 @@ class Attention(nn.Module):
     self.q_proj, self.k_proj, self.v_proj, self.o_proj = (src.q_proj, src.k_proj, src.v_proj,
                                                           src.o_proj)
 
-  def forward(self, x, cos, sin, mask, past_k=None, past_v=None):
+  def forward(self, x, rope, mask, past_k=None, past_v=None):
     cfg = self.cfg
     b, t, _ = x.shape
     h, kv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
     q = self.q_proj(x).view(b, t, h, d).transpose(1, 2)  # [b, h, t, d]
     k = self.k_proj(x).view(b, t, kv, d).transpose(1, 2)  # [b, kv, t, d]
     v = self.v_proj(x).view(b, t, kv, d).transpose(1, 2)
-    cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # [b, 1, t, d]
-    q = q * cos + rotate_half(q) * sin
-    k = k * cos + rotate_half(k) * sin
+    q, k = rope(q), rope(k)
     if past_k is not None:
       k = torch.cat([past_k, k], dim=2)  # [b, kv, past + t, d]
       v = torch.cat([past_v, v], dim=2)
@@ -109,8 +125,8 @@ class Layer(nn.Module):
                                             cfg.rms_norm_eps)
     self.mlp = src.mlp  # gate/up/down Linear; silu(gate) * up exports as Sigmoid, Mul, Mul
 
-  def forward(self, x, cos, sin, mask, past_k=None, past_v=None):
-    a, present = self.self_attn(self.input_layernorm(x), cos, sin, mask, past_k, past_v)
+  def forward(self, x, rope, mask, past_k=None, past_v=None):
+    a, present = self.self_attn(self.input_layernorm(x), rope, mask, past_k, past_v)
     x = x + a
     n = self.post_attention_layernorm(x)
     g, u = self.mlp.gate_proj(n), self.mlp.up_proj(n)
@@ -138,6 +154,8 @@ class HfStyleLlama(nn.Module):
     emb = torch.cat((angles, angles), dim=-1)  # [max_positions, d]
     self.register_buffer("cos_cached", emb.cos(), persistent=False)
     self.register_buffer("sin_cached", emb.sin(), persistent=False)
+    self.register_buffer("cos_half", angles.cos(), persistent=False)  # [max_positions, d / 2]
+    self.register_buffer("sin_half", angles.sin(), persistent=False)
 
   def causal_mask(self, attention_mask, t, past):
     # [b, 1, t, past + t]: 0 where a query may look, the dtype's minimum elsewhere.
@@ -164,18 +182,23 @@ class HfStyleLlama(nn.Module):
       attention_mask = torch.ones(b, t + past_len, dtype=torch.int64)
     if position_ids is None:
       position_ids = torch.arange(past_len, past_len + t).unsqueeze(0).expand(b, t)
-    if self.style == "sdpa":
+    if self.style == "ort":
+      rope = lambda z: OrtRotary.apply(z, position_ids, self.cos_half, self.sin_half)
+    elif self.style == "sdpa":
       cos, sin = self.cos_cached[position_ids], self.sin_cached[position_ids]  # [b, t, d]
     else:
       freqs = (self.inv_freq[None, :, None].expand(b, -1, 1) @ position_ids[:, None, :].float())
       emb = torch.cat((freqs.transpose(1, 2), freqs.transpose(1, 2)), dim=-1)  # [b, t, d]
       cos, sin = emb.cos(), emb.sin()
+    if self.style != "ort":
+      cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # [b, 1, t, d]
+      rope = lambda z: z * cos + rotate_half(z) * sin
     mask = self.causal_mask(attention_mask, t, past_len)
     x = self.embed_tokens(input_ids)
     presents = []
     for i, layer in enumerate(self.layers):
       pk, pv = (past[2 * i], past[2 * i + 1]) if past else (None, None)
-      x, present = layer(x, cos, sin, mask, pk, pv)
+      x, present = layer(x, rope, mask, pk, pv)
       presents += present
     logits = self.lm_head(self.norm(x))
     return (logits, *presents) if self.with_past else logits
@@ -213,7 +236,8 @@ def export(model: ref.LlamaForCausalLM, path: str, with_past: bool, act: str = "
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with torch.no_grad():
     torch.onnx.export(wrapper, args, path, input_names=names, output_names=outputs,
-                      dynamic_axes=axes, opset_version=17, do_constant_folding=True)
+                      dynamic_axes=axes, opset_version=17, do_constant_folding=True,
+                      custom_opsets={"com.microsoft": 1})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -445,9 +469,10 @@ def main():
     with_tokenizer(folder)
     quantize_to_matmulnbits(os.path.join(args.out, "with_past", "model.onnx"),
                             os.path.join(folder, "model.onnx"))
-    folder = os.path.join(args.out, "sdpa")
-    with_tokenizer(folder)
-    export(model, os.path.join(folder, "model.onnx"), with_past=True, style="sdpa")
+    for style in ("sdpa", "ort"):
+      folder = os.path.join(args.out, style)
+      with_tokenizer(folder)
+      export(model, os.path.join(folder, "model.onnx"), with_past=True, style=style)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 // with the RoPE tables and the mask folded to constants for the probe positions and checked
 // against what Kite's rope and attention ops compute.
 #include <cmath>
+#include <cstring>
 
 #include "models/onnx_patterns.h"
 #include "tensor/tensor.h"
@@ -110,6 +111,7 @@ Result<std::string> OnnxMatcher::Rope(std::string_view value, const OnnxNode& at
                                       size_t at_index, int32_t head_dim, RopeAttrs* rope) {
   size_t n = 0;
   const OnnxNode* add = Producer(value, &n);
+  if (Is(add, "RotaryEmbedding") && add->domain == "com.microsoft") return OrtRope(*add, n, head_dim, rope);
   if (!Is(add, "Add")) return Mismatch(at_index, "its input is not rotate-half RoPE (x * cos + rotate_half(x) * sin)");
   Take(n);
   for (int side = 0; side < 2; ++side) {
@@ -164,6 +166,45 @@ Result<std::string> OnnxMatcher::Rope(std::string_view value, const OnnxNode& at
     return x;
   }
   return Mismatch(n, "not x * cos + rotate_half(x) * sin");
+}
+
+Result<std::string> OnnxMatcher::OrtRope(const OnnxNode& node, size_t index, int32_t head_dim,
+                                         RopeAttrs* rope) {
+  // RotaryEmbedding(x [b, heads, t, d], position_ids, cos_cache, sin_cache [positions, d / 2]).
+  Take(index);
+  const OnnxAttribute* interleaved = node.Attribute("interleaved");
+  const OnnxAttribute* rotary_dim = node.Attribute("rotary_embedding_dim");
+  if ((interleaved != nullptr && interleaved->i != 0) ||
+      (rotary_dim != nullptr && rotary_dim->i != 0 && rotary_dim->i != head_dim)) {
+    return Mismatch(index, "Kite reads RotaryEmbedding rotating halves over the whole head");
+  }
+  if (node.inputs.size() < 4 || Through(node.inputs[1]) != "position_ids") {
+    return Mismatch(index, "expected the graph's position_ids and cos/sin caches as inputs");
+  }
+  const OnnxValue* cache[2] = {Value(node.inputs[2]), Value(node.inputs[3])};
+  const int64_t half = head_dim / 2, tokens = probe_.tokens;
+  OnnxValue tables[2];
+  for (int c = 0; c < 2; ++c) {
+    const OnnxValue* v = cache[c];
+    if (v == nullptr || v->shape.size() != 2 || v->shape[1] != half || v->shape[0] < probe_.past + tokens ||
+        (!v->data && (v->weight == nullptr || v->weight->type != OnnxType::kFloat))) {
+      return Mismatch(index, "the cos/sin caches are not constants [positions, head_dim / 2]");
+    }
+    // The rows of the probe's positions, both halves, as the decomposed form's tables.
+    tables[c].shape = {tokens, head_dim};
+    std::vector<double> rows;
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t i = 0; i < head_dim; ++i) {
+        const int64_t at = (probe_.past + t) * half + i % half;
+        float element = 0;
+        if (!v->data) std::memcpy(&element, v->weight->data.data() + at * 4, 4);
+        rows.push_back(v->data ? (*v->data)[at] : element);
+      }
+    }
+    tables[c].data = std::move(rows);
+  }
+  KITE_RETURN_IF_ERROR(CheckRopeTables(tables[0], tables[1], index, head_dim, rope));
+  return Through(node.inputs[0]);
 }
 
 std::string OnnxMatcher::RepeatKv(std::string_view value) {

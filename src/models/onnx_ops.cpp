@@ -190,7 +190,7 @@ Status EvaluateOnnxNode(const OnnxModel& model, const OnnxNode& node, Inputs in,
     return Elementwise(node, in.first(1), out, type,
                        [](std::span<const double> a) { return a[0]; });
   }
-  if (op == "Softmax" || op == "SimplifiedLayerNormalization") {
+  if (op == "Softmax" || op == "SimplifiedLayerNormalization" || op == "RotaryEmbedding") {
     out[0].type = in[0]->type;
     out[0].shape = in[0]->shape;
     out[0].shape_known = true;

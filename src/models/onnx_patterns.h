@@ -102,6 +102,8 @@ class OnnxMatcher {
   const OnnxValue* Value(std::string_view name) const { return graph_.Find(name); }
   Result<std::string> Rope(std::string_view value, const OnnxNode& at, size_t at_index,
                            int32_t head_dim, RopeAttrs* rope);
+  // ONNX Runtime's com.microsoft RotaryEmbedding, its caches checked as the decomposed tables are.
+  Result<std::string> OrtRope(const OnnxNode& node, size_t index, int32_t head_dim, RopeAttrs* rope);
   std::string RepeatKv(std::string_view value);
   Status CheckRopeTables(const OnnxValue& cos, const OnnxValue& sin, size_t node,
                          int32_t head_dim, RopeAttrs* rope) const;
