@@ -14,6 +14,8 @@ writes into OUT_FOLDER (next to each other, as a user would have them):
                                      prompt, with past = 0, and every decode step)
   ort/model.onnx (+ tokenizer)       with_past with RoPE as ONNX Runtime's com.microsoft
                                      RotaryEmbedding over half-width cos/sin caches
+  gqa/model.onnx (+ tokenizer)       with_past with attention as ONNX Runtime's com.microsoft
+                                     GroupQueryAttention (cache and RoPE inside it)
   int4/model.onnx (+ tokenizer)      with_past with its projections in ONNX Runtime's 4-bit
                                      com.microsoft MatMulNBits (ORT GenAI's int4 form)
   sdpa/model.onnx (+ tokenizer)      the same interface written as newer stacks export it:
@@ -78,6 +80,40 @@ class OrtRotary(torch.autograd.Function):
                 interleaved_i=0)
 
 
+class OrtGroupQueryAttention(torch.autograd.Function):
+  """Causal GQA with the cache and rotate-half RoPE inside, exported as ONNX Runtime's
+  com.microsoft GroupQueryAttention (ORT GenAI's form): q [b, t, h*d], k and v [b, t, kv*d], the
+  past [b, kv, past, d], seqlens_k [b] = total - 1, the total length, half-width cos/sin caches."""
+
+  @staticmethod
+  def forward(ctx, q, k, v, past_k, past_v, seqlens_k, total, cos_cache, sin_cache, h, kv):
+    b, t, _ = q.shape
+    d = q.shape[-1] // h
+    past = past_k.shape[2]
+    positions = torch.arange(past, past + t)
+    cos = torch.cat((cos_cache[positions],) * 2, dim=-1)  # [t, d]
+    sin = torch.cat((sin_cache[positions],) * 2, dim=-1)
+    q = q.view(b, t, h, d).transpose(1, 2)
+    k = k.view(b, t, kv, d).transpose(1, 2)
+    v = v.view(b, t, kv, d).transpose(1, 2)
+    q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+    k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+    s = k.shape[2]
+    rk = k.repeat_interleave(h // kv, dim=1)
+    rv = v.repeat_interleave(h // kv, dim=1)
+    scores = torch.matmul(q, rk.transpose(2, 3)) / math.sqrt(d)
+    allowed = torch.arange(s)[None, :] <= (past + torch.arange(t))[:, None]
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    out = torch.matmul(torch.softmax(scores, dim=-1), rv).transpose(1, 2).reshape(b, t, h * d)
+    return out, k, v
+
+  @staticmethod
+  def symbolic(g, q, k, v, past_k, past_v, seqlens_k, total, cos_cache, sin_cache, h, kv):
+    return g.op("com.microsoft::GroupQueryAttention", q, k, v, past_k, past_v, seqlens_k, total,
+                cos_cache, sin_cache, num_heads_i=h, kv_num_heads_i=kv, do_rotary_i=1,
+                rotary_interleaved_i=0, outputs=3)
+
+
 class Attention(nn.Module):
 
   def __init__(self, cfg: ref.LlamaConfig, src: ref.Attention, style: str):
@@ -91,6 +127,10 @@ class Attention(nn.Module):
     cfg = self.cfg
     b, t, _ = x.shape
     h, kv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    if self.style == "gqa":  # `mask`: seqlens_k, the total length and the caches
+      out, pk, pv = OrtGroupQueryAttention.apply(self.q_proj(x), self.k_proj(x), self.v_proj(x),
+                                                 past_k, past_v, *mask, h, kv)
+      return self.o_proj(out), (pk, pv)
     q = self.q_proj(x).view(b, t, h, d).transpose(1, 2)  # [b, h, t, d]
     k = self.k_proj(x).view(b, t, kv, d).transpose(1, 2)  # [b, kv, t, d]
     v = self.v_proj(x).view(b, t, kv, d).transpose(1, 2)
@@ -182,7 +222,7 @@ class HfStyleLlama(nn.Module):
       attention_mask = torch.ones(b, t + past_len, dtype=torch.int64)
     if position_ids is None:
       position_ids = torch.arange(past_len, past_len + t).unsqueeze(0).expand(b, t)
-    if self.style == "ort":
+    if self.style in ("ort", "gqa"):
       rope = lambda z: OrtRotary.apply(z, position_ids, self.cos_half, self.sin_half)
     elif self.style == "sdpa":
       cos, sin = self.cos_cached[position_ids], self.sin_cached[position_ids]  # [b, t, d]
@@ -190,10 +230,14 @@ class HfStyleLlama(nn.Module):
       freqs = (self.inv_freq[None, :, None].expand(b, -1, 1) @ position_ids[:, None, :].float())
       emb = torch.cat((freqs.transpose(1, 2), freqs.transpose(1, 2)), dim=-1)  # [b, t, d]
       cos, sin = emb.cos(), emb.sin()
-    if self.style != "ort":
+    if self.style not in ("ort", "gqa"):
       cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # [b, 1, t, d]
       rope = lambda z: z * cos + rotate_half(z) * sin
     mask = self.causal_mask(attention_mask, t, past_len)
+    if self.style == "gqa":
+      seqlens_k = (attention_mask.sum(-1) - 1).to(torch.int32)
+      total = attention_mask[0].sum().to(torch.int32)
+      mask = (seqlens_k, total, self.cos_half, self.sin_half)
     x = self.embed_tokens(input_ids)
     presents = []
     for i, layer in enumerate(self.layers):
@@ -469,7 +513,7 @@ def main():
     with_tokenizer(folder)
     quantize_to_matmulnbits(os.path.join(args.out, "with_past", "model.onnx"),
                             os.path.join(folder, "model.onnx"))
-    for style in ("sdpa", "ort"):
+    for style in ("sdpa", "ort", "gqa"):
       folder = os.path.join(args.out, style)
       with_tokenizer(folder)
       export(model, os.path.join(folder, "model.onnx"), with_past=True, style=style)

@@ -181,7 +181,13 @@ Result<std::string> OnnxMatcher::OrtRope(const OnnxNode& node, size_t index, int
   if (node.inputs.size() < 4 || Through(node.inputs[1]) != "position_ids") {
     return Mismatch(index, "expected the graph's position_ids and cos/sin caches as inputs");
   }
-  const OnnxValue* cache[2] = {Value(node.inputs[2]), Value(node.inputs[3])};
+  KITE_RETURN_IF_ERROR(CheckRopeCaches(Value(node.inputs[2]), Value(node.inputs[3]), index, head_dim, rope));
+  return Through(node.inputs[0]);
+}
+
+Status OnnxMatcher::CheckRopeCaches(const OnnxValue* cos, const OnnxValue* sin, size_t index,
+                                    int32_t head_dim, RopeAttrs* rope) const {
+  const OnnxValue* cache[2] = {cos, sin};
   const int64_t half = head_dim / 2, tokens = probe_.tokens;
   OnnxValue tables[2];
   for (int c = 0; c < 2; ++c) {
@@ -203,8 +209,74 @@ Result<std::string> OnnxMatcher::OrtRope(const OnnxNode& node, size_t index, int
     }
     tables[c].data = std::move(rows);
   }
-  KITE_RETURN_IF_ERROR(CheckRopeTables(tables[0], tables[1], index, head_dim, rope));
-  return Through(node.inputs[0]);
+  return CheckRopeTables(tables[0], tables[1], index, head_dim, rope);
+}
+
+Status OnnxMatcher::OrtGroupQueryAttention(const OnnxNode& node, size_t index, OnnxAttention* out) {
+  // GroupQueryAttention(q [b, t, h*d], k, v [b, t, kv*d], past_key, past_value [b, kv, past, d],
+  // seqlens_k [b], total_sequence_length[, cos_cache, sin_cache]) -> out, present_key, present_value.
+  Take(index);
+  auto attribute = [&](std::string_view name) -> const OnnxAttribute* { return node.Attribute(name); };
+  const int64_t heads = attribute("num_heads") ? attribute("num_heads")->i : 0;
+  const int64_t kv = attribute("kv_num_heads") ? attribute("kv_num_heads")->i : 0;
+  const bool rotary = attribute("do_rotary") != nullptr && attribute("do_rotary")->i != 0;
+  const OnnxValue* q = Value(node.inputs[0]);
+  if (node.inputs.size() < 7 || node.outputs.size() < 3 || q == nullptr || heads < 1 || kv < 1 ||
+      heads % kv != 0 || q->shape.size() != 3 || q->shape[2] % heads != 0) {
+    return Mismatch(index, "expected q, k, v, the past, seqlens_k and the total length, and "
+                           "num_heads a multiple of kv_num_heads");
+  }
+  if ((attribute("rotary_interleaved") && attribute("rotary_interleaved")->i != 0) ||
+      (attribute("local_window_size") && attribute("local_window_size")->i != -1) ||
+      (attribute("softcap") && attribute("softcap")->f != 0) ||
+      (attribute("scale") && attribute("scale")->f != 0 &&
+       std::fabs(attribute("scale")->f * std::sqrt(q->shape[2] / heads) - 1) > 1e-6)) {
+    return Mismatch(index, "Kite reads GroupQueryAttention with rotate-half RoPE, no window, no "
+                           "soft-cap and the scale 1/sqrt(head_dim)");
+  }
+  out->n_heads = static_cast<int32_t>(heads);
+  out->n_kv_heads = static_cast<int32_t>(kv);
+  out->head_dim = static_cast<int32_t>(q->shape[2] / heads);
+  // The lengths GQA is told: every query sees the whole past and itself causally (batch 1).
+  const OnnxValue* seqlens = Value(node.inputs[5]);
+  const OnnxValue* total = Value(node.inputs[6]);
+  const int64_t length = probe_.past + probe_.tokens;
+  if (seqlens == nullptr || total == nullptr || seqlens->Scalar() != length - 1 || total->Scalar() != length) {
+    return Mismatch(index, "seqlens_k and total_sequence_length do not fold to the whole sequence");
+  }
+  std::string q_in = Through(node.inputs[0]), k_in = Through(node.inputs[1]);
+  if (rotary) {
+    if (node.inputs.size() < 9) return Mismatch(index, "do_rotary without cos/sin caches");
+    KITE_RETURN_IF_ERROR(CheckRopeCaches(Value(node.inputs[7]), Value(node.inputs[8]), index,
+                                         out->head_dim, &out->rope));
+  } else {
+    q_in = KITE_TRY(Rope(q_in, node, index, out->head_dim, &out->rope));
+    RopeAttrs k_rope;
+    k_in = KITE_TRY(Rope(k_in, node, index, out->head_dim, &k_rope));
+    if (k_rope.theta != out->rope.theta) return Mismatch(index, "q and k turn by different RoPE bases");
+  }
+  out->q = KITE_TRY(Linear(q_in));
+  out->k = KITE_TRY(Linear(k_in));
+  out->v = KITE_TRY(Linear(node.inputs[2]));
+  if (out->q.out != heads * out->head_dim || out->k.out != kv * out->head_dim ||
+      out->v.out != kv * out->head_dim) {
+    return Mismatch(index, "the projections' sizes are not num_heads and kv_num_heads heads");
+  }
+  if (out->q.input != out->k.input || out->q.input != out->v.input) {
+    return Mismatch(index, "q, k and v are projected from different values");
+  }
+  for (int i = 3; i < 5; ++i) {
+    const std::string& past = node.inputs[i];
+    if (past.empty() || graph_.producer.contains(past) || model_.FindInitializer(past) != nullptr) {
+      return Mismatch(index, "the past keys/values '" + past + "' are not a graph input");
+    }
+  }
+  out->past_key = node.inputs[3];
+  out->past_value = node.inputs[4];
+  out->present_key = node.outputs[1];
+  out->present_value = node.outputs[2];
+  out->input = out->q.input;
+  return Ok();
 }
 
 std::string OnnxMatcher::RepeatKv(std::string_view value) {
@@ -236,6 +308,10 @@ Result<OnnxAttention> OnnxMatcher::Attention(std::string_view value) {
   size_t n = 0;
   // [b, t, h * d] <- Reshape <- Transpose(0, 2, 1, 3) <- MatMul(probs, v)
   const OnnxNode* merge = Producer(out.o.input, &n);
+  if (Is(merge, "GroupQueryAttention") && merge->domain == "com.microsoft") {
+    KITE_RETURN_IF_ERROR(OrtGroupQueryAttention(*merge, n, &out));
+    return out;
+  }
   if (!Is(merge, "Reshape")) return Unsupported("value '" + out.o.input + "' is not attention's merged heads");
   Take(n);
   size_t tr = 0, pv = 0, sm = 0;

@@ -190,6 +190,23 @@ Status EvaluateOnnxNode(const OnnxModel& model, const OnnxNode& node, Inputs in,
     return Elementwise(node, in.first(1), out, type,
                        [](std::span<const double> a) { return a[0]; });
   }
+  if (op == "GroupQueryAttention") {  // ONNX Runtime's: out [b, t, h*d], presents [b, kv, past+t, d]
+    const int64_t heads = IntAttr(node, "num_heads", 0), kv = IntAttr(node, "kv_num_heads", 0);
+    if (in.size() < 5 || in[3] == nullptr || in[0]->shape.size() != 3 || in[3]->shape.size() != 4 ||
+        heads < 1 || kv < 1 || in[0]->shape[2] % heads != 0 || out.size() < 3) {
+      return Fail("GroupQueryAttention takes q [b, t, h*d] and a past [b, kv, past, d]");
+    }
+    out[0].type = in[0]->type;
+    out[0].shape = in[0]->shape;
+    const Shape& past = in[3]->shape;
+    for (size_t o = 1; o < 3; ++o) {
+      out[o].type = in[0]->type;
+      out[o].shape = {past[0], kv, past[2] + in[0]->shape[1], in[0]->shape[2] / heads};
+      out[o].shape_known = true;
+    }
+    out[0].shape_known = true;
+    return Ok();
+  }
   if (op == "Softmax" || op == "SimplifiedLayerNormalization" || op == "RotaryEmbedding") {
     out[0].type = in[0]->type;
     out[0].shape = in[0]->shape;

@@ -104,6 +104,11 @@ class OnnxMatcher {
                            int32_t head_dim, RopeAttrs* rope);
   // ONNX Runtime's com.microsoft RotaryEmbedding, its caches checked as the decomposed tables are.
   Result<std::string> OrtRope(const OnnxNode& node, size_t index, int32_t head_dim, RopeAttrs* rope);
+  // The caches' rows at the probe's positions, checked as the decomposed form's tables.
+  Status CheckRopeCaches(const OnnxValue* cos, const OnnxValue* sin, size_t index,
+                         int32_t head_dim, RopeAttrs* rope) const;
+  // ONNX Runtime's com.microsoft GroupQueryAttention and the projections feeding it.
+  Status OrtGroupQueryAttention(const OnnxNode& node, size_t index, OnnxAttention* out);
   std::string RepeatKv(std::string_view value);
   Status CheckRopeTables(const OnnxValue& cos, const OnnxValue& sin, size_t node,
                          int32_t head_dim, RopeAttrs* rope) const;
