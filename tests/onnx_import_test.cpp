@@ -125,7 +125,7 @@ TEST_F(OnnxImportTest, WeightsAreTheSafetensorsBytes) {
   ASSERT_TRUE(hf.has_value()) << hf.error().message;
   for (const char* onnx :
        {"model.onnx", "with_past/model.onnx", "sdpa/model.onnx", "ort/model.onnx", "gqa/model.onnx",
-        "external/model.onnx"}) {
+        "genai/model.onnx", "external/model.onnx"}) {
     auto model = LoadModel(Path(onnx));
     ASSERT_TRUE(model.has_value()) << model.error().message;
     const ModelConfig& a = (*model)->config();
@@ -167,9 +167,11 @@ TEST_F(OnnxImportTest, CachedDecodeMatchesOnnxRuntimeFedItsPresents) {
   // dequantized by Kite at import.
   ExpectClose(Kite(Path("ort/model.onnx"), true), Oracle(Path("ort/model.onnx"), true),
               "ort/model.onnx");
-  // Attention as ONNX Runtime's GroupQueryAttention, the cache and RoPE inside it.
-  ExpectClose(Kite(Path("gqa/model.onnx"), true), Oracle(Path("gqa/model.onnx"), true),
-              "gqa/model.onnx");
+  // Attention as ONNX Runtime's GroupQueryAttention, the cache and RoPE inside it; then also each
+  // residual Add fused into ONNX Runtime's norms (ORT GenAI's layout).
+  for (const char* onnx : {"gqa/model.onnx", "genai/model.onnx"}) {
+    ExpectClose(Kite(Path(onnx), true), Oracle(Path(onnx), true), onnx);
+  }
   ExpectClose(Kite(Path("int4/model.onnx"), true), Oracle(Path("int4/model.onnx"), true),
               "int4/model.onnx");
 }

@@ -16,6 +16,9 @@ writes into OUT_FOLDER (next to each other, as a user would have them):
                                      RotaryEmbedding over half-width cos/sin caches
   gqa/model.onnx (+ tokenizer)       with_past with attention as ONNX Runtime's com.microsoft
                                      GroupQueryAttention (cache and RoPE inside it)
+  genai/model.onnx (+ tokenizer)     gqa with every residual fused into the next norm (ONNX
+                                     Runtime's SimplifiedLayerNormalization and
+                                     SkipSimplifiedLayerNormalization): ORT GenAI's layout
   int4/model.onnx (+ tokenizer)      with_past with its projections in ONNX Runtime's 4-bit
                                      com.microsoft MatMulNBits (ORT GenAI's int4 form)
   sdpa/model.onnx (+ tokenizer)      the same interface written as newer stacks export it:
@@ -115,6 +118,34 @@ class OrtGroupQueryAttention(torch.autograd.Function):
                 rotary_interleaved_i=0, outputs=3)
 
 
+class OrtNorm(torch.autograd.Function):
+  """RMSNorm exported as ONNX Runtime's SimplifiedLayerNormalization (its default domain)."""
+
+  @staticmethod
+  def forward(ctx, x, weight, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+  @staticmethod
+  def symbolic(g, x, weight, eps):
+    return g.op("SimplifiedLayerNormalization", x, weight, epsilon_f=eps, axis_i=-1)
+
+
+class OrtSkipNorm(torch.autograd.Function):
+  """RMSNorm of x + skip, with the sum (the new residual stream) as a fourth output: ONNX
+  Runtime's com.microsoft SkipSimplifiedLayerNormalization, as ORT GenAI fuses each residual."""
+
+  @staticmethod
+  def forward(ctx, x, skip, weight, eps):
+    total = x + skip
+    inv = torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + eps)
+    return total * inv * weight, torch.zeros_like(inv), inv, total
+
+  @staticmethod
+  def symbolic(g, x, skip, weight, eps):
+    return g.op("com.microsoft::SkipSimplifiedLayerNormalization", x, skip, weight,
+                epsilon_f=eps, outputs=4)
+
+
 class Attention(nn.Module):
 
   def __init__(self, cfg: ref.LlamaConfig, src: ref.Attention, style: str):
@@ -128,7 +159,7 @@ class Attention(nn.Module):
     cfg = self.cfg
     b, t, _ = x.shape
     h, kv, d = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
-    if self.style == "gqa":  # `mask`: seqlens_k, the total length and the caches
+    if self.style in ("gqa", "genai"):  # `mask`: seqlens_k, the total length and the caches
       out, pk, pv = OrtGroupQueryAttention.apply(self.q_proj(x), self.k_proj(x), self.v_proj(x),
                                                  past_k, past_v, *mask, h, kv)
       return self.o_proj(out), (pk, pv)
@@ -223,7 +254,7 @@ class HfStyleLlama(nn.Module):
       attention_mask = torch.ones(b, t + past_len, dtype=torch.int64)
     if position_ids is None:
       position_ids = torch.arange(past_len, past_len + t).unsqueeze(0).expand(b, t)
-    if self.style in ("ort", "gqa"):
+    if self.style in ("ort", "gqa", "genai"):
       rope = lambda z: OrtRotary.apply(z, position_ids, self.cos_half, self.sin_half)
     elif self.style == "sdpa":
       cos, sin = self.cos_cached[position_ids], self.sin_cached[position_ids]  # [b, t, d]
@@ -231,22 +262,42 @@ class HfStyleLlama(nn.Module):
       freqs = (self.inv_freq[None, :, None].expand(b, -1, 1) @ position_ids[:, None, :].float())
       emb = torch.cat((freqs.transpose(1, 2), freqs.transpose(1, 2)), dim=-1)  # [b, t, d]
       cos, sin = emb.cos(), emb.sin()
-    if self.style not in ("ort", "gqa"):
+    if self.style not in ("ort", "gqa", "genai"):
       cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)  # [b, 1, t, d]
       rope = lambda z: z * cos + rotate_half(z) * sin
     mask = self.causal_mask(attention_mask, t, past_len)
-    if self.style == "gqa":
+    if self.style in ("gqa", "genai"):
       seqlens_k = (attention_mask.sum(-1) - 1).to(torch.int32)
       total = attention_mask[0].sum().to(torch.int32)
       mask = (seqlens_k, total, self.cos_half, self.sin_half)
     x = self.embed_tokens(input_ids)
     presents = []
+    if self.style == "genai":
+      return self.genai_blocks(x, rope, mask, past)
     for i, layer in enumerate(self.layers):
       pk, pv = (past[2 * i], past[2 * i + 1]) if past else (None, None)
       x, present = layer(x, rope, mask, pk, pv)
       presents += present
     logits = self.lm_head(self.norm(x))
     return (logits, *presents) if self.with_past else logits
+
+
+  def genai_blocks(self, x, rope, mask, past):
+    """The blocks as ORT GenAI lays them out: each residual Add fused into the next norm."""
+    eps = self.cfg.rms_norm_eps
+    residual, pending, presents = x, None, []
+    for i, layer in enumerate(self.layers):
+      w = layer.input_layernorm.weight
+      if pending is None:
+        normed = OrtNorm.apply(residual, w, eps)
+      else:
+        normed, _, _, residual = OrtSkipNorm.apply(pending, residual, w, eps)
+      a, present = layer.self_attn(normed, rope, mask, past[2 * i], past[2 * i + 1])
+      presents += present
+      normed, _, _, residual = OrtSkipNorm.apply(a, residual, layer.post_attention_layernorm.weight, eps)
+      pending = layer.mlp.down_proj(nn.functional.silu(layer.mlp.gate_proj(normed)) * layer.mlp.up_proj(normed))
+    normed, _, _, _ = OrtSkipNorm.apply(pending, residual, self.norm.weight, eps)
+    return (self.lm_head(normed), *presents)
 
 
 def export(model: ref.LlamaForCausalLM, path: str, with_past: bool, act: str = "silu",
@@ -280,9 +331,15 @@ def export(model: ref.LlamaForCausalLM, path: str, with_past: bool, act: str = "
     args = tuple(args)
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with torch.no_grad():
-    torch.onnx.export(wrapper, args, path, input_names=names, output_names=outputs,
-                      dynamic_axes=axes, opset_version=17, do_constant_folding=True,
-                      custom_opsets={"com.microsoft": 1})
+    try:
+      torch.onnx.export(wrapper, args, path, input_names=names, output_names=outputs,
+                        dynamic_axes=axes, opset_version=17, do_constant_folding=True,
+                        custom_opsets={"com.microsoft": 1})
+    except torch.onnx.errors.CheckerError:
+      # ONNX Runtime registers SimplifiedLayerNormalization in the default domain, where the
+      # ONNX checker does not know it; torch has written the file before checking it.
+      if style != "genai":
+        raise
 
 
 def main():
@@ -356,7 +413,7 @@ def main():
     with_tokenizer(folder)
     quantize_to_matmulnbits(os.path.join(args.out, "with_past", "model.onnx"),
                             os.path.join(folder, "model.onnx"))
-    for style in ("sdpa", "ort", "gqa"):
+    for style in ("sdpa", "ort", "gqa", "genai"):
       folder = os.path.join(args.out, style)
       with_tokenizer(folder)
       export(model, os.path.join(folder, "model.onnx"), with_past=True, style=style)

@@ -100,7 +100,10 @@ Result<std::string> Residual(OnnxMatcher& m, std::string_view value, int32_t wal
                              Branch* branch, OnnxRmsNorm* norm) {
   size_t n = 0;
   const OnnxNode* add = m.Producer(value, &n);
-  if (add == nullptr || add->op_type != "Add") {
+  // ONNX Runtime's SkipSimplifiedLayerNormalization adds its input and skip as its fourth output.
+  const bool fused = add != nullptr && add->op_type == "SkipSimplifiedLayerNormalization" &&
+                     add->outputs.size() > 3 && add->outputs[3] == m.Through(value);
+  if (add == nullptr || (add->op_type != "Add" && !fused) || add->inputs.size() < 2) {
     return Unsupported("value '" + std::string(value) + "' is not a residual Add");
   }
   Error last{ErrorCode::kUnsupported, ""};

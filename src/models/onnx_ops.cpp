@@ -207,6 +207,18 @@ Status EvaluateOnnxNode(const OnnxModel& model, const OnnxNode& node, Inputs in,
     out[0].shape_known = true;
     return Ok();
   }
+  if (op == "SkipSimplifiedLayerNormalization") {  // norm(x + skip), mean, 1/rms, x + skip
+    if (in.size() < 3 || in[1] == nullptr || in[1]->shape != in[0]->shape) {
+      return Fail("SkipSimplifiedLayerNormalization takes input and skip of one shape, and gamma");
+    }
+    for (size_t o = 0; o < out.size(); ++o) {
+      out[o].type = in[0]->type;
+      out[o].shape = in[0]->shape;
+      if (o == 1 || o == 2) out[o].shape.back() = 1;
+      out[o].shape_known = true;
+    }
+    return Ok();
+  }
   if (op == "Softmax" || op == "SimplifiedLayerNormalization" || op == "RotaryEmbedding") {
     out[0].type = in[0]->type;
     out[0].shape = in[0]->shape;

@@ -202,6 +202,20 @@ Result<OnnxRmsNorm> OnnxMatcher::RmsNorm(std::string_view value) {
     out.input = Through(node->inputs[0]);
     return out;
   }
+  if (node->op_type == "SkipSimplifiedLayerNormalization" && node->domain == "com.microsoft") {
+    // ONNX Runtime's RMSNorm of input + skip, the sum its fourth output: the residual Add fused
+    // in (models/onnx_import.cpp reads that output as the Add).
+    Take(n);
+    const OnnxAttribute* eps = node->Attribute("epsilon");
+    out.eps = eps != nullptr ? eps->f : 1e-5;
+    if (node->inputs.size() < 3 || node->outputs.size() < 4 || node->outputs[3].empty() ||
+        (node->inputs.size() > 3 && !node->inputs[3].empty()) || Through(value) != node->outputs[0]) {
+      return Mismatch(n, "expected the normed output of input + skip (no bias) and the sum as an output");
+    }
+    out.weight = {node->inputs[2], false};
+    out.input = node->outputs[3];
+    return out;
+  }
   if (node->op_type != "Mul") return Mismatch(n, "expected RMSNorm's final Mul by its weight");
   Take(n);
   int side = -1;
