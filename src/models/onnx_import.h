@@ -1,6 +1,7 @@
 // ONNX import: a decoder-only transformer exported to ONNX (torch.onnx.export, Hugging Face
-// Optimum; opset 13-17; with or without past_key_values inputs) recognised as the Llama family
-// and loaded as Kite's Llama model, its weights under canonical names.
+// Optimum, ONNX Runtime GenAI's layout with its com.microsoft ops; opset 13-17; with or without
+// past_key_values inputs) recognised as the Llama family and loaded as Kite's Llama model, its
+// weights under canonical names.
 //
 // How: the graph's symbolic sizes are bound to a small probe (batch 1, 3 tokens, 1 past position
 // when the graph has a KV cache; attention_mask all ones, position_ids counting on from the
