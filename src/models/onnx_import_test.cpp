@@ -211,6 +211,20 @@ TEST(OnnxPatterns, ALinearLayerReadsATransposedStoredWeightAsItIs) {
   EXPECT_EQ(linear->out, 3);
 }
 
+TEST(OnnxPatterns, AWholeSliceIsLookedThrough) {
+  // lm_head(hidden[:, -0:, :]) as transformers writes it with num_logits_to_keep = 0.
+  GraphBuilder g;
+  g.Input("x", onnx::TensorProto::FLOAT, {"1", "3", "4"}).Floats("w", {4, 5}, std::vector<float>(20, 1))
+      .Ints("start", {1}, {0}).Ints("end", {1}, {std::numeric_limits<int64_t>::max()}).Ints("axis", {1}, {1})
+      .Node("Slice", {"x", "start", "end", "axis"}, "kept").Node("MatMul", {"kept", "w"}, "y");
+  OnnxModel model = g.Build();
+  const FoldedGraph graph = FoldOnnxGraph(model, {{"x", Live({1, 3, 4})}});
+  OnnxMatcher matcher(model, graph, {3, 0});
+  auto linear = matcher.Linear("y");
+  ASSERT_TRUE(linear.has_value()) << linear.error().message;
+  EXPECT_EQ(linear->input, "x");
+}
+
 TEST(OnnxPatterns, AMismatchNamesTheNode) {
   GraphBuilder g;
   g.Input("x", onnx::TensorProto::FLOAT, {"1", "3", "4"}).Node("Relu", {"x"}, "y");

@@ -46,11 +46,28 @@ std::string OnnxMatcher::Through(std::string_view value) {
     const bool same_type_cast =
         node.op_type == "Cast" && in != nullptr &&
         IntAttribute(node, "to", -1) == static_cast<int64_t>(in->type);
-    if (node.op_type != "Identity" && !same_type_cast) return v;
+    if (node.op_type != "Identity" && !same_type_cast && !WholeSlice(node)) return v;
     Take(it->second);
     v = node.inputs[0];
   }
   return v;
+}
+
+bool OnnxMatcher::WholeSlice(const OnnxNode& node) const {
+  // transformers' `hidden_states[:, -num_logits_to_keep:, :]` with 0 to keep: every element, in
+  // order (steps of 1), so the same value.
+  if (node.op_type != "Slice" || node.inputs.empty() || node.outputs.empty()) return false;
+  const OnnxValue* in = Value(node.inputs[0]);
+  const OnnxValue* out = Value(node.outputs[0]);
+  if (in == nullptr || out == nullptr || in->shape != out->shape) return false;
+  if (node.inputs.size() > 4 && !node.inputs[4].empty()) {
+    const OnnxValue* steps = Value(node.inputs[4]);
+    if (steps == nullptr || !steps->data) return false;
+    for (double step : *steps->data) {
+      if (step != 1) return false;
+    }
+  }
+  return true;
 }
 
 const OnnxNode* OnnxMatcher::Producer(std::string_view value, size_t* index) {

@@ -74,7 +74,8 @@ class OnnxMatcher {
  public:
   OnnxMatcher(const OnnxModel& model, const FoldedGraph& graph, OnnxProbe probe);
 
-  // The value under Identity and same-type Casts (taken as part of the current pattern).
+  // The value under Identity, same-type Casts and whole Slices (taken as part of the current
+  // pattern).
   std::string Through(std::string_view value);
   // The live node producing `value` (after Through), or nullptr for a graph input.
   const OnnxNode* Producer(std::string_view value, size_t* index = nullptr);
@@ -100,6 +101,8 @@ class OnnxMatcher {
 
  private:
   const OnnxValue* Value(std::string_view name) const { return graph_.Find(name); }
+  // A Slice that keeps every element in order: the value itself.
+  bool WholeSlice(const OnnxNode& node) const;
   Result<std::string> Rope(std::string_view value, const OnnxNode& at, size_t at_index,
                            int32_t head_dim, RopeAttrs* rope);
   // ONNX Runtime's com.microsoft RotaryEmbedding, its caches checked as the decomposed tables are.
