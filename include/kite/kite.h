@@ -161,7 +161,7 @@ KITE_API kite_status kite_session_save(const kite_session* session, const char* 
 KITE_API kite_status kite_session_load(kite_session* session, const char* path);
 /* Stops the generation running on `session`, from any thread. After it returns, at most one
  * more token callback runs (the one of a token being handed out at that moment) and the
- * generation ends before its next decode step (a prompt being computed finishes first); that
+ * generation ends before its next decode step or prompt chunk (`prefill_chunk` tokens); that
  * kite_generate* returns KITE_CANCELLED. When no generation runs, does nothing: a later
  * generation is not cancelled. */
 KITE_API void kite_session_cancel(kite_session* session);

@@ -33,8 +33,9 @@ kite_status Generate(const char* function, kite_session* session, std::span<cons
   RunSettings settings = defaults;
   DrawSeedIfRandom(&settings);  // seed -1: a seed of its own per generation
   Session::GenerateOptions options = GenerateOptionsOf(settings);
-  // The cancel flag is read before each token is handed out; returning false ends Generate
-  // before the next decode step.
+  // The cancel flag is read by Generate before each prefill chunk and decode step, and here
+  // before each token is handed out (returning false ends Generate before the next step).
+  options.cancel = &session->cancel;
   options.on_token = [&](int32_t id, std::string_view text) {
     if (session->cancel.load(std::memory_order_acquire)) return false;
     return on_token == nullptr || on_token(user_data, id, text.data(), text.size()) != 0;
@@ -44,8 +45,9 @@ kite_status Generate(const char* function, kite_session* session, std::span<cons
   {
     Running running(session);
     generated = session->session.Generate(ids, options);
-    cancelled = generated && generated->stop_reason == "callback" &&
-                session->cancel.load(std::memory_order_acquire);
+    cancelled = generated && (generated->stop_reason == "cancelled" ||
+                              (generated->stop_reason == "callback" &&
+                               session->cancel.load(std::memory_order_acquire)));
   }
   if (!generated) return Fail(generated.error());
   if (result_out != nullptr) {
