@@ -6,6 +6,7 @@
 // positions), and greedy generation. Phi-3 also with a context of 32, inside its original
 // LongRoPE context (short factors; the default context of 128 takes the long ones).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -163,7 +164,9 @@ TEST_P(SlidingWindowTest, PagesGoBackToThePool) {
   const int64_t window_pages = engine->config().sliding_window / 4 + 2;
   EXPECT_LE(used, global * pages_per_layer + (layers - global) * window_pages);
 
-  const std::string path = ::testing::TempDir() + "kite_window_session_" + GetParam().model;
+  // One file per process: ctest runs the ref and cpu cases of a model side by side.
+  const std::string path = ::testing::TempDir() + "kite_window_session_" + GetParam().model + "_" +
+                           std::to_string(getpid());
   ASSERT_TRUE(session.Save(path).has_value());
   // The original prompt again: its prefix rows were released, so it is computed afresh.
   auto again = session.FeedPrompt(g.input_ids);
