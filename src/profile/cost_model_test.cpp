@@ -113,11 +113,13 @@ TEST(CostModelTest, TinyDecodeStepMatchesHandComputedTimes) {
 
 TEST(CostModelTest, ActivationWidthScalesMatrixTime) {
   // w8a16: cost 1 (twice a8's 0.5): attn_q compute 131.072 us; bytes 4096+256+128*2 = 4608.
-  const OpCost& q = Op(Decode(RoundChip(), "w8a16", 64), "blk.0.attn_q");
+  const GraphCost a16 = Decode(RoundChip(), "w8a16", 64);
+  const OpCost& q = Op(a16, "blk.0.attn_q");
   EXPECT_NEAR(q.time_s, 132.072e-6, 1e-12);
   EXPECT_DOUBLE_EQ(q.bytes, 4608);
   // w4f16: fp16 cost 3 -> 393.216 us; 4-bit weights: 2048 + 256 + 256 = 2560 bytes.
-  const OpCost& f = Op(Decode(RoundChip(), "w4f16", 64), "blk.0.attn_q");
+  const GraphCost f16 = Decode(RoundChip(), "w4f16", 64);
+  const OpCost& f = Op(f16, "blk.0.attn_q");
   EXPECT_NEAR(f.time_s, 394.216e-6, 1e-12);
   EXPECT_DOUBLE_EQ(f.bytes, 2560);
 }
@@ -128,7 +130,8 @@ TEST(CostModelTest, BandwidthBoundWhenTheKvCacheIsLong) {
   Chip chip = RoundChip();
   chip.cost.vec_elems_per_s_per_context = 1e12;
   chip.cost.hmx_macs_per_s = 1e12;
-  const OpCost& a = Op(Decode(chip, "w8a8", 4096), "blk.0.attn");
+  const GraphCost long_kv = Decode(chip, "w8a8", 4096);
+  const OpCost& a = Op(long_kv, "blk.0.attn");
   EXPECT_EQ(a.bound, CostBound::kBandwidth);
   EXPECT_NEAR(a.memory_s, (262144.0 + 128 + 64) / 1e9, 1e-15);
 }
