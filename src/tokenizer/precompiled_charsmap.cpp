@@ -59,7 +59,8 @@ Result<PrecompiledCharsmap> PrecompiledCharsmap::Parse(std::span<const uint8_t> 
   PrecompiledCharsmap charsmap;
   charsmap.bytes_.assign(bytes.begin(), bytes.end());
   charsmap.units_.resize(trie_size / 4);
-  std::memcpy(charsmap.units_.data(), bytes.data() + 4, trie_size);
+  // An empty trie (size 0) maps nothing; memcpy must not see its null data pointer.
+  if (trie_size > 0) std::memcpy(charsmap.units_.data(), bytes.data() + 4, trie_size);
   charsmap.replacements_.assign(reinterpret_cast<const char*>(bytes.data()) + 4 + trie_size,
                                 bytes.size() - 4 - trie_size);
   if (!IsValidUtf8(charsmap.replacements_)) {
