@@ -186,19 +186,11 @@ class Attention(nn.Module):
     angles = self.angles(t)
     q = lref.apply_rope(q, angles, interleaved=False)
     k = lref.apply_rope(k, angles, interleaved=False)
-    group = h // kv
-    k = k.repeat_interleave(group, dim=2)  # [B, T, H, d]
-    v = v.repeat_interleave(group, dim=2)
+    k, v = lref.repeat_kv(k, v, h)
     scores = torch.einsum("bqhd,bkhd->bhqk", q, k) * cfg.query_pre_attn_scalar ** -0.5
     scores = softcap(scores, cfg.attn_logit_softcapping)
-    qpos, kpos = torch.arange(t)[:, None], torch.arange(t)[None, :]
-    allowed = kpos <= qpos
-    if cfg.is_sliding(self.layer):
-      allowed = allowed & (kpos > qpos - cfg.sliding_window)
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    probs = torch.softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
-    out = torch.einsum("bhqk,bkhd->bqhd", probs.to(v.dtype), v).reshape(b, t, h * d)
-    return self.o_proj(out)
+    window = cfg.sliding_window if cfg.is_sliding(self.layer) else None
+    return self.o_proj(lref.causal_attention(scores, v, window))
 
 
 class Mlp(nn.Module):
@@ -255,15 +247,7 @@ class GemmaForCausalLM(lref.HfWeights, nn.Module):
     x = self.model.embed_tokens(input_ids)
     # The normalizer is a tensor of the activations' dtype, as in the reference code.
     x = x * torch.tensor(self.cfg.hidden_size ** 0.5, dtype=x.dtype)
-    if hidden_states is not None:
-      hidden_states.append(x)
-    for layer in self.model.layers:
-      x = layer(x)
-      if hidden_states is not None:
-        hidden_states.append(x)
-    x = self.model.norm(x)
-    if hidden_states is not None:
-      hidden_states.append(x)
+    x = lref.run_backbone(self.model, x, hidden_states)
     return softcap(self.lm_head(x), self.cfg.final_logit_softcapping)
 
 

@@ -243,6 +243,43 @@ def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 # The model. Module names mirror Hugging Face so state_dict() keys are the HF tensor names.
 
 
+def repeat_kv(k: torch.Tensor, v: torch.Tensor, heads: int):
+  """GQA: query head j reads kv head j // (H / KV). k, v [B, T, KV, d] -> [B, T, H, d]."""
+  group = heads // k.shape[2]
+  return k.repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
+
+
+def causal_attention(scores: torch.Tensor, v: torch.Tensor,
+                     window: Optional[int]) -> torch.Tensor:
+  """scores [B, H, Tq, Tk] (scaled, capped) at positions 0..T-1, v [B, T, H, d] -> [B, T, H*d]:
+  each query sees the keys at or before it, and within `window` of it when there is one;
+  softmax in at least f32."""
+  b, h, t, _ = scores.shape
+  qpos, kpos = torch.arange(t)[:, None], torch.arange(t)[None, :]
+  allowed = kpos <= qpos
+  if window is not None:
+    allowed = allowed & (kpos > qpos - window)
+  scores = scores.masked_fill(~allowed, float("-inf"))
+  probs = torch.softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
+  return torch.einsum("bhqk,bkhd->bqhd", probs.to(v.dtype), v).reshape(b, t, h * v.shape[3])
+
+
+def run_backbone(backbone: nn.Module, x: torch.Tensor, hidden_states: Optional[list],
+                 *layer_args) -> torch.Tensor:
+  """The decoder layers then the final norm over x [B, T, hidden]; when `hidden_states` is a
+  list, appends x, each layer's output and the final-norm output."""
+  if hidden_states is not None:
+    hidden_states.append(x)
+  for layer in backbone.layers:
+    x = layer(x, *layer_args)
+    if hidden_states is not None:
+      hidden_states.append(x)
+  x = backbone.norm(x)
+  if hidden_states is not None:
+    hidden_states.append(x)
+  return x
+
+
 class Attention(nn.Module):
 
   def __init__(self, cfg: LlamaConfig):
@@ -269,20 +306,9 @@ class Attention(nn.Module):
       q, k = self.q_norm(q), self.k_norm(k)
     q = apply_rope(q, angles, cfg.rope_interleaved)
     k = rnd(apply_rope(k, angles, cfg.rope_interleaved))  # what a KV cache would hold
-    # GQA: query head j reads kv head j // (H / KV).
-    group = h // kv
-    k = k.repeat_interleave(group, dim=2)  # [B, T, H, d]
-    v = v.repeat_interleave(group, dim=2)
+    k, v = repeat_kv(k, v, h)
     scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d)  # [B, H, Tq, Tk]
-    qpos = torch.arange(t)[:, None]
-    kpos = torch.arange(t)[None, :]
-    allowed = kpos <= qpos
-    if cfg.sliding_window is not None:
-      allowed = allowed & (kpos > qpos - cfg.sliding_window)
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    probs = torch.softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
-    out = torch.einsum("bhqk,bkhd->bqhd", probs.to(v.dtype), v).reshape(b, t, h * d)
-    return rnd(self.o_proj(out))  # [B, T, hidden]
+    return rnd(self.o_proj(causal_attention(scores, v, cfg.sliding_window)))  # [B, T, hidden]
 
 
 class Mlp(nn.Module):
@@ -383,16 +409,7 @@ class LlamaForCausalLM(HfWeights, nn.Module):
     t = input_ids.shape[1]
     angles = rope_angles(self.cfg, torch.arange(t))  # [T, d/2]
     x = self.model.embed_tokens(input_ids)  # [B, T, hidden]
-    if hidden_states is not None:
-      hidden_states.append(x)
-    for layer in self.model.layers:
-      x = layer(x, angles, act_round)
-      if hidden_states is not None:
-        hidden_states.append(x)
-    x = self.model.norm(x)
-    if hidden_states is not None:
-      hidden_states.append(x)
-    return self.lm_head(x)
+    return self.lm_head(run_backbone(self.model, x, hidden_states, angles, act_round))
 
 
 def greedy_generate(model: nn.Module, ids: List[int], n_new: int):

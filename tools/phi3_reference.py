@@ -145,18 +145,9 @@ class Attention(nn.Module):
     v = qkv[..., (h + kv) * d:].reshape(b, t, kv, d)
     q = apply_partial_rope(q, angles, factor, cfg.rotary_dim)
     k = apply_partial_rope(k, angles, factor, cfg.rotary_dim)
-    group = h // kv
-    k = k.repeat_interleave(group, dim=2)
-    v = v.repeat_interleave(group, dim=2)
+    k, v = lref.repeat_kv(k, v, h)
     scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d)
-    qpos, kpos = torch.arange(t)[:, None], torch.arange(t)[None, :]
-    allowed = kpos <= qpos
-    if cfg.sliding_window is not None:
-      allowed = allowed & (kpos > qpos - cfg.sliding_window)
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    probs = torch.softmax(scores.to(torch.promote_types(scores.dtype, torch.float32)), dim=-1)
-    out = torch.einsum("bhqk,bkhd->bqhd", probs.to(v.dtype), v).reshape(b, t, h * d)
-    return self.o_proj(out)
+    return self.o_proj(lref.causal_attention(scores, v, cfg.sliding_window))
 
 
 class Mlp(nn.Module):
@@ -210,16 +201,7 @@ class Phi3ForCausalLM(lref.HfWeights, nn.Module):
     t = input_ids.shape[1]
     angles, factor = rope_tables(self.cfg, t, self.context)
     x = self.model.embed_tokens(input_ids)
-    if hidden_states is not None:
-      hidden_states.append(x)
-    for layer in self.model.layers:
-      x = layer(x, angles, factor)
-      if hidden_states is not None:
-        hidden_states.append(x)
-    x = self.model.norm(x)
-    if hidden_states is not None:
-      hidden_states.append(x)
-    return self.lm_head(x)
+    return self.lm_head(lref.run_backbone(self.model, x, hidden_states, angles, factor))
 
 
 def model_for(config: dict) -> Phi3ForCausalLM:
