@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "runtime/context_limit.h"
+#include "runtime/logits_check.h"
 #include "runtime/stop_strings.h"
 
 namespace kite {
@@ -14,19 +15,6 @@ namespace {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// NaN or infinite logits mean broken weights or an overflow; sampling from them would give
-// arbitrary tokens (and NaN breaks the ordering the sampler sorts by). One pass over [vocab]
-// floats, small beside the lm_head matmul that produced them.
-Status CheckLogitsFinite(std::span<const float> logits, int32_t position) {
-  const auto bad =
-      std::find_if(logits.begin(), logits.end(), [](float v) { return !std::isfinite(v); });
-  if (bad == logits.end()) return Ok();
-  return InvalidInput("the logits for position " + std::to_string(position) +
-                      " are not finite (token id " + std::to_string(bad - logits.begin()) +
-                      " has " + std::to_string(*bad) +
-                      "); the weights may hold NaN or Inf: load with --check-tensors to find them");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "runtime/logits_check.h"
+
 namespace kite {
 
 namespace {
@@ -63,13 +65,8 @@ bool RequestRun::Accept(std::span<const float> logits, const Session& session,
   // Embedding rows past the tokenizer's vocabulary (padding) have no text: they are not
   // candidates, as in Session::Generate.
   const std::span<const float> candidates = logits.first(engine.tokenizer().vocab_size());
-  const auto bad =
-      std::find_if(candidates.begin(), candidates.end(), [](float v) { return !std::isfinite(v); });
-  if (bad != candidates.end()) {
-    Fail(FinishReason::kError, Failure::kInternal,
-         "the logits for position " + std::to_string(session.n_past()) +
-             " are not finite (token id " + std::to_string(bad - candidates.begin()) +
-             "); the model's weights may hold NaN or Inf");
+  if (Status finite = CheckLogitsFinite(candidates, session.n_past()); !finite) {
+    Fail(FinishReason::kError, Failure::kInternal, finite.error().message);
     return false;
   }
   const int32_t id = sampler_->Sample(candidates, session.history());
