@@ -22,8 +22,8 @@ SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # Test oracles only, never runtime dependencies (python3-torch: tools/make_outlier_model.py makes the
 # outlier test model the quantization recipes test runs on, tools/make_arch_references.py the
 # Qwen3/Gemma/Phi-3 reference models and goldens tests/arch_reference_test.cpp checks; chromium: `kite profile --html` is rendered headless by
-# tests/profile_html_chromium.sh).
-ORACLE_PACKAGES := sentencepiece python3-sentencepiece python3-torch chromium
+# tests/profile_html_chromium.sh; python3-numpy: tools/npusim_reference.py, the npusim op goldens).
+ORACLE_PACKAGES := sentencepiece python3-sentencepiece python3-torch python3-numpy chromium
 
 .PHONY: all deps san-deps llamacpp tokenizers openai-client onnxruntime build demo test test-release test-sanitize test-tsan fuzz clean
 

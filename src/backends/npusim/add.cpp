@@ -1,0 +1,31 @@
+// add, docs/npusim.md §5.1: both inputs rescaled to one fixed-point grid, one rounding.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/npusim/broadcast.h"
+
+namespace kite::npusim {
+
+// One common shift r for both inputs.
+Result<AddPlan> PlanAdd(const ActEncoding& a, const ActEncoding& b, const ActEncoding& y) {
+  const double ma = a.scale / y.scale;
+  const double mb = b.scale / y.scale;
+  const Multiplier larger = KITE_TRY(MakeMultiplier(std::max(ma, mb), "add"));
+  return AddPlan{.a = a,
+                 .b = b,
+                 .y = y,
+                 .ma = static_cast<int64_t>(std::nearbyint(std::ldexp(ma, larger.r))),
+                 .mb = static_cast<int64_t>(std::nearbyint(std::ldexp(mb, larger.r))),
+                 .r = larger.r};
+}
+
+void Add(const AddPlan& plan, const Broadcast& shape, std::span<const int32_t> a,
+         std::span<const int32_t> b, std::span<int32_t> y) {
+  ForEachBroadcast(shape, [&](int64_t i, int64_t ia, int64_t ib) {
+    const Int128 acc = Int128{a[ia] + plan.a.offset} * plan.ma +
+                       Int128{b[ib] + plan.b.offset} * plan.mb;
+    y[i] = plan.y.Clamp(RoundShift(acc, plan.r) - plan.y.offset);
+  });
+}
+
+}  // namespace kite::npusim

@@ -1,0 +1,137 @@
+// Integer matmul, docs/npusim.md §4: exact sums of (x + o_x) · w, requantized per output
+// channel. The dot products run on Highway SIMD (compiled per target, dispatched at run time):
+// integer sums are the same in any order as long as no partial sum overflows, so SIMD keeps the
+// result bit-exact. Activations are held as int16 (16-bit codes minus 32768, 8-bit codes as
+// they are) and weights as int16 (|w| ≤ 128, LPBQ multipliers folded in: |w · mult| ≤ 120), so a
+// product is at most 2^15 · 2^7 = 2^22 and the int32 lanes are summed into int64 every
+// kChunk = 256 inputs: 256 · 2^22 = 2^30 < 2^31 bounds every partial sum, whatever the lane
+// layout.
+#include <algorithm>
+#include <cstring>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/npusim/matmul.cpp"
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "backends/npusim/kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::npusim {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr int64_t kChunk = 256;
+
+// acc[r · tokens + t] = Σ_k x[t, k] · w[r, k] for rows r of w [rows, k], x [tokens, k].
+void DotRows(const int16_t* x, int64_t tokens, const int16_t* w, int64_t rows, int64_t k,
+             int64_t* acc) {
+  const hn::ScalableTag<int16_t> d16;
+  const hn::Repartition<int32_t, decltype(d16)> d32;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d16));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int16_t* wr = w + r * k;
+    for (int64_t t = 0; t < tokens; ++t) {
+      const int16_t* xt = x + t * k;
+      int64_t total = 0;
+      int64_t i = 0;
+      while (i + lanes <= k) {
+        const int64_t end = std::min(k, i + kChunk);
+        auto sum0 = hn::Zero(d32);
+        auto sum1 = hn::Zero(d32);
+        for (; i + lanes <= end; i += lanes) {
+          sum0 = hn::ReorderWidenMulAccumulate(d32, hn::LoadU(d16, xt + i), hn::LoadU(d16, wr + i),
+                                               sum0, sum1);
+        }
+        total += hn::GetLane(hn::SumOfLanes(d32, hn::Add(sum0, sum1)));
+      }
+      for (; i < k; ++i) total += int32_t{xt[i]} * int32_t{wr[i]};
+      acc[r * tokens + t] = total;
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::npusim
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kite::npusim {
+
+HWY_EXPORT(DotRows);
+
+namespace {
+
+// 16-bit codes are centred on 32768 to fit int16; 8-bit codes fit as they are.
+int32_t Centre(const ActEncoding& x) { return x.bits == 16 ? 32768 : 0; }
+
+constexpr int64_t kRowsPerJob = 16;
+
+}  // namespace
+
+Result<MatMulPlan> PlanMatMul(const MatMulWeights& w, const ActEncoding& x, const ActEncoding& y) {
+  if (w.k > (int64_t{1} << 24)) {
+    return Unsupported("matmul: K = " + std::to_string(w.k) +
+                       " exceeds 2^24, the bound that keeps the int64 accumulator exact "
+                       "(docs/npusim.md §4.1)");
+  }
+  MatMulPlan plan;
+  plan.n = w.n;
+  plan.k = w.k;
+  plan.x = x;
+  plan.y = y;
+  plan.weights.resize(static_cast<size_t>(w.n * w.k));
+  plan.row_sums.assign(static_cast<size_t>(w.n), 0);
+  for (int64_t n = 0; n < w.n; ++n) {
+    for (int64_t i = 0; i < w.k; ++i) {
+      const int32_t mult = w.lpbq_block > 0 ? w.mults[n * (w.k / w.lpbq_block) + i / w.lpbq_block]
+                                            : 1;  // §4.2: the block multiplier is an integer
+      const int16_t code = static_cast<int16_t>(w.codes[n * w.k + i] * mult);
+      plan.weights[n * w.k + i] = code;
+      plan.row_sums[n] += code;
+    }
+    const double accumulator_scale = x.scale * static_cast<double>(w.scales[n]);
+    plan.outputs.push_back(KITE_TRY(MakeMultiplier(accumulator_scale / y.scale, "matmul")));
+    if (!w.bias.empty()) {  // §2.3
+      const double b = std::nearbyint(static_cast<double>(w.bias[n]) / accumulator_scale);
+      plan.bias.push_back(static_cast<int64_t>(std::clamp(b, -2147483648.0, 2147483647.0)));
+    }
+  }
+  return plan;
+}
+
+void MatMul(const MatMulPlan& plan, std::span<const int32_t> x, int64_t tokens,
+            std::span<int32_t> y, std::span<int16_t> centred, ThreadPool* pool) {
+  const int32_t centre = Centre(plan.x);
+  for (int64_t i = 0; i < tokens * plan.k; ++i) centred[i] = static_cast<int16_t>(x[i] - centre);
+  // Σ (x + o_x) w = Σ (x − c) w + (c + o_x) Σ w.
+  const int64_t shift = int64_t{centre} + plan.x.offset;
+  auto rows = [&](int64_t begin, int64_t end) {
+    int64_t acc[kRowsPerJob * 64];
+    for (int64_t n0 = begin; n0 < end; n0 += kRowsPerJob) {
+      const int64_t count = std::min(end - n0, kRowsPerJob);
+      for (int64_t t0 = 0; t0 < tokens; t0 += 64) {
+        const int64_t tc = std::min<int64_t>(64, tokens - t0);
+        HWY_DYNAMIC_DISPATCH(DotRows)(centred.data() + t0 * plan.k, tc,
+                                      plan.weights.data() + n0 * plan.k, count, plan.k, acc);
+        for (int64_t r = 0; r < count; ++r) {
+          const int64_t n = n0 + r;
+          const int64_t constant = shift * plan.row_sums[n] + (plan.bias.empty() ? 0 : plan.bias[n]);
+          for (int64_t t = 0; t < tc; ++t) {
+            y[(t0 + t) * plan.n + n] = Requantize(Int128{acc[r * tc + t]} + constant,
+                                                  plan.outputs[n], plan.y);
+          }
+        }
+      }
+    }
+  };
+  if (pool) {
+    pool->ParallelForChunks(plan.n, kRowsPerJob * 4, rows);
+  } else {
+    rows(0, plan.n);
+  }
+}
+
+}  // namespace kite::npusim
+#endif  // HWY_ONCE
