@@ -26,6 +26,7 @@ namespace kite {
 // What a backend may be configured with; each takes what applies to it.
 struct BackendOptions {
   int32_t threads = 0;  // backends with a thread pool; 0: every CPU this process may use
+  std::string chip = "";  // npusim: the chip generation to simulate; empty = the backend's default (v75)
 };
 
 struct BackendRegistration {

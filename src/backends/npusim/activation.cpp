@@ -1,6 +1,6 @@
-// SiLU and GELU by a table over the input code (docs/npusim.md §6.1), and the gated forms
-// SwiGLU and GeGLU: the table's value times the up projection's centred code.
+// SiLU and GELU by a table over the input code (docs/npusim.md §6.1), requantized once.
 #include "backends/npusim/kernels.h"
+#include "backends/npusim/steps.h"
 
 namespace kite::npusim {
 
@@ -15,19 +15,43 @@ void Activation(const ActivationPlan& plan, std::span<const int32_t> x, std::spa
   for (size_t i = 0; i < x.size(); ++i) y[i] = Requantize(plan.table.entries[x[i]], plan.m, plan.y);
 }
 
-Result<GatedPlan> PlanGated(TableFunction function, const ActEncoding& gate, const ActEncoding& up,
-                            const ActEncoding& y) {
-  ActivationTable table = MakeActivationTable(function, gate);
-  const Multiplier m = KITE_TRY(MakeMultiplier(table.scale * up.scale / y.scale, "gated"));
-  return GatedPlan{.gate = gate, .up = up, .y = y, .table = std::move(table), .m = m};
+
+SupportResult Support(const SiluAttrs&, const Graph& graph, const Node& node) {
+  return EncodedActivations(graph, node, {0});
 }
 
-void Gated(const GatedPlan& plan, std::span<const int32_t> gate, std::span<const int32_t> up,
-           std::span<int32_t> y) {
-  for (size_t i = 0; i < gate.size(); ++i) {
-    const Int128 product = Int128{plan.table.entries[gate[i]]} * (up[i] + plan.up.offset);
-    y[i] = Requantize(product, plan.m, plan.y);
-  }
+Result<Step> Prepare(const SiluAttrs&, const NodeContext& c) {
+  auto plan = std::make_shared<const ActivationPlan>(
+      KITE_TRY(PlanActivation(TableFunction::kSilu, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
+  return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
+                     const ExecContext& context) -> Status {
+    ScratchArena arena(context.scratch);
+    const std::span<int32_t> x = arena.Take<int32_t>(in[0].elements());
+    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
+    ReadCodes(in[0], plan->x, x);
+    Activation(*plan, x, y);
+    WriteCodes(y, plan->y, out);
+    return Ok();
+  });
+}
+
+SupportResult Support(const GeluAttrs&, const Graph& graph, const Node& node) {
+  return EncodedActivations(graph, node, {0});
+}
+
+Result<Step> Prepare(const GeluAttrs& attrs, const NodeContext& c) {
+  auto plan = std::make_shared<const ActivationPlan>(
+      KITE_TRY(PlanActivation(attrs.approx == GeluApprox::kErf ? TableFunction::kGeluErf : TableFunction::kGeluTanh, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
+  return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
+                     const ExecContext& context) -> Status {
+    ScratchArena arena(context.scratch);
+    const std::span<int32_t> x = arena.Take<int32_t>(in[0].elements());
+    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
+    ReadCodes(in[0], plan->x, x);
+    Activation(*plan, x, y);
+    WriteCodes(y, plan->y, out);
+    return Ok();
+  });
 }
 
 }  // namespace kite::npusim

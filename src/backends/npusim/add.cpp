@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backends/npusim/broadcast.h"
+#include "backends/npusim/steps.h"
 
 namespace kite::npusim {
 
@@ -25,6 +26,30 @@ void Add(const AddPlan& plan, const Broadcast& shape, std::span<const int32_t> a
     const Int128 acc = Int128{a[ia] + plan.a.offset} * plan.ma +
                        Int128{b[ib] + plan.b.offset} * plan.mb;
     y[i] = plan.y.Clamp(RoundShift(acc, plan.r) - plan.y.offset);
+  });
+}
+
+
+SupportResult Support(const AddAttrs&, const Graph& graph, const Node& node) {
+  return EncodedActivations(graph, node, {0, 1});
+}
+
+Result<Step> Prepare(const AddAttrs&, const NodeContext& c) {
+  auto plan = std::make_shared<const AddPlan>(
+      KITE_TRY(PlanAdd(KITE_TRY(c.Input(0)), KITE_TRY(c.Input(1)), KITE_TRY(c.Output()))));
+  auto shape = std::make_shared<const Broadcast>(
+      MakeBroadcast(c.Arg(0).shape, c.Arg(1).shape));
+  return Step([plan, shape](std::span<const TensorArg> in, const TensorArg& out,
+                            const ExecContext& context) -> Status {
+    ScratchArena arena(context.scratch);
+    const std::span<int32_t> a = arena.Take<int32_t>(in[0].elements());
+    const std::span<int32_t> b = arena.Take<int32_t>(in[1].elements());
+    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
+    ReadCodes(in[0], plan->a, a);
+    ReadCodes(in[1], plan->b, b);
+    Add(*plan, *shape, a, b, y);
+    WriteCodes(y, plan->y, out);
+    return Ok();
   });
 }
 

@@ -4,6 +4,10 @@
 #include <algorithm>
 
 #include "backends/npusim/kernels.h"
+#include <cstring>
+
+#include "backends/npusim/steps.h"
+#include "backends/shared_kernels.h"
 
 namespace kite::npusim {
 
@@ -71,6 +75,112 @@ void AttendRow(const AttentionPlan& plan, const KvCodes& cache, int64_t token, i
   } else {
     Attend<uint16_t>(plan, cache, token, position, kv_head, query, weights, out);
   }
+}
+
+
+SupportResult Support(const AttentionAttrs& attrs, const Graph& graph, const Node& node) {
+  if (attrs.softcap > 0.0f) {
+    return SupportResult::No("attention: soft-capped scores (Gemma 2) have no integer form in "
+                             "npusim v1 (docs/npusim.md §7.2)");
+  }
+  return EncodedActivations(graph, node, {0, 1, 2});
+}
+
+namespace {
+
+// §7.1: token t's k or v [Hkv, D] codes, as u8 or u16, at the start of each head's slot.
+void StoreRow(const KvLayerView& layer, std::span<const int32_t> codes, int32_t bits,
+              std::byte* row) {
+  const int64_t dim = layer.head_dim;
+  for (int64_t h = 0; h < layer.n_kv_heads; ++h) {
+    std::byte* slot = row + h * layer.head_bytes;
+    for (int64_t d = 0; d < dim; ++d) {
+      const int32_t code = codes[h * dim + d];
+      if (bits == 8) {
+        slot[d] = static_cast<std::byte>(code);
+      } else {
+        const uint16_t wide = static_cast<uint16_t>(code);
+        std::memcpy(slot + 2 * d, &wide, 2);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<Step> Prepare(const AttentionAttrs& attrs, const NodeContext& c) {
+  const ActEncoding k = KITE_TRY(c.Input(1));
+  const ActEncoding v = KITE_TRY(c.Input(2));
+  if (k.bits != v.bits) {
+    return Unsupported("attention '" + c.node.name + "': k has " + std::to_string(k.bits) +
+                       "-bit codes and v " + std::to_string(v.bits) +
+                       "; npusim's cache holds one width per layer");
+  }
+  auto plan = std::make_shared<const AttentionPlan>(KITE_TRY(PlanAttention(
+      attrs.scale, attrs.window, KITE_TRY(c.Input(0)), k, v, KITE_TRY(c.Output()))));
+  return Step([plan, attrs](std::span<const TensorArg> in, const TensorArg& out,
+                            const ExecContext& context) -> Status {
+    KITE_RETURN_IF_ERROR(CheckAttentionCache(attrs, context, in[1]));
+    const KvCacheView& cache = *context.kv_cache;
+    ScratchArena arena(context.scratch);
+    const std::span<int32_t> q = arena.Take<int32_t>(in[0].elements());
+    const std::span<int32_t> k = arena.Take<int32_t>(in[1].elements());
+    const std::span<int32_t> v = arena.Take<int32_t>(in[2].elements());
+    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
+    ReadCodes(in[0], plan->q, q);
+    ReadCodes(in[1], plan->k, k);
+    ReadCodes(in[2], plan->v, v);
+    const TensorArg& positions = in[3];
+    auto position = [&](int64_t t) {
+      return positions.as<const int32_t>()[t * positions.strides[0]];
+    };
+    const int64_t tokens = in[0].shape[0];
+    const int64_t q_heads = in[0].shape[1];
+    const int64_t dim = in[0].shape[2];
+    const int64_t row = in[1].shape[1] * dim;
+    const int64_t width = plan->k.bits / 8;
+    int64_t longest = 0;
+    for (int64_t t = 0; t < tokens; ++t) {
+      const KvLayerView& layer = cache.layer(t, attrs.layer);
+      if (static_cast<int64_t>(layer.head_bytes) < dim * width) {
+        return Unsupported("attention of layer " + std::to_string(attrs.layer) + ": " +
+                           std::to_string(8 * width) + "-bit KV codes need " +
+                           std::to_string(width) + " bytes an element; the " +
+                           std::string(DTypeName(layer.dtype)) +
+                           " KV cache has fewer (--kv-type f16, docs/npusim.md §7.1)");
+      }
+      if (position(t) < 0 || position(t) >= layer.length) {
+        return InvalidInput("position " + std::to_string(position(t)) + " of token " +
+                            std::to_string(t) + " is outside the KV cache's valid length " +
+                            std::to_string(layer.length));
+      }
+      StoreRow(layer, k.subspan(t * row, row), plan->k.bits, layer.key(position(t)));
+      StoreRow(layer, v.subspan(t * row, row), plan->v.bits, layer.value(position(t)));
+      longest = std::max<int64_t>(longest, position(t) + 1);
+    }
+    const KvCodes codes{
+        .key = [&](int64_t t, int64_t j, int64_t h) -> const void* {
+          const KvLayerView& layer = cache.layer(t, attrs.layer);
+          return layer.key(j) + h * layer.head_bytes;
+        },
+        .value = [&](int64_t t, int64_t j, int64_t h) -> const void* {
+          const KvLayerView& layer = cache.layer(t, attrs.layer);
+          return layer.value(j) + h * layer.head_bytes;
+        }};
+    // The softmax weights of one row: as long as the longest visible history.
+    thread_local std::vector<int64_t> weights;
+    if (static_cast<int64_t>(weights.size()) < longest) weights.resize(longest);
+    const int64_t group = q_heads / in[1].shape[1];
+    for (int64_t t = 0; t < tokens; ++t) {
+      for (int64_t h = 0; h < q_heads; ++h) {
+        const int64_t at = (t * q_heads + h) * dim;
+        AttendRow(*plan, codes, t, position(t), h / group, q.subspan(at, dim), weights,
+                  y.subspan(at, dim));
+      }
+    }
+    WriteCodes(y, plan->y, out);
+    return Ok();
+  });
 }
 
 }  // namespace kite::npusim

@@ -16,6 +16,9 @@
 #include <hwy/highway.h>
 
 #include "backends/npusim/kernels.h"
+#include "backends/npusim/steps.h"
+#include "tensor/dequantize.h"
+#include "tensor/int_codes.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kite::npusim {
@@ -131,6 +134,85 @@ void MatMul(const MatMulPlan& plan, std::span<const int32_t> x, int64_t tokens,
   } else {
     rows(0, plan.n);
   }
+}
+
+// A weight npusim multiplies in integers: signed 4/8-bit codes, symmetric, per output channel
+// or LPBQ (docs/npusim.md §2.2).
+SupportResult Support(const MatMulAttrs&, const Graph& graph, const Node& node) {
+  if (SupportResult act = EncodedActivations(graph, node, {0}); !act.ok) return act;
+  const Value& weight = graph.value(node.inputs[1]);
+  const std::string name = "matmul: weight '" + weight.name + "'";
+  if (!weight.encoding) {
+    return SupportResult::No(name + " is " + std::string(DTypeName(weight.dtype)) +
+                             ", not an NPU layout (kite quantize --type int8|int4|lpbq32)");
+  }
+  const QuantEncoding& e = *weight.encoding;
+  const bool zero_offsets = std::all_of(e.offsets.begin(), e.offsets.end(),
+                                        [](int32_t o) { return o == 0; });
+  if (!e.is_signed || !zero_offsets) {
+    return SupportResult::No(name + " is asymmetric (" + EncodingString(e) +
+                             "); the NPU's integer matmul takes symmetric weights (--type int8, "
+                             "int4 or lpbq32, not -asym)");
+  }
+  if (e.bits != 4 && e.bits != 8) {
+    return SupportResult::No(name + " has " + std::to_string(e.bits) +
+                             "-bit codes; npusim v1 multiplies 4- and 8-bit weights");
+  }
+  const bool per_axis = e.granularity == EncodingGranularity::kPerAxis && e.axis == 0;
+  const bool lpbq = e.granularity == EncodingGranularity::kLpbq && e.axis == 0 && e.block_axis == 1;
+  if (!per_axis && !lpbq) {
+    return SupportResult::No(name + " is " + EncodingString(e) +
+                             "; float block scales have no integer form (use --type lpbq32, "
+                             "docs/npusim.md §2.2)");
+  }
+  if (node.inputs.size() > 2 && !Traits(graph.value(node.inputs[2]).dtype).can_dequantize) {
+    return SupportResult::No("matmul: cannot read the bias '" + graph.value(node.inputs[2]).name +
+                             "'");
+  }
+  return SupportResult::Yes();
+}
+
+uint64_t Scratch(const MatMulAttrs& attrs, const Graph& graph, const Node& node) {
+  return ActivationScratch(graph, node) +
+         ScratchArena::Bytes<int16_t>(graph.value(node.inputs[0]).elements());
+}
+
+Result<Step> Prepare(const MatMulAttrs&, const NodeContext& c) {
+  const TensorArg& w = c.Arg(1);
+  const QuantEncoding& e = *c.graph.value(c.node.inputs[1]).encoding;
+  const int64_t n = w.shape[0];
+  const int64_t k = w.shape[1];
+  std::vector<int32_t> wide(static_cast<size_t>(n * k));
+  kite::ReadCodes(w.dtype, w.data, 0, n * k, wide.data());
+  const std::vector<int8_t> codes(wide.begin(), wide.end());
+  std::vector<float> bias;
+  if (c.node.inputs.size() > 2) {
+    const TensorArg& b = c.Arg(2);
+    bias.resize(static_cast<size_t>(n));
+    KITE_RETURN_IF_ERROR(Dequantize(b.dtype, b.data, bias.data(), n));
+  }
+  const MatMulWeights weights{
+      .n = n,
+      .k = k,
+      .codes = codes,
+      .scales = e.scales,
+      .lpbq_block = e.granularity == EncodingGranularity::kLpbq ? e.block_size : 0,
+      .mults = e.multipliers,
+      .bias = bias};
+  auto plan = std::make_shared<const MatMulPlan>(
+      KITE_TRY(PlanMatMul(weights, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
+  ThreadPool* pool = c.pool;
+  return Step([plan, pool](std::span<const TensorArg> in, const TensorArg& out,
+                           const ExecContext& context) -> Status {
+    ScratchArena arena(context.scratch);
+    const int64_t tokens = in[0].elements() / plan->k;
+    const std::span<int32_t> x = arena.Take<int32_t>(in[0].elements());
+    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
+    ReadCodes(in[0], plan->x, x);
+    MatMul(*plan, x, tokens, y, arena.Take<int16_t>(in[0].elements()), pool);
+    WriteCodes(y, plan->y, out);
+    return Ok();
+  });
 }
 
 }  // namespace kite::npusim

@@ -3,6 +3,8 @@
 #include <cmath>
 
 #include "backends/npusim/kernels.h"
+#include "backends/npusim/steps.h"
+#include "tensor/dequantize.h"
 
 namespace kite::npusim {
 
@@ -42,6 +44,33 @@ void RmsNorm(const RmsNormPlan& plan, std::span<const int32_t> x, std::span<int3
       out[d] = plan.y.Clamp(RoundShift(product, m.r + rsqrt.p / 2) - plan.y.offset);
     }
   }
+}
+
+
+SupportResult Support(const RmsNormAttrs&, const Graph& graph, const Node& node) {
+  if (!Traits(graph.value(node.inputs[1]).dtype).can_dequantize) {
+    return SupportResult::No("rms_norm: cannot read the weight '" +
+                             graph.value(node.inputs[1]).name + "'");
+  }
+  return EncodedActivations(graph, node, {0});
+}
+
+Result<Step> Prepare(const RmsNormAttrs& attrs, const NodeContext& c) {
+  const TensorArg& w = c.Arg(1);
+  std::vector<float> weight(static_cast<size_t>(w.elements()));
+  KITE_RETURN_IF_ERROR(Dequantize(w.dtype, w.data, weight.data(), w.elements()));
+  auto plan = std::make_shared<const RmsNormPlan>(
+      KITE_TRY(PlanRmsNorm(weight, attrs.eps, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
+  return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
+                     const ExecContext& context) -> Status {
+    ScratchArena arena(context.scratch);
+    const std::span<int32_t> x = arena.Take<int32_t>(in[0].elements());
+    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
+    ReadCodes(in[0], plan->x, x);
+    RmsNorm(*plan, x, y);
+    WriteCodes(y, plan->y, out);
+    return Ok();
+  });
 }
 
 }  // namespace kite::npusim

@@ -1,6 +1,7 @@
 // RoPE, docs/npusim.md §9: each pair rotated by the Q30 cos/sin of §6.4 in exact integer
 // arithmetic and requantized once; the angle never passes through a narrow float.
 #include "backends/npusim/kernels.h"
+#include "backends/npusim/steps.h"
 
 namespace kite::npusim {
 
@@ -41,6 +42,36 @@ void Rope(const RopePlan& plan, std::span<const int32_t> x, std::span<const int3
       }
     }
   }
+}
+
+
+SupportResult Support(const RopeAttrs&, const Graph& graph, const Node& node) {
+  return EncodedActivations(graph, node, {0});
+}
+
+Result<Step> Prepare(const RopeAttrs& attrs, const NodeContext& c) {
+  std::vector<double> inv_freq;
+  for (int64_t i = 0; i < attrs.rotary_dim / 2; ++i) {
+    inv_freq.push_back(RopeInverseFrequency(attrs, i));
+  }
+  auto plan = std::make_shared<const RopePlan>(
+      KITE_TRY(PlanRope(std::move(inv_freq), attrs.mode == RopeMode::kNeox, attrs.rotary_dim,
+                        attrs.attention_factor, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
+  return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
+                     const ExecContext& context) -> Status {
+    ScratchArena arena(context.scratch);
+    const std::span<int32_t> x = arena.Take<int32_t>(in[0].elements());
+    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
+    ReadCodes(in[0], plan->x, x);
+    const TensorArg& positions = in[1];
+    const std::span<int32_t> at = arena.Take<int32_t>(positions.shape[0]);
+    for (int64_t t = 0; t < positions.shape[0]; ++t) {
+      at[t] = positions.as<const int32_t>()[t * positions.strides[0]];
+    }
+    Rope(*plan, x, at, in[0].shape[1], in[0].shape[2], y);
+    WriteCodes(y, plan->y, out);
+    return Ok();
+  });
 }
 
 }  // namespace kite::npusim

@@ -1,0 +1,73 @@
+// How npusim's kernels meet a graph. Activations reach npusim as the values a dequantize op
+// wrote (f32 on the encoding's grid, docs/npusim.md §2.4); a node's encodings are found in the
+// graph: each input's behind its dequantize (through views), the output's in the quantize node
+// that reads it (graph/passes/insert_qdq.cpp puts one after every encoded node). A node reads
+// its inputs' codes back exactly, runs the integer kernel, and writes its output codes as the
+// same grid floats, which the following quantize reads back without loss.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+
+#include "backends/backend.h"
+#include "backends/npusim/fixed_point.h"
+#include "base/thread_pool.h"
+
+namespace kite::npusim {
+
+// The encoding of the codes `value` holds: that of the dequantize it comes from, through
+// views; null when it comes from anything else.
+const QuantEncoding* CodesEncoding(const Graph& graph, ValueId value);
+// The encoding of the quantize node reading `node`'s output, or null when there is none.
+const QuantEncoding* OutputEncoding(const Graph& graph, const Node& node);
+
+// Yes when inputs `inputs` of `node` hold codes of a u8/u16 per-tensor encoding and its output
+// is quantized to one; else a reason naming the value.
+SupportResult EncodedActivations(const Graph& graph, const Node& node,
+                                 std::initializer_list<int> inputs);
+
+// What a node's preparation sees when its partition is compiled.
+struct NodeContext {
+  const Graph& graph;
+  const Node& node;
+  std::span<const TensorArg> values;  // per value, weights' data bound
+  ThreadPool* pool;
+
+  Result<ActEncoding> Input(int index) const;  // of an input EncodedActivations accepted
+  Result<ActEncoding> Output() const;
+  const TensorArg& Arg(int input) const { return values[node.inputs[input].index]; }
+};
+
+// What runs a prepared node: inputs in node.inputs order, the output contiguous.
+using Step = std::function<Status(std::span<const TensorArg> inputs, const TensorArg& output,
+                                  const ExecContext& context)>;
+
+// Takes typed slices of ExecContext::scratch in turn (64-byte aligned each).
+class ScratchArena {
+ public:
+  explicit ScratchArena(std::span<std::byte> scratch) : rest_(scratch) {}
+  template <typename T>
+  std::span<T> Take(int64_t count) {
+    const size_t bytes = (static_cast<size_t>(count) * sizeof(T) + 63) / 64 * 64;
+    std::span<std::byte> taken = rest_.first(bytes);
+    rest_ = rest_.subspan(bytes);
+    return {reinterpret_cast<T*>(taken.data()), static_cast<size_t>(count)};
+  }
+  // The bytes Take(count) of each count takes, for ScratchBytes.
+  template <typename T>
+  static uint64_t Bytes(int64_t count) {
+    return (static_cast<uint64_t>(count) * sizeof(T) + 63) / 64 * 64;
+  }
+
+ private:
+  std::span<std::byte> rest_;
+};
+
+// An f32 activation (any strides) on `encoding`'s grid -> its codes, row-major (§2.4).
+void ReadCodes(const TensorArg& in, const ActEncoding& encoding, std::span<int32_t> codes);
+// Codes -> the contiguous f32 output, on the grid (§2.5's dequantize).
+void WriteCodes(std::span<const int32_t> codes, const ActEncoding& encoding,
+                const TensorArg& out);
+
+}  // namespace kite::npusim

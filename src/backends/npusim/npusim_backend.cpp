@@ -1,0 +1,85 @@
+#include "backends/npusim/npusim_backend.h"
+
+#include <algorithm>
+#include <array>
+#include <type_traits>
+
+#include "backends/node_by_node.h"
+#include "backends/npusim/steps.h"
+#include "backends/registry.h"
+
+namespace kite {
+
+namespace {
+
+constexpr std::array<std::string_view, 6> kChips = {"v68", "v69", "v73", "v75", "v79", "v81"};
+constexpr std::string_view kDefaultChip = "v75";
+
+const bool kRegistered = RegisterBackend(
+    {.name = "npusim",
+     .make = [](const BackendOptions& options) -> Result<std::unique_ptr<Backend>> {
+       const std::string chip = options.chip.empty() ? std::string(kDefaultChip) : options.chip;
+       if (std::find(kChips.begin(), kChips.end(), chip) == kChips.end()) {
+         std::string known;
+         for (std::string_view c : kChips) known += (known.empty() ? "" : ", ") + std::string(c);
+         return InvalidInput("npusim: unknown chip generation '" + chip + "' (one of " + known +
+                             ")");
+       }
+       return std::make_unique<NpusimBackend>(options.threads, chip);
+     }});
+
+}  // namespace
+
+std::span<const std::string_view> NpusimChips() { return kChips; }
+
+NpusimBackend::NpusimBackend(int32_t threads, std::string chip)
+    : pool_(threads), chip_(std::move(chip)) {}
+
+SupportResult NpusimBackend::Supports(const Graph& graph, const Node& node) const {
+  return std::visit([&](const auto& attrs) { return npusim::Support(attrs, graph, node); },
+                    node.attrs);
+}
+
+uint64_t NpusimBackend::ScratchBytes(const Graph& graph, const Node& node) const {
+  return std::visit([&](const auto& attrs) { return npusim::Scratch(attrs, graph, node); },
+                    node.attrs);
+}
+
+Result<std::unique_ptr<CompiledPartition>> NpusimBackend::Compile(
+    const Graph& graph, const Partition& partition, std::span<const TensorArg> values) const {
+  // Per node of the partition: its prepared step (views have none).
+  std::vector<npusim::Step> steps(partition.end - partition.begin);
+  uint64_t scratch = 0;
+  const std::span<const Node> nodes = graph.nodes();
+  for (int32_t i = partition.begin; i < partition.end; ++i) {
+    const Node& node = nodes[i];
+    if (node.is_view()) continue;
+    scratch = std::max(scratch, ScratchBytes(graph, node));
+    const npusim::NodeContext context{.graph = graph, .node = node, .values = values,
+                                      .pool = &pool_};
+    auto step = std::visit(
+        [&](const auto& attrs) -> Result<npusim::Step> {
+          using Attrs = std::decay_t<decltype(attrs)>;
+          if constexpr (requires { npusim::Prepare(attrs, context); }) {
+            return npusim::Prepare(attrs, context);
+          } else {
+            return Internal("npusim has no " + std::string(Attrs::kName) + " kernel");
+          }
+        },
+        node.attrs);
+    if (!step) {
+      return std::unexpected(std::move(step.error()).WithContext("node '" + node.name +
+                                                                 "' on npusim"));
+    }
+    steps[i - partition.begin] = std::move(*step);
+  }
+  const Node* first = nodes.data() + partition.begin;
+  auto run_node = [first, steps = std::move(steps)](
+                      const Node& node, std::span<const TensorArg> inputs,
+                      const TensorArg& output, const ExecContext& context) -> Status {
+    return steps[&node - first](inputs, output, context);
+  };
+  return std::make_unique<NodeByNode>(graph, partition, "npusim", scratch, std::move(run_node));
+}
+
+}  // namespace kite

@@ -1,0 +1,37 @@
+// npusim: the simulated NPU. It runs quantized graphs in integer arithmetic exactly as
+// docs/npusim.md ("npusim numerics v1") specifies, so a model's accuracy on an integer-only
+// accelerator can be checked on any x86 or Arm machine. Nodes without codes on both sides, or
+// without an integer kernel, are declined with a reason and run on the next backend of the
+// preference list (`--backend npusim,cpu`).
+#pragma once
+
+#include <string>
+
+#include "backends/backend.h"
+#include "base/thread_pool.h"
+
+namespace kite {
+
+class NpusimBackend final : public Backend {
+ public:
+  // `chip`: a chip generation npusim simulates (NpusimChips); the default is v75.
+  NpusimBackend(int32_t threads, std::string chip);
+
+  std::string_view name() const override { return "npusim"; }
+  const std::string& chip() const { return chip_; }
+
+  SupportResult Supports(const Graph& graph, const Node& node) const override;
+  uint64_t ScratchBytes(const Graph& graph, const Node& node) const override;
+  Result<std::unique_ptr<CompiledPartition>> Compile(
+      const Graph& graph, const Partition& partition,
+      std::span<const TensorArg> values) const override;
+
+ private:
+  mutable ThreadPool pool_;  // the integer matmul's rows; the pool is safe to share
+  std::string chip_;
+};
+
+// The chip generations npusim knows, oldest first: "v68", "v69", "v73", "v75", "v79", "v81".
+std::span<const std::string_view> NpusimChips();
+
+}  // namespace kite
