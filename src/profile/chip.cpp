@@ -116,6 +116,8 @@ Result<Chip> ParseChip(std::string_view text, const std::string& file) {
   cost.graph_overhead_us = KITE_TRY(c.Number("graph_overhead_us"));
   cost.fp16_cost = KITE_TRY(c.Number("fp16_cost"));
   cost.a8_cost = KITE_TRY(c.Number("a8_cost"));
+  cost.dequant_weights_per_s = KITE_TRY(c.Number("dequant_weights_per_s"));
+  cost.vtcm_spill_cost = KITE_TRY(c.Number("vtcm_spill_cost"));
   cost.vec_elems_per_s_per_context = KITE_TRY(c.Number("vec_elems_per_s_per_context"));
   cost.tile = KITE_TRY(c.Count("tile", 4096));
   cost.cpu_bw_fraction = KITE_TRY(c.Number("cpu_bw_fraction"));
@@ -125,7 +127,7 @@ Result<Chip> ParseChip(std::string_view text, const std::string& file) {
   // Rates that divide must be positive: a zero would make every estimate infinite.
   if (chip.dram_peak_gbs <= 0 || cost.hmx_macs_per_s <= 0 || cost.dram_efficiency <= 0 ||
       cost.vec_elems_per_s_per_context <= 0 || cost.cpu_bw_fraction <= 0 ||
-      cost.cpu_macs_per_s <= 0) {
+      cost.cpu_macs_per_s <= 0 || cost.dequant_weights_per_s <= 0 || cost.vtcm_spill_cost <= 0) {
     return InvalidInput(file + ": dram_peak_gbs and the cost rates must be positive");
   }
   return chip;

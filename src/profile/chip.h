@@ -17,6 +17,10 @@ struct ChipCost {
   double graph_overhead_us = 0;  // per graph execution
   double fp16_cost = 0;        // matrix-unit time of fp16 activations relative to 16-bit integer
   double a8_cost = 0;          // ... of 8-bit integer activations
+  // fp16 activations: every 4/8-bit weight is widened to fp16 on the vector unit first.
+  double dequant_weights_per_s = 0;
+  // Matrix-unit time multiplier when an op's activation input does not fit in VTCM.
+  double vtcm_spill_cost = 0;
   double vec_elems_per_s_per_context = 0;  // vector unit (HVX), per hardware context
   int tile = 0;                // matrix-unit tile edge (rows, depth, columns are padded to it)
   double cpu_bw_fraction = 0;  // CPU ops (embedding lookup, fallbacks): DRAM fraction reached

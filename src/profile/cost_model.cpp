@@ -12,6 +12,8 @@ namespace {
 // What one op asks of the hardware (docs/cost_model.md §2).
 struct Work {
   double padded_macs = 0;  // matrix unit, after padding every dimension to the tile
+  double activation_in_bytes = 0;  // the matrix unit's activation input (VTCM residency)
+  double weights = 0;              // weight elements (widened to fp16 on the fp16 path)
   double vector_elements = 0;
   double bytes = 0;
   double weight_bytes = 0;
@@ -71,6 +73,8 @@ struct Pricer {
     Work work;
     work.macs = static_cast<uint64_t>(rows * K * N);
     work.padded_macs = static_cast<double>(Pad(rows, t)) * Pad(K, t) * Pad(N, t);
+    work.activation_in_bytes = static_cast<double>(rows * K * recipe.act_bytes);
+    work.weights = static_cast<double>(K * N);
     // Weight codes, one 4-byte scale per output channel, activations in and out.
     work.weight_bytes = static_cast<double>(K * N * recipe.weight_bits / 8 + N * 4);
     work.bytes = work.weight_bytes + static_cast<double>(rows * (K + N) * recipe.act_bytes);
@@ -87,6 +91,7 @@ struct Pricer {
     work.macs = static_cast<uint64_t>(2 * T * Hq * C * D);  // q·kᵀ and p·v
     // The G query heads sharing a kv head are rows of one product.
     work.padded_macs = 2.0 * Hkv * Pad(T * G, t) * Pad(C, t) * Pad(D, t);
+    work.activation_in_bytes = static_cast<double>(T * Hq * D * recipe.act_bytes);  // q
     work.vector_elements = static_cast<double>(T * Hq * C);  // softmax
     work.bytes = static_cast<double>(2 * C * Hkv * D * recipe.kv_bytes +
                                      2 * T * Hq * D * recipe.act_bytes +
@@ -127,6 +132,19 @@ struct Pricer {
     return "";
   }
 
+  // Matrix- and vector-unit time of `work` on the NPU (docs/cost_model.md §2).
+  double NpuCompute(const Work& work) const {
+    // Activations that do not fit in VTCM are streamed in pieces while the matrix unit waits.
+    const double spill =
+        work.activation_in_bytes >= chip.vtcm_mb * 1024 * 1024 ? chip.cost.vtcm_spill_cost : 1.0;
+    double s = work.padded_macs * ActivationCost() * spill / chip.cost.hmx_macs_per_s +
+               work.vector_elements / (chip.cost.vec_elems_per_s_per_context * chip.hvx_contexts);
+    if (recipe.activations == ActivationKind::kFp16) {
+      s += work.weights / chip.cost.dequant_weights_per_s;
+    }
+    return s;
+  }
+
   OpCost Price(const Node& node) const {
     OpCost cost;
     cost.node = node.name;
@@ -147,22 +165,27 @@ struct Pricer {
     const double dram = chip.dram_peak_gbs * 1e9;
     if (cost.placement.empty()) {
       cost.unit = ComputeUnit::kNpu;
-      cost.compute_s = work.padded_macs * ActivationCost() / chip.cost.hmx_macs_per_s +
-                       work.vector_elements /
-                           (chip.cost.vec_elems_per_s_per_context * chip.hvx_contexts);
+      cost.compute_s = NpuCompute(work);
       cost.memory_s = work.bytes / (chip.cost.dram_efficiency * dram);
       cost.overhead_s = chip.cost.op_overhead_us * 1e-6;
+      // The DMA engine streams the op's bytes while the NPU's control cores set the op up, so
+      // the overhead delays the matrix and vector units, not the transfer.
+      const double issue = cost.compute_s + cost.overhead_s;
+      cost.time_s = std::max(issue, cost.memory_s);
+      cost.bound = cost.memory_s > issue                 ? CostBound::kBandwidth
+                   : cost.overhead_s > cost.compute_s ? CostBound::kOverhead
+                                                      : CostBound::kCompute;
     } else {
       cost.unit = ComputeUnit::kCpu;
       cost.compute_s = static_cast<double>(work.macs) / chip.cost.cpu_macs_per_s;
       cost.memory_s = work.bytes / (chip.cost.cpu_bw_fraction * dram);
       cost.overhead_s = chip.cost.cpu_op_overhead_us * 1e-6;
+      const double busy = std::max(cost.compute_s, cost.memory_s);
+      cost.time_s = busy + cost.overhead_s;
+      cost.bound = cost.overhead_s > busy              ? CostBound::kOverhead
+                   : cost.compute_s >= cost.memory_s ? CostBound::kCompute
+                                                     : CostBound::kBandwidth;
     }
-    const double busy = std::max(cost.compute_s, cost.memory_s);
-    cost.time_s = busy + cost.overhead_s;
-    cost.bound = cost.overhead_s > busy              ? CostBound::kOverhead
-                 : cost.compute_s >= cost.memory_s ? CostBound::kCompute
-                                                   : CostBound::kBandwidth;
     return cost;
   }
 };

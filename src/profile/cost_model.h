@@ -1,5 +1,5 @@
 // The device cost model (docs/cost_model.md): each op of a phase's graph priced on a chip as
-// max(compute time, bytes moved / bandwidth reached) + a per-op overhead, plus one per-graph
+// max(compute time + a per-op overhead, bytes moved / bandwidth reached), plus one per-graph
 // overhead. tools/fit_cost_model.py is a second implementation of the same formulas (it fits the
 // chip files' parameters); the tests hold the two together.
 #pragma once
@@ -31,7 +31,7 @@ struct OpCost {
   double weight_bytes = 0;
   uint64_t macs = 0;      // multiply-adds before tile padding
   double compute_s = 0, memory_s = 0, overhead_s = 0;
-  double time_s = 0;  // max(compute_s, memory_s) + overhead_s
+  double time_s = 0;  // NPU: max(compute_s + overhead_s, memory_s); CPU: max(...) + overhead_s
   CostBound bound = CostBound::kCompute;
 };
 

@@ -16,6 +16,7 @@ Chip RoundChip() {
   chip.hexagon = "v00";
   chip.hvx_contexts = 1;
   chip.dram_peak_gbs = 2;  // 2e9 B/s
+  chip.vtcm_mb = 1;        // no activation of the tiny model comes near it
   chip.act16 = true;
   chip.fp16 = true;
   ChipCost& c = chip.cost;
@@ -25,6 +26,8 @@ Chip RoundChip() {
   c.graph_overhead_us = 10;
   c.fp16_cost = 3;
   c.a8_cost = 0.5;
+  c.dequant_weights_per_s = 1e9;
+  c.vtcm_spill_cost = 2;
   c.vec_elems_per_s_per_context = 1e6;
   c.tile = 32;
   c.cpu_bw_fraction = 0.5;  // 1e9 B/s
@@ -59,21 +62,25 @@ const OpCost& Op(const GraphCost& g, const std::string& node) {
   return none;
 }
 
-GraphCost Decode(const Chip& chip, const std::string& recipe, int32_t ctx) {
+GraphCost Phase(const Chip& chip, const std::string& recipe, int32_t tokens, int32_t ctx) {
   auto model = ShapeOnlyModel(TinyConfig());
   EXPECT_TRUE(model.has_value()) << model.error().message;
-  auto graph = (*model)->BuildGraph({.tokens = 1});
+  auto graph = (*model)->BuildGraph({.tokens = tokens});
   EXPECT_TRUE(graph.has_value()) << graph.error().message;
   auto cost = CostGraph(*graph, chip, *FindRecipe(recipe), ctx);
   EXPECT_TRUE(cost.has_value()) << cost.error().message;
   return std::move(*cost);
 }
 
+GraphCost Decode(const Chip& chip, const std::string& recipe, int32_t ctx) {
+  return Phase(chip, recipe, 1, ctx);
+}
+
 TEST(CostModelTest, TinyDecodeStepMatchesHandComputedTimes) {
   const GraphCost g = Decode(RoundChip(), "w8a8", 64);
   // attn_q: 1 row x K 64 x N 64, padded 32 x 64 x 64 = 131072 MACs at a8 cost 0.5 over 1e9/s
   // = 65.536 us; bytes 64*64 (8-bit) + 64*4 scales + (64+64) activations = 4480 over 1e9 B/s
-  // = 4.48 us; + 1 us overhead.
+  // = 4.48 us; time max(compute + 1 us overhead, transfer).
   const OpCost& q = Op(g, "blk.0.attn_q");
   EXPECT_EQ(q.macs, 4096u);
   EXPECT_DOUBLE_EQ(q.bytes, 4480);
@@ -117,10 +124,12 @@ TEST(CostModelTest, ActivationWidthScalesMatrixTime) {
   const OpCost& q = Op(a16, "blk.0.attn_q");
   EXPECT_NEAR(q.time_s, 132.072e-6, 1e-12);
   EXPECT_DOUBLE_EQ(q.bytes, 4608);
-  // w4f16: fp16 cost 3 -> 393.216 us; 4-bit weights: 2048 + 256 + 256 = 2560 bytes.
+  // w4f16: fp16 cost 3 -> 393.216 us, plus 64*64 weights widened to fp16 at 1e9/s = 4.096 us;
+  // 4-bit weights: 2048 + 256 + 256 = 2560 bytes.
   const GraphCost f16 = Decode(RoundChip(), "w4f16", 64);
   const OpCost& f = Op(f16, "blk.0.attn_q");
-  EXPECT_NEAR(f.time_s, 394.216e-6, 1e-12);
+  EXPECT_NEAR(f.compute_s, 397.312e-6, 1e-12);
+  EXPECT_NEAR(f.time_s, 398.312e-6, 1e-12);
   EXPECT_DOUBLE_EQ(f.bytes, 2560);
 }
 
@@ -134,6 +143,20 @@ TEST(CostModelTest, BandwidthBoundWhenTheKvCacheIsLong) {
   const OpCost& a = Op(long_kv, "blk.0.attn");
   EXPECT_EQ(a.bound, CostBound::kBandwidth);
   EXPECT_NEAR(a.memory_s, (262144.0 + 128 + 64) / 1e9, 1e-15);
+  // The op's set-up (1 us) overlaps the transfer: the time is the transfer alone.
+  EXPECT_DOUBLE_EQ(a.time_s, a.memory_s);
+}
+
+TEST(CostModelTest, ActivationsBeyondVtcmSlowTheMatrixUnit) {
+  // A 32-token w8a8 chunk: attn_q reads 32 x 64 one-byte activations = 2048 B. Padded
+  // 32 x 64 x 64 = 131072 MACs x 0.5 / 1e9 = 65.536 us while they fit in VTCM ...
+  Chip chip = RoundChip();
+  chip.vtcm_mb = 4096.0 / (1024 * 1024);
+  EXPECT_NEAR(Op(Phase(chip, "w8a8", 32, 64), "blk.0.attn_q").time_s, 66.536e-6, 1e-12);
+  // ... and twice that (vtcm_spill_cost 2) once they fill it; a decode step still fits.
+  chip.vtcm_mb = 2048.0 / (1024 * 1024);
+  EXPECT_NEAR(Op(Phase(chip, "w8a8", 32, 64), "blk.0.attn_q").time_s, 132.072e-6, 1e-12);
+  EXPECT_NEAR(Op(Decode(chip, "w8a8", 64), "blk.0.attn_q").time_s, 66.536e-6, 1e-12);
 }
 
 TEST(CostModelTest, SixteenBitAttentionFallsBackWithoutAct16) {
