@@ -311,6 +311,17 @@ def leave_one_out(model, obs):
             for i, o in enumerate(obs)]
 
 
+def leave_one_row_out(model, obs):
+    """Harder: a calibration row's prefill and decode figures left out together."""
+    err = [0.0] * len(obs)
+    for row in sorted({o[0] for o in obs}):
+        theta = model.fit([o for o in obs if o[0] != row])
+        for i, o in enumerate(obs):
+            if o[0] == row:
+                err[i] = model.predict(theta, o) / o[7] - 1
+    return err
+
+
 # Rows where the shapes, not only the size, decide the time (docs/cost_model.md §5).
 SHAPE_GROUPS = [
     ("MHA (a kv head per query head: KV 4x GQA's)", lambda m, o: m["kv_heads"] == m["heads"]),
@@ -452,6 +463,10 @@ def report(model, obs, theta):
             kind, stats([fit_err[i] for i in pick]), stats([loo_err[i] for i in pick]),
             stats([naive_err[i] for i in pick]),
             stats([naive_loo[i] for i in pick if naive_loo[i] is not None])))
+    row_err = leave_one_row_out(model, obs)
+    for kind in ("prefill", "decode"):
+        print("- %s, leaving out a whole row (its prefill and decode figures together): %s" % (
+            kind, stats([e for e, o in zip(row_err, obs) if o[1] == kind])))
     print()
     print("| rows where shapes matter | n | Kite LOO median / worst | naive LOO median / worst |")
     print("| --- | ---: | ---: | ---: |")
