@@ -55,7 +55,9 @@ def pad(x):
 def graph_ops(m, recipe, T, C):
     """The ops of one graph (T tokens over a static context of C), as dicts of work amounts.
 
-    Mirrors the Llama-family graph (src/models/llama.cpp) with views left out."""
+    Mirrors the Llama-family graph (src/models/llama.cpp) with views left out. act_in: the matrix
+    unit's activation input in bytes (does it fit in VTCM?); weights: weight elements (the fp16
+    path widens each one)."""
     wbits, ab, kvb, _ = RECIPES[recipe]
     H, Hq, Hkv, D, F, V = m["hidden"], m["heads"], m["kv_heads"], m["head_dim"], m["ffn"], m["vocab"]
     G = Hq // Hkv
@@ -253,12 +255,14 @@ class Model:
         P["op_overhead_s"] *= math.exp(-prior)
         return P
 
-    def predict(self, theta, o):
-        chip = dict(self.chips[o[4]])
-        return graph_time(self.ops[(o[2], o[3], o[5], o[6])], chip, o[3], self.unpack(theta, o[4]))
+    def predict(self, theta, o, P=None):
+        """Seconds for observation `o`; P: its chip's unpacked parameters, when at hand."""
+        return graph_time(self.ops[(o[2], o[3], o[5], o[6])], self.chips[o[4]], o[3],
+                          P or self.unpack(theta, o[4]))
 
     def residuals(self, theta, obs):
-        r = [math.log(self.predict(theta, o) / o[7]) / ROW_SIGMA for o in obs]
+        P = {chip: self.unpack(theta, chip) for chip in {o[4] for o in obs}}
+        r = [math.log(self.predict(theta, o, P[o[4]]) / o[7]) / ROW_SIGMA for o in obs]
         for k in range(len(self.fit_chips)):
             j = len(GLOBALS) + 2 * k
             r.append(theta[j] / COMPUTE_PRIOR_SIGMA)
