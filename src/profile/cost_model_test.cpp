@@ -147,6 +147,17 @@ TEST(CostModelTest, BandwidthBoundWhenTheKvCacheIsLong) {
   EXPECT_DOUBLE_EQ(a.time_s, a.memory_s);
 }
 
+TEST(CostModelTest, OverheadBoundWhenTheOpIsTiny) {
+  // ffn_norm of one row with fast units: 64 elements at 1e12/s = 64 ps of compute and 256 B at
+  // 1e9 B/s = 0.256 us of transfer, under the 1 us set-up: time = compute + overhead.
+  Chip chip = RoundChip();
+  chip.cost.vec_elems_per_s_per_context = 1e12;
+  const GraphCost g = Decode(chip, "w8a8", 64);
+  const OpCost& n = Op(g, "blk.0.ffn_norm");
+  EXPECT_EQ(n.bound, CostBound::kOverhead);
+  EXPECT_NEAR(n.time_s, 1e-6 + 64e-12, 1e-15);
+}
+
 TEST(CostModelTest, ActivationsBeyondVtcmSlowTheMatrixUnit) {
   // A 32-token w8a8 chunk: attn_q reads 32 x 64 one-byte activations = 2048 B. Padded
   // 32 x 64 x 64 = 131072 MACs x 0.5 / 1e9 = 65.536 us while they fit in VTCM ...
