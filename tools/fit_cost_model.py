@@ -377,9 +377,12 @@ def main():
         for item in args.loo_check:
             kind, _, values = item.partition("=")
             numbers = values.split(",")
-            if kind not in ("prefill", "decode") or len(numbers) != 3:
+            try:
+                if kind not in ("prefill", "decode") or len(numbers) != 3:
+                    raise ValueError
+                stated[kind] = tuple(float(x) for x in numbers)
+            except ValueError:
                 ap.error("--loo-check %r: expected prefill|decode=MEDIAN,WITHIN,WORST" % item)
-            stated[kind] = tuple(float(x) for x in numbers)
         return loo_check(model, obs, stated)
 
     theta = model.fit(obs)
