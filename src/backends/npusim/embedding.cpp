@@ -12,7 +12,7 @@ SupportResult Support(const EmbeddingAttrs&, const Graph& graph, const Node& nod
     return SupportResult::No("embedding: cannot read the table '" + table.name + "' (" +
                              std::string(DTypeName(table.dtype)) + ")");
   }
-  return SupportResult::Yes();
+  return EncodedActivations(graph, node, {});  // the output: quantized after it
 }
 
 Result<Step> Prepare(const EmbeddingAttrs& attrs, const NodeContext&) {
