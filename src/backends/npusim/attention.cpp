@@ -53,14 +53,16 @@ void Attend(const AttentionPlan& plan, const KvCodes& cache, int64_t token, int6
     weights[j - first] = exp[static_cast<size_t>(std::min<Int128>(z, kExpTableMax))];
     sum += weights[j - first];
   }
-  // 4-5. y_d = DivRound(Σ_j e_j (v_jd + o_v) · m_o, S · 2^r_o) − o_y.
+  // 4-5. n_d = Σ_j e_j (v_jd + o_v); y_d = DivRound(n_d · m_o, S · 2^r_o) − o_y.
+  int64_t* n = weights.data() + (position - first + 1);  // the scratch's second part: [D]
+  std::fill(n, n + dim, 0);
+  for (int64_t j = first; j <= position; ++j) {
+    const Code* value = static_cast<const Code*>(cache.value(token, j, kv_head));
+    const int64_t e = weights[j - first];
+    for (int64_t d = 0; d < dim; ++d) n[d] += e * (int64_t{value[d]} + plan.v.offset);
+  }
   for (int64_t d = 0; d < dim; ++d) {
-    int64_t n = 0;
-    for (int64_t j = first; j <= position; ++j) {
-      const Code* value = static_cast<const Code*>(cache.value(token, j, kv_head));
-      n += weights[j - first] * (int64_t{value[d]} + plan.v.offset);
-    }
-    out[d] = plan.y.Clamp(DivRound(Int128{n} * plan.output.m, Int128{sum} << plan.output.r) -
+    out[d] = plan.y.Clamp(DivRound(Int128{n[d]} * plan.output.m, Int128{sum} << plan.output.r) -
                           plan.y.offset);
   }
 }
@@ -118,7 +120,8 @@ Result<Step> Prepare(const AttentionAttrs& attrs, const NodeContext& c) {
   }
   auto plan = std::make_shared<const AttentionPlan>(KITE_TRY(PlanAttention(
       attrs.scale, attrs.window, KITE_TRY(c.Input(0)), k, v, KITE_TRY(c.Output()))));
-  return Step([plan, attrs](std::span<const TensorArg> in, const TensorArg& out,
+  ThreadPool* pool = c.pool;
+  return Step([plan, attrs, pool](std::span<const TensorArg> in, const TensorArg& out,
                             const ExecContext& context) -> Status {
     KITE_RETURN_IF_ERROR(CheckAttentionCache(attrs, context, in[1]));
     const KvCacheView& cache = *context.kv_cache;
@@ -167,17 +170,20 @@ Result<Step> Prepare(const AttentionAttrs& attrs, const NodeContext& c) {
           const KvLayerView& layer = cache.layer(t, attrs.layer);
           return layer.value(j) + h * layer.head_bytes;
         }};
-    // The softmax weights of one row: as long as the longest visible history.
-    thread_local std::vector<int64_t> weights;
-    if (static_cast<int64_t>(weights.size()) < longest) weights.resize(longest);
+    // Rows (token, query head) split over the pool; each thread's softmax weights and output
+    // sums are its own, as long as the longest visible history plus one head.
     const int64_t group = q_heads / in[1].shape[1];
-    for (int64_t t = 0; t < tokens; ++t) {
-      for (int64_t h = 0; h < q_heads; ++h) {
-        const int64_t at = (t * q_heads + h) * dim;
-        AttendRow(*plan, codes, t, position(t), h / group, q.subspan(at, dim), weights,
-                  y.subspan(at, dim));
+    auto rows = [&](int64_t begin, int64_t end) {
+      thread_local std::vector<int64_t> weights;
+      if (static_cast<int64_t>(weights.size()) < longest + dim) weights.resize(longest + dim);
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t t = row / q_heads;
+        const int64_t at = row * dim;
+        AttendRow(*plan, codes, t, position(t), row % q_heads / group, q.subspan(at, dim),
+                  weights, y.subspan(at, dim));
       }
-    }
+    };
+    pool->ParallelForChunks(tokens * q_heads, 4, rows);
     WriteCodes(y, plan->y, out);
     return Ok();
   });

@@ -130,7 +130,7 @@ struct KvCodes {
   std::function<const void*(int64_t token, int64_t position, int64_t kv_head)> key, value;
 };
 // One query row: q [D] codes of token `token` at `position`, kv head `kv_head`, out [D].
-// `weights` is scratch of position + 1 entries.
+// `weights` is scratch of position + 1 + D entries.
 void AttendRow(const AttentionPlan& plan, const KvCodes& cache, int64_t token, int64_t position,
                int64_t kv_head, std::span<const int32_t> query, std::span<int64_t> weights,
                std::span<int32_t> out);

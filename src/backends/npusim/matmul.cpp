@@ -3,9 +3,8 @@
 // integer sums are the same in any order as long as no partial sum overflows, so SIMD keeps the
 // result bit-exact. Activations are held as int16 (16-bit codes minus 32768, 8-bit codes as
 // they are) and weights as int16 (|w| ≤ 128, LPBQ multipliers folded in: |w · mult| ≤ 120), so a
-// product is at most 2^15 · 2^7 = 2^22 and the int32 lanes are summed into int64 every
-// kChunk = 256 inputs: 256 · 2^22 = 2^30 < 2^31 bounds every partial sum, whatever the lane
-// layout.
+// product is at most 2^15 · 2^7 = 2^22; the int32 lanes are summed into int64 often enough
+// that no lane can pass 2^30 (kStepsPerChunk).
 #include <algorithm>
 #include <cstring>
 
@@ -25,32 +24,72 @@ namespace kite::npusim {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-constexpr int64_t kChunk = 256;
+// Vector steps between reductions: each int32 lane adds at most 2 products a step (the pair
+// ReorderWidenMulAccumulate sums, or sum0/sum1 alternating on targets that split them), so
+// after 128 steps it holds at most 256 · 2^22 = 2^30 in magnitude.
+constexpr int64_t kStepsPerChunk = 128;
+constexpr int64_t kRowBlock = 4;
 
-// acc[r · tokens + t] = Σ_k x[t, k] · w[r, k] for rows r of w [rows, k], x [tokens, k].
-void DotRows(const int16_t* x, int64_t tokens, const int16_t* w, int64_t rows, int64_t k,
-             int64_t* acc) {
+// Σ_k x[a][k] · w[j][k] for kTokens rows of x and kRowBlock rows of w, into total[a][j]:
+// kTokens + 4 loads feed 4 · kTokens multiply-adds.
+template <int kTokens>
+void DotTile(const int16_t* const* x, const int16_t* const* w, int64_t k,
+             int64_t (&total)[2][kRowBlock]) {
   const hn::ScalableTag<int16_t> d16;
   const hn::Repartition<int32_t, decltype(d16)> d32;
+  using V = hn::Vec<decltype(d32)>;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(d16));
-  for (int64_t r = 0; r < rows; ++r) {
-    const int16_t* wr = w + r * k;
-    for (int64_t t = 0; t < tokens; ++t) {
-      const int16_t* xt = x + t * k;
-      int64_t total = 0;
-      int64_t i = 0;
-      while (i + lanes <= k) {
-        const int64_t end = std::min(k, i + kChunk);
-        auto sum0 = hn::Zero(d32);
-        auto sum1 = hn::Zero(d32);
-        for (; i + lanes <= end; i += lanes) {
-          sum0 = hn::ReorderWidenMulAccumulate(d32, hn::LoadU(d16, xt + i), hn::LoadU(d16, wr + i),
-                                               sum0, sum1);
+  const int64_t chunk = kStepsPerChunk * lanes;
+  const int64_t vector_end = k / lanes * lanes;
+  for (int64_t begin = 0; begin < vector_end; begin += chunk) {
+    const int64_t end = std::min(vector_end, begin + chunk);
+    V s[kTokens][kRowBlock], u[kTokens][kRowBlock];
+    for (int a = 0; a < kTokens; ++a) {
+      for (int j = 0; j < kRowBlock; ++j) s[a][j] = u[a][j] = hn::Zero(d32);
+    }
+    for (int64_t i = begin; i < end; i += lanes) {
+      hn::Vec<decltype(d16)> xv[kTokens];
+      for (int a = 0; a < kTokens; ++a) xv[a] = hn::LoadU(d16, x[a] + i);
+      for (int j = 0; j < kRowBlock; ++j) {
+        const auto wv = hn::LoadU(d16, w[j] + i);
+        for (int a = 0; a < kTokens; ++a) {
+          s[a][j] = hn::ReorderWidenMulAccumulate(d32, xv[a], wv, s[a][j], u[a][j]);
         }
-        total += hn::GetLane(hn::SumOfLanes(d32, hn::Add(sum0, sum1)));
       }
-      for (; i < k; ++i) total += int32_t{xt[i]} * int32_t{wr[i]};
-      acc[r * tokens + t] = total;
+    }
+    for (int a = 0; a < kTokens; ++a) {
+      for (int j = 0; j < kRowBlock; ++j) {
+        total[a][j] += hn::GetLane(hn::SumOfLanes(d32, hn::Add(s[a][j], u[a][j])));
+      }
+    }
+  }
+  for (int a = 0; a < kTokens; ++a) {
+    for (int j = 0; j < kRowBlock; ++j) {
+      for (int64_t i = vector_end; i < k; ++i) total[a][j] += int32_t{x[a][i]} * int32_t{w[j][i]};
+    }
+  }
+}
+
+// acc[r · tokens + t] = Σ_k x[t, k] · w[r, k] for rows r of w [rows, k], x [tokens, k], in
+// tiles of four rows by two tokens (one for an odd last token).
+void DotRows(const int16_t* x, int64_t tokens, const int16_t* w, int64_t rows, int64_t k,
+             int64_t* acc) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kRowBlock) {
+    const int64_t count = std::min(kRowBlock, rows - r0);
+    const int16_t* wr[kRowBlock];
+    for (int64_t j = 0; j < kRowBlock; ++j) wr[j] = w + (r0 + std::min(j, count - 1)) * k;
+    for (int64_t t0 = 0; t0 < tokens; t0 += 2) {
+      const int64_t pair = std::min<int64_t>(2, tokens - t0);
+      const int16_t* xt[2] = {x + t0 * k, x + (t0 + pair - 1) * k};
+      int64_t total[2][kRowBlock] = {};
+      if (pair == 2) {
+        DotTile<2>(xt, wr, k, total);
+      } else {
+        DotTile<1>(xt, wr, k, total);
+      }
+      for (int64_t a = 0; a < pair; ++a) {
+        for (int64_t j = 0; j < count; ++j) acc[(r0 + j) * tokens + t0 + a] = total[a][j];
+      }
     }
   }
 }

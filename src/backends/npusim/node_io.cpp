@@ -72,6 +72,10 @@ Result<ActEncoding> NodeContext::Output() const {
 
 void ReadCodes(const TensorArg& in, const ActEncoding& encoding, std::span<int32_t> codes) {
   const float* data = in.as<const float>();
+  if (ContiguousStrides(in.shape) == in.strides) {
+    QuantizeF32(encoding, {data, codes.size()}, codes);
+    return;
+  }
   const size_t rank = in.shape.size();
   std::vector<int64_t> index(rank, 0);
   int64_t at = 0;

@@ -244,7 +244,7 @@ TEST_F(NpusimOpsTest, AttentionEqualsReference) {
     const auto q = Ints(c.at("q"));
     const auto positions = Ints(c.at("positions"));
     std::vector<int32_t> y(q.size());
-    std::vector<int64_t> weights(kv_shape[0]);
+    std::vector<int64_t> weights(kv_shape[0] + q_shape[2]);
     const int64_t group = q_shape[1] / kv_shape[1];
     for (int64_t t = 0; t < q_shape[0]; ++t) {
       for (int64_t h = 0; h < q_shape[1]; ++h) {

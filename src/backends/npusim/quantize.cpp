@@ -1,5 +1,7 @@
 // quantize and dequantize, docs/npusim.md §2.5: graph/ops.h's QuantizeValue and DequantizeValue,
 // the definitions the QDQ execution uses too, so both sides put a float on the same code.
+#include <cmath>
+
 #include "backends/npusim/kernels.h"
 #include "graph/ops.h"
 #include "backends/npusim/steps.h"
@@ -7,9 +9,21 @@
 
 namespace kite::npusim {
 
+// QuantizeValue with its rounding done by the add-and-subtract of 1.5 · 2^23, which rounds a
+// float below 2^22 in magnitude half to even in the default rounding mode, exactly as
+// std::nearbyint does, without the library call that saves and restores the floating-point
+// environment (the baseline x86-64 target has no rounding instruction). Larger values, inf and
+// NaN keep their own value and are clamped as QuantizeValue clamps them: every code has
+// |x / scale| < 2^17. NpusimOpsTest.QuantizeEqualsReference checks ties, clamps and NaN.
 void QuantizeF32(const ActEncoding& y, std::span<const float> x, std::span<int32_t> q) {
+  const float lo = static_cast<float>(y.q_min);
+  const float hi = static_cast<float>(y.q_max);
+  const float offset = static_cast<float>(y.offset);
   for (size_t i = 0; i < x.size(); ++i) {
-    q[i] = QuantizeValue(x[i], y.scale_f32, y.offset, y.q_min, y.q_max);
+    const float v = x[i] / y.scale_f32;
+    const float rounded = std::fabs(v) < 0x1p22f ? (v + 0x1.8p23f) - 0x1.8p23f : v;
+    const float code = rounded - offset;
+    q[i] = !(code >= lo) ? y.q_min : code > hi ? y.q_max : static_cast<int32_t>(code);
   }
 }
 
