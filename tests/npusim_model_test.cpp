@@ -143,6 +143,21 @@ TEST_F(NpusimModelTest, RunGeneratesOnNpusimAndRefusesAnUnknownChip) {
       << made.error().message;
 }
 
+TEST_F(NpusimModelTest, SixteenBitKvCodesRefuseACacheOfOneByteAnElement) {
+  const std::string file = ::testing::TempDir() + "kite_npusim_model/demo-kv16.gguf";
+  ASSERT_EQ(RunKite({"quantize", SourcePath("models/demo"), "-o", file, "--type", "int8",
+                     "--act-bits", "16", "--kv-bits", "16", "--calib-tokens", "1024"})
+                .exit_code,
+            0);
+  const auto run = RunKite({"run", "-m", file, "--backend", "npusim", "--kv-type", "q8_0", "-p",
+                            "Hello", "-n", "2"});
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("attention of layer 0: 16-bit KV codes need 2 bytes an element; the "
+                         "q8_0 KV cache has fewer (--kv-type f16"),
+            std::string::npos)
+      << run.err;
+}
+
 TEST_F(NpusimModelTest, AFloatModelIsDeclinedWithAReason) {
   const auto run = RunKite({"inspect", SourcePath("models/demo"), "--placement", "--backend",
                             "npusim"});
