@@ -113,9 +113,9 @@ TEST_F(NpusimModelTest, LogitsWithinTheDocumentedBoundOfQdq) {
   }
 }
 
-double Perplexity(const std::string& file, const std::string& backend) {
+double Perplexity(const std::string& file, const std::string& backend, int chunks = 2) {
   const auto run = RunKite({"eval", "ppl", "-m", file, "-f", SourcePath("models/demo/heldout.txt"),
-                            "--chunks", "2", "--backend", backend, "--json"});
+                            "--chunks", std::to_string(chunks), "--backend", backend, "--json"});
   EXPECT_EQ(run.exit_code, 0) << run.err;
   return nlohmann::json::parse(run.out).at("ppl").get<double>();
 }
@@ -158,13 +158,40 @@ TEST_F(NpusimModelTest, SixteenBitKvCodesRefuseACacheOfOneByteAnElement) {
       << run.err;
 }
 
-TEST_F(NpusimModelTest, AFloatModelIsDeclinedWithAReason) {
-  const auto run = RunKite({"inspect", SourcePath("models/demo"), "--placement", "--backend",
-                            "npusim"});
-  EXPECT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.out.find("npusim: rms_norm: input 'token_embd' is not quantized"),
+// A node npusim has no integer form for is declined with a reason a user can act on, and runs
+// on the next backend of the list.
+TEST_F(NpusimModelTest, DeclinedNodesSayWhyAndRunOnTheNextBackend) {
+  const auto float_model = RunKite({"inspect", SourcePath("models/demo"), "--placement",
+                                    "--backend", "npusim"});
+  EXPECT_EQ(float_model.exit_code, 0) << float_model.err;
+  EXPECT_NE(float_model.out.find("npusim: rms_norm: input 'token_embd' is not quantized"),
             std::string::npos)
-      << run.out;
+      << float_model.out;
+  struct Case {
+    std::string type, act_bits, reason;
+  };
+  const std::vector<Case> cases = {
+      {"int4-g32", "16",
+       "npusim: matmul: weight 'blk.0.attn_q.weight' is s4 per-block(32 along 1) [2048 scales]; "
+       "float block scales have no integer form (use --type lpbq32"},
+      {"int8-asym", "8",
+       "npusim: matmul: weight 'blk.0.attn_q.weight' is asymmetric (u8 per-axis(0) [256 "
+       "scales]); the NPU's integer matmul takes symmetric weights"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.type);
+    const std::string file = ::testing::TempDir() + "kite_npusim_model/demo-" + c.type + ".gguf";
+    ASSERT_EQ(RunKite({"quantize", SourcePath("models/demo"), "-o", file, "--type", c.type,
+                       "--act-bits", c.act_bits, "--calib-tokens", "1024"})
+                  .exit_code,
+              0);
+    const auto placement = RunKite({"inspect", file, "--placement", "--backend", "npusim,cpu"});
+    EXPECT_NE(placement.out.find(c.reason), std::string::npos) << placement.out;
+    // The matmuls on cpu, the rest on npusim: the quantize after each matmul puts cpu's float
+    // output on the grid, so the mixed run stays within 0.5% of QDQ on cpu.
+    const double mixed = Perplexity(file, "npusim,cpu", 1);
+    const double cpu = Perplexity(file, "cpu", 1);
+    EXPECT_LT(std::abs(mixed / cpu - 1.0), 0.005) << mixed << " vs " << cpu;
+  }
 }
 
 }  // namespace
