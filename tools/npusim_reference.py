@@ -293,12 +293,18 @@ def make_cases(rng):
         ("a16_lpbq16", 16, 4, 2, 64, 6, 16, False),
         ("a8_lpbq32_bias", 8, 4, 4, 96, 3, 32, True),
         ("a16w8_k1100", 16, 8, 2, 1100, 3, 0, False),
+        ("a16w8_t70_prefill", 16, 8, 70, 40, 37, 0, False),  # two token chunks, an odd tile
+        ("a16w8_k5000", 16, 8, 1, 5000, 2, 0, False),  # past one int32 chunk of AVX-512
+        ("a16w8_extremes_k9000", 16, 8, 2, 9000, 2, 0, False),  # every product at its largest
     ]:
         ex, ey = enc(bits), enc(bits, -20.0, 30.0)
         lo, hi = -(1 << (wbits - 1)), (1 << (wbits - 1)) - 1
         w = rng.integers(lo, hi + 1, size=(N, K))
         sw = (rng.uniform(0.5, 2.0, N) / (hi * 8)).astype(np.float32)
         x = codes(rng, (T, K), bits)
+        if "extremes" in name:  # |x - 32768| = 2^15 and |w| = 2^7: the partial sums' worst case
+            x[:] = 0
+            w[:] = lo
         mult = rng.integers(1, 16, size=(N, K // lpbq_block)) if lpbq_block else None
         bias = rng.normal(0, 1, N).astype(np.float32) if with_bias else None
         y = matmul(x, w, ex["scale"], ex["offset"], sw, ey["scale"], ey["offset"], bits, bias,
