@@ -26,7 +26,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // Vector steps between reductions: each int32 lane adds at most 2 products a step (the pair
 // ReorderWidenMulAccumulate sums, or sum0/sum1 alternating on targets that split them), so
-// after 128 steps it holds at most 256 · 2^22 = 2^30 in magnitude.
+// after 128 steps it holds at most 256 · 2^22 = 2^30 in magnitude; the lanes are then added
+// into int64 (their int32 sum could overflow: NpusimOpsTest's a16w8_extremes case).
 constexpr int64_t kStepsPerChunk = 128;
 constexpr int64_t kRowBlock = 4;
 
@@ -57,9 +58,12 @@ void DotTile(const int16_t* const* x, const int16_t* const* w, int64_t k,
         }
       }
     }
+    // The lanes are added in int64: each is below 2^30, their sum may not be.
+    HWY_ALIGN int32_t lane[hn::MaxLanes(d32)];
     for (int a = 0; a < kTokens; ++a) {
       for (int j = 0; j < kRowBlock; ++j) {
-        total[a][j] += hn::GetLane(hn::SumOfLanes(d32, hn::Add(s[a][j], u[a][j])));
+        hn::Store(hn::Add(s[a][j], u[a][j]), d32, lane);
+        for (size_t l = 0; l < hn::Lanes(d32); ++l) total[a][j] += lane[l];
       }
     }
   }
