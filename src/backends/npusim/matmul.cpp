@@ -59,11 +59,18 @@ void DotTile(const int16_t* const* x, const int16_t* const* w, int64_t k,
       }
     }
     // The lanes are added in int64: each is below 2^30, their sum may not be.
-    HWY_ALIGN int32_t lane[hn::MaxLanes(d32)];
     for (int a = 0; a < kTokens; ++a) {
       for (int j = 0; j < kRowBlock; ++j) {
-        hn::Store(hn::Add(s[a][j], u[a][j]), d32, lane);
-        for (size_t l = 0; l < hn::Lanes(d32); ++l) total[a][j] += lane[l];
+        const V v = hn::Add(s[a][j], u[a][j]);
+#if HWY_TARGET == HWY_SCALAR
+        total[a][j] += hn::GetLane(v);
+#else
+        const hn::Half<decltype(d32)> dh;
+        const hn::Repartition<int64_t, decltype(d32)> d64;
+        const auto wide = hn::Add(hn::PromoteTo(d64, hn::LowerHalf(dh, v)),
+                                  hn::PromoteTo(d64, hn::UpperHalf(dh, v)));
+        total[a][j] += hn::GetLane(hn::SumOfLanes(d64, wide));
+#endif
       }
     }
   }
