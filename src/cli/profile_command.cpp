@@ -49,7 +49,10 @@ std::string OpTable(const char* title, const GraphCost& g) {
            Pad(op.shape, 16) + Pad(HumanBytes(static_cast<uint64_t>(op.bytes)), 12) +
            Pad(HumanCount(op.macs), 12) + Pad(Format("%.1f us", op.time_s * 1e6), 12) +
            std::string(BoundName(op.bound)) +
-           (op.placement.empty() ? "" : " (CPU: " + op.placement + ")") + "\n";
+           (op.placement.empty()             ? ""
+            : op.unit == ComputeUnit::kCpu ? " (CPU: " + op.placement + ")"
+                                           : " (" + op.placement + ")") +
+           "\n";
   }
   return out;
 }
@@ -67,7 +70,11 @@ std::string Summary(const ProfileResult& r) {
          HumanBytes(static_cast<uint64_t>(r.weight_bytes)) + ", KV cache " +
          HumanBytes(static_cast<uint64_t>(r.kv_bytes)) + ")\n";
   out += "  NPU " + std::to_string(r.decode.npu_ops) + " ops, CPU " +
-         std::to_string(r.decode.cpu_ops) + " ops per graph\n";
+         std::to_string(r.decode.cpu_ops) + " ops per graph" +
+         (r.decode.converts > 0 ? " (" + std::to_string(r.decode.converts) +
+                                      " of the NPU's are converts at CPU boundaries)"
+                                : "") +
+         "\n";
   out += "  chip parameters: " + r.chip.cost.fitted_from + "\n";
   out += "  (an estimate from a cost model fitted to published figures, not a measurement)\n";
   return out;

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "base/mapped_file.h"
-#include "format/json_util.h"
+#include "base/json_util.h"
 
 namespace kite {
 

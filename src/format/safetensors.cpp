@@ -4,7 +4,7 @@
 #include <array>
 #include <tuple>
 
-#include "format/json_util.h"
+#include "base/json_util.h"
 
 namespace kite {
 

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "format/safetensors.h"
 
 namespace kite {

@@ -1,11 +1,13 @@
 // Chip: one NPU target as data (chips/NAME.json, one file per chip): the published facts and the
-// cost parameters tools/fit_cost_model.py fitted (docs/cost_model.md). Adding a chip is adding a
-// file; nothing in the code names one.
+// cost parameters tools/fit_cost_model.py fitted (docs/cost_model.md). What the NPU can run (the
+// feature gates, VTCM) is read by the backends layer (backends/npusim/support/chip_features.h),
+// whose reader this one extends with the cost part. Adding a chip is adding a file.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "backends/npusim/support/chip_features.h"
 #include "base/status.h"
 
 namespace kite {
@@ -29,25 +31,15 @@ struct ChipCost {
   std::string fitted_from;  // which calibration rows fixed these
 };
 
-struct Chip {
-  std::string name;       // the file's stem: "8gen3"
+// The features (name, hexagon, VTCM, hvx_contexts, act16, lpbq, fp16) and what pricing adds.
+struct Chip : ChipFeatures {
   std::string marketing;  // "Snapdragon 8 Gen 3"
   std::string soc;        // "SM8650"
-  std::string hexagon;    // "v75"
-  double vtcm_mb = 0;
-  int hvx_contexts = 0;
   std::string dram;
   double dram_peak_gbs = 0;
-  bool act16 = false;  // 16-bit activations on both matmul inputs (attention)
-  bool lpbq = false;   // low-power block quantization of weights
-  bool fp16 = false;   // fp16 activations on the NPU
   ChipCost cost;
 };
 
-// The chip files' folder: the one the build names (the source tree's chips/).
-std::string DefaultChipsDir();
-// The names of the chips under `dir`, sorted.
-Result<std::vector<std::string>> ListChips(const std::string& dir);
 // `dir`/`name`.json. NotFound listing the chips when there is no such file; InvalidInput naming
 // the file and field for a missing or mistyped field.
 Result<Chip> LoadChip(const std::string& dir, const std::string& name);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "backends/npusim/support/npu_support.h"
+#include "profile/convert_cost.h"
 #include "tensor/tensor.h"
 
 namespace kite {
@@ -46,6 +48,10 @@ int InputActivations(OpKind op) {
     default:
       return 1;
   }
+}
+
+bool OnNpu(const NpuVerdict& verdict) {
+  return verdict.support.ok || verdict.decomposition != Decomposition::kNone;
 }
 
 struct Pricer {
@@ -121,17 +127,6 @@ struct Pricer {
     return work;
   }
 
-  // Why `node` cannot run on this chip's NPU, or "" when it can.
-  std::string Fallback(const Node& node) const {
-    if (node.op() == OpKind::kEmbedding) return "embedding: a row gather, done by the runtime";
-    if (node.op() == OpKind::kAttention && recipe.activations == ActivationKind::kInt16 &&
-        !chip.act16) {
-      return "attention: 16-bit activations on both matmul inputs (q·kᵀ) are unsupported on " +
-             chip.hexagon + " (" + chip.name + "); use w8a8 to keep it on the NPU";
-    }
-    return "";
-  }
-
   // Matrix- and vector-unit time of `work` on the NPU (docs/cost_model.md §2).
   double NpuCompute(const Work& work) const {
     // Activations that do not fit in VTCM are streamed in pieces while the matrix unit waits.
@@ -145,7 +140,10 @@ struct Pricer {
     return s;
   }
 
-  OpCost Price(const Node& node) const {
+  // `verdict`: the support rules' (backends/npusim/support/npu_support.h). A node a pass
+  // decomposes runs on the NPU and is priced as the op it replaces: the decompositions are
+  // vector work over the same elements (docs/cost_model.md).
+  OpCost Price(const Node& node, const NpuVerdict& verdict) const {
     OpCost cost;
     cost.node = node.name;
     cost.op = std::string(node.op_name());
@@ -161,9 +159,9 @@ struct Pricer {
     cost.bytes = work.bytes;
     cost.weight_bytes = work.weight_bytes;
     cost.macs = work.macs;
-    cost.placement = Fallback(node);
+    cost.placement = verdict.support.reason;
     const double dram = chip.dram_peak_gbs * 1e9;
-    if (cost.placement.empty()) {
+    if (OnNpu(verdict)) {
       cost.unit = ComputeUnit::kNpu;
       cost.compute_s = NpuCompute(work);
       cost.memory_s = work.bytes / (chip.cost.dram_efficiency * dram);
@@ -219,14 +217,34 @@ Result<GraphCost> CostGraph(const Graph& graph, const Chip& chip, const Recipe& 
                         std::to_string(out.tokens) + "-token chunk");
   }
   const Pricer pricer{graph, chip, recipe, static_ctx};
+  const NpuTarget target{.chip = chip,
+                         .activations = recipe.activations,
+                         .context = static_ctx,
+                         .kv_bytes = recipe.kv_bytes};
+  const std::span<const Node> nodes = graph.nodes();
+  std::vector<NpuVerdict> verdicts(nodes.size());
+  std::vector<ComputeUnit> units(nodes.size(), ComputeUnit::kNpu);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].is_view()) continue;
+    verdicts[i] = NpuRule(graph, nodes[i], target);
+    units[i] = OnNpu(verdicts[i]) ? ComputeUnit::kNpu : ComputeUnit::kCpu;
+  }
+  std::vector<std::vector<OpCost>> converts = ConvertCosts(graph, units, chip, recipe);
   out.graph_overhead_s = chip.cost.graph_overhead_us * 1e-6;
   out.total_s = out.graph_overhead_s;
-  for (const Node& node : graph.nodes()) {
-    if (node.is_view()) continue;
-    OpCost cost = pricer.Price(node);
+  auto add = [&](OpCost cost) {
     out.total_s += cost.time_s;
     ++(cost.unit == ComputeUnit::kNpu ? out.npu_ops : out.cpu_ops);
+    if (cost.op == kConvertOp) ++out.converts;
     out.ops.push_back(std::move(cost));
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].is_view()) continue;
+    add(pricer.Price(nodes[i], verdicts[i]));
+    for (OpCost& convert : converts[i]) {  // right after the op that produced the value
+      convert.layer = LayerOf(nodes[i].name);
+      add(std::move(convert));
+    }
   }
   return out;
 }

@@ -41,12 +41,16 @@ struct GraphCost {
   std::vector<OpCost> ops;  // views left out: they move nothing
   double graph_overhead_s = 0;
   double total_s = 0;
-  int32_t npu_ops = 0, cpu_ops = 0;
+  int32_t npu_ops = 0, cpu_ops = 0;  // converts among the NPU's
+  int32_t converts = 0;  // convert ops at NPU <-> CPU boundaries (profile/convert_cost.h)
 };
 
 // Prices `graph` (a phase of T tokens, as models/ builds it) over a static context of
 // `static_ctx` positions. Unsupported when the chip cannot run the recipe at all (fp16
-// activations without FP16); ops it cannot run alone fall back to the CPU with a reason.
+// activations without FP16). Where each op runs is the npusim support rules' verdict
+// (backends/npusim/support/npu_support.h): refused ops run on the CPU with the rule's reason, and
+// each value crossing between NPU and CPU adds a convert op (profile/convert_cost.h) after the op
+// that produced it.
 Result<GraphCost> CostGraph(const Graph& graph, const Chip& chip, const Recipe& recipe,
                             int32_t static_ctx);
 

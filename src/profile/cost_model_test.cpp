@@ -19,6 +19,7 @@ Chip RoundChip() {
   chip.vtcm_mb = 1;        // no activation of the tiny model comes near it
   chip.act16 = true;
   chip.fp16 = true;
+  chip.vtcm_mb = 8;
   ChipCost& c = chip.cost;
   c.hmx_macs_per_s = 1e9;
   c.dram_efficiency = 0.5;  // 1e9 B/s reached

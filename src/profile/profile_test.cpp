@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "profile/report.h"
 #include "profile/shape_only_model.h"
 
@@ -42,9 +42,14 @@ TEST(ChipTest, BadFieldsAreNamed) {
       "vtcm_mb": "eight"})", "x.json");
   ASSERT_FALSE(chip.has_value());
   EXPECT_EQ(chip.error().message, "x.json: vtcm_mb is string, expected a number");
+  // The features (the backends layer's reader) come first, then the pricing fields.
   auto missing = ParseChip(R"({"name": "x"})", "x.json");
   ASSERT_FALSE(missing.has_value());
-  EXPECT_EQ(missing.error().message, "x.json: no field marketing");
+  EXPECT_EQ(missing.error().message, "x.json: no field hexagon");
+  auto unpriced = ParseChip(R"({"name": "x", "hexagon": "v1", "vtcm_mb": 8, "hvx_contexts": 4,
+      "features": {"act16": true, "lpbq": true, "fp16": true}})", "x.json");
+  ASSERT_FALSE(unpriced.has_value());
+  EXPECT_EQ(unpriced.error().message, "x.json: no field marketing");
   EXPECT_FALSE(ParseChip("[1]", "x.json").has_value());
   // A count that is no whole number in range is refused, not cast.
   auto huge = ParseChip(R"({"name": "x", "marketing": "X", "soc": "S", "hexagon": "v1",

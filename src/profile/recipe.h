@@ -5,11 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/npusim/support/npu_support.h"  // ActivationKind
 #include "base/status.h"
 
 namespace kite {
-
-enum class ActivationKind { kInt8, kInt16, kFp16 };
 
 struct Recipe {
   std::string name;  // "w4a16"

@@ -27,7 +27,7 @@ nlohmann::json GraphJson(const GraphCost& g) {
   return {{"tokens", g.tokens},          {"static_ctx", g.static_ctx},
           {"total_ms", g.total_s * 1e3}, {"graph_overhead_us", g.graph_overhead_s * 1e6},
           {"npu_ops", g.npu_ops},        {"cpu_ops", g.cpu_ops},
-          {"ops", std::move(ops)}};
+          {"converts", g.converts},      {"ops", std::move(ops)}};
 }
 
 }  // namespace

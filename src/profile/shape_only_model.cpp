@@ -12,7 +12,7 @@
 #include "models/hf_architectures.h"
 #include "models/load_model.h"
 #include "base/mapped_file.h"
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "tensor/dtype.h"
 
 #ifndef KITE_CALIBRATION_FILE

@@ -6,7 +6,7 @@
 
 #include "base/atomic_output.h"
 #include "base/mapped_file.h"
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "runtime/prompt.h"
 
 namespace kite {

@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <map>
 
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "runtime/run_config.h"
 
 namespace kite {

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "base/mapped_file.h"
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "runtime/genie_config.h"
 
 namespace kite {

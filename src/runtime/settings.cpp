@@ -9,7 +9,7 @@
 
 #include "backends/registry.h"
 #include "chat/chat_template.h"
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "graph/kv_cache.h"
 
 namespace kite {

@@ -1,6 +1,6 @@
 #include "tokenizer/hf_json.h"
 
-#include "format/json_util.h"
+#include "base/json_util.h"
 
 namespace kite::tok {
 

@@ -5,7 +5,7 @@
 
 #include "base/base64.h"
 #include "base/utf8.h"
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "tokenizer/precompiled_charsmap.h"
 
 namespace kite::tok {

@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "tokenizer/hf_json.h"
 #include "tokenizer/hf_models.h"
 #include "tokenizer/hf_stages.h"

@@ -4,7 +4,7 @@
 #include <filesystem>
 
 #include "base/mapped_file.h"
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "tokenizer/loaders.h"
 #include "tokenizer/pipeline.h"
 

@@ -16,7 +16,7 @@
 
 #include "base/mapped_file.h"
 #include "eval/doctor/checks.h"
-#include "format/json_util.h"
+#include "base/json_util.h"
 #include "tokenizer/pipeline.h"
 
 namespace kite::doctor {

@@ -1,4 +1,4 @@
-#include "format/json_util.h"
+#include "base/json_util.h"
 
 #include <limits>
 #include <set>
@@ -113,6 +113,53 @@ std::optional<int64_t> JsonInt(const json& value) {
   }
   if (value.is_number_integer()) return value.get<int64_t>();
   return std::nullopt;
+}
+
+Result<const json*> JsonFields::Find(const char* key) const {
+  auto it = object_->find(key);
+  if (it == object_->end()) return InvalidInput(file_ + ": no field " + prefix_ + key);
+  return &*it;
+}
+
+std::unexpected<Error> JsonFields::Wrong(const char* key, const char* expected,
+                                         const json& v) const {
+  return InvalidInput(file_ + ": " + prefix_ + key + " is " + std::string(JsonKind(v)) +
+                      ", expected " + expected);
+}
+
+Result<double> JsonFields::Number(const char* key) const {
+  const json* v = KITE_TRY(Find(key));
+  if (!v->is_number()) return Wrong(key, "a number", *v);
+  const double x = v->get<double>();
+  if (!(x >= 0)) return InvalidInput(file_ + ": " + prefix_ + key + " is negative");
+  return x;
+}
+
+Result<int> JsonFields::Count(const char* key, int max) const {
+  const double x = KITE_TRY(Number(key));
+  if (x < 1 || x > max || x != static_cast<double>(static_cast<int>(x))) {
+    return InvalidInput(file_ + ": " + prefix_ + key + " is " + std::to_string(x) +
+                        ", expected a whole number in [1, " + std::to_string(max) + "]");
+  }
+  return static_cast<int>(x);
+}
+
+Result<std::string> JsonFields::String(const char* key) const {
+  const json* v = KITE_TRY(Find(key));
+  if (!v->is_string()) return Wrong(key, "a string", *v);
+  return v->get<std::string>();
+}
+
+Result<bool> JsonFields::Bool(const char* key) const {
+  const json* v = KITE_TRY(Find(key));
+  if (!v->is_boolean()) return Wrong(key, "a boolean", *v);
+  return v->get<bool>();
+}
+
+Result<JsonFields> JsonFields::Object(const char* key) const {
+  const json* v = KITE_TRY(Find(key));
+  if (!v->is_object()) return Wrong(key, "an object", *v);
+  return JsonFields(*v, file_, prefix_ + key + ".");
 }
 
 }  // namespace kite
