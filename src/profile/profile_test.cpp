@@ -112,6 +112,56 @@ TEST(ProfileTest, SummaryOfLlama3_8bOn8Gen3) {
   EXPECT_LT(r.weight_bytes, 4.5e9);
 }
 
+// sa8295p (v68, no 16-bit products): with w8a16 each block's attention runs on the CPU, and the
+// values crossing get convert ops priced on the NPU: q, k and v to the CPU, the output back.
+TEST(ProfileTest, FallbackOpsAndTheirConvertsAreCounted) {
+  auto config = ProfileModelConfig("llama-3.2-1b");
+  ASSERT_TRUE(config.has_value());
+  const int32_t layers = config->n_layers;
+  auto chip = LoadChip(kChips, "sa8295p");
+  ASSERT_TRUE(chip.has_value());
+  auto r = ProfileModel(*config, *chip, *FindRecipe("w8a16"), ProfileOptions{});
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->decode.cpu_ops, layers + 1);  // the attentions and the embedding
+  EXPECT_EQ(r->decode.converts, 4 * layers);
+  EXPECT_EQ(r->decode.npu_ops, layers * 14 + 2 + 4 * layers);
+  double converts_s = 0;
+  for (const OpCost& op : r->decode.ops) {
+    if (op.op != "convert") continue;
+    EXPECT_EQ(op.unit, ComputeUnit::kNpu);
+    EXPECT_GT(op.time_s, chip->cost.op_overhead_us * 1e-6) << op.node;
+    converts_s += op.time_s;
+  }
+  EXPECT_GT(converts_s, 0);
+  // The convert of blk.0's q comes right after the rope that wrote it.
+  bool found = false;
+  for (size_t i = 0; i + 1 < r->decode.ops.size(); ++i) {
+    if (r->decode.ops[i].node != "blk.0.rope_q") continue;
+    found = true;
+    EXPECT_EQ(r->decode.ops[i + 1].node, "blk.0.rope_q.to_cpu");
+    EXPECT_EQ(r->decode.ops[i + 1].placement, "dequantize for blk.0.attn on the CPU");
+  }
+  EXPECT_TRUE(found);
+  // With 8-bit activations attention stays on the NPU: no converts.
+  auto a8 = ProfileModel(*config, *chip, *FindRecipe("w8a8"), ProfileOptions{});
+  ASSERT_TRUE(a8.has_value());
+  EXPECT_EQ(a8->decode.cpu_ops, 1);
+  EXPECT_EQ(a8->decode.converts, 0);
+  // On 888 (no FP16) the ropes are decomposed and stay on the NPU, with the reason shown.
+  auto v68 = ProfileModel(*config, *LoadChip(kChips, "888"), *FindRecipe("w8a8"),
+                          ProfileOptions{});
+  ASSERT_TRUE(v68.has_value());
+  int decomposed = 0;
+  for (const OpCost& op : v68->decode.ops) {
+    if (op.op == "rope") {
+      EXPECT_EQ(op.unit, ComputeUnit::kNpu);
+      decomposed += op.placement.find("decomposed") != std::string::npos;
+    }
+  }
+  EXPECT_EQ(decomposed, 2 * layers);
+  EXPECT_EQ(ProfileJson(*r)["decode"]["converts"], 4 * layers);
+}
+
 TEST(ProfileTest, PromptLongerThanTheContextIsRefused) {
   auto config = ProfileModelConfig("llama-3.2-1b");
   ASSERT_TRUE(config.has_value());
