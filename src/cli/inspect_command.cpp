@@ -1,11 +1,13 @@
-// `kite inspect FILE [--json] [--all-tensors] [--placement [--backend NAME] [--kv-type TYPE]]`:
-// what a GGUF file or HF folder holds (for an ONNX file: what its import fused and could not
-// map), and where each node of its graphs would run (with the KV cache's type and size).
+// `kite inspect FILE [--json] [--all-tensors] [--placement [--backend NAME] [--kv-type TYPE]
+// [--chip NAME]]`: what a GGUF file or HF folder holds (for an ONNX file: what its import fused
+// and could not map), and where each node of its graphs would run (with the KV cache's type and
+// size), or, with --chip, whether that chip's NPU runs it and why not.
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/inspect_npu_placement.h"
 #include "cli/inspect_onnx.h"
 #include "cli/inspect_placement.h"
 #include "cli/inspect_report.h"
@@ -35,6 +37,7 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
     bool json = false;
     bool all_tensors = false;
     bool placement = false;
+    std::string chip;
     EngineOptions engine;
   };
   auto options = std::make_shared<Options>();
@@ -49,6 +52,9 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
   command->add_flag("--placement", options->placement,
                     "Compile the decode step and a prefill chunk and show which backend runs each "
                     "node, and why others declined");
+  command->add_option("--chip", options->chip,
+                      "With --placement: place each node on this chip's NPU or the CPU, with the "
+                      "reason (chips/*.json; an unknown name lists them)");
   // --check-tensors, and with --placement: --backend, -c/--ctx/--ctx-size, --prefill-chunk,
   // checked by the settings table.
   auto engine_flags = std::make_shared<SettingFlags>(
@@ -80,19 +86,26 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
-    auto report = options->placement ? InspectPlacement(options->path, options->engine)
-                                     : InspectModel(options->path);
+    if (!options->chip.empty() && !options->placement) {
+      *exit_code = ReportError(InvalidInput("--chip is an option of --placement").error());
+      return;
+    }
+    const bool npu = !options->chip.empty();
+    auto report = !options->placement ? InspectModel(options->path)
+                  : npu ? InspectNpuPlacement(options->path, options->engine, options->chip)
+                        : InspectPlacement(options->path, options->engine);
     if (!report) {
       *exit_code = ReportError(report.error());
       return;
     }
     std::string text;
     if (options->json) {
-      if (options->placement) *report = PlacementJson(std::move(*report));
+      if (options->placement && !npu) *report = PlacementJson(std::move(*report));
       if (onnx) (*report)["onnx"] = (*onnx)["onnx"];
       text = report->dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
     } else if (options->placement) {
-      text = (onnx ? RenderOnnxText(*onnx) + "\n" : std::string()) + RenderPlacementText(*report);
+      text = (onnx ? RenderOnnxText(*onnx) + "\n" : std::string()) +
+             (npu ? RenderNpuPlacementText(*report) : RenderPlacementText(*report));
     } else {
       text = RenderInspectText(*report, options->all_tensors);
     }
