@@ -31,17 +31,18 @@ Result<Json> GraphPlacement(const std::string& phase, int32_t tokens, const Grap
   for (size_t i = 0; i < all.size(); ++i) {
     const Node& node = all[i];
     if (node.is_view()) continue;
-    const SupportResult support = NpuSupports(prepared.graph, node, target);
-    on_npu[i] = support.ok;
+    const NpuVerdict verdict = NpuRule(prepared.graph, node, target);
+    on_npu[i] = verdict.support.ok && verdict.runtime.empty();
     Json entry = {{"node", node.name},
                   {"op", std::string(node.op_name())},
-                  {"unit", support.ok ? "NPU" : "CPU"}};
-    if (!support.ok) entry["reason"] = support.reason;
+                  {"unit", on_npu[i] ? "NPU" : "CPU"}};
+    if (!verdict.support.ok) entry["reason"] = verdict.support.reason;
+    if (!verdict.runtime.empty()) entry["reason"] = verdict.runtime;
     if (IsConvert(node)) {
       entry["reason"] = "convert at an NPU <-> CPU boundary";
       ++converts;
     }
-    ++(support.ok ? npu : cpu);
+    ++(on_npu[i] ? npu : cpu);
     nodes.push_back(std::move(entry));
   }
   // Where the units meet. A graph that states its encodings has its converts as nodes now (the

@@ -50,7 +50,10 @@ int InputActivations(OpKind op) {
   }
 }
 
+// Decomposed nodes run on the NPU (as the ops a pass makes of them); the runtime's own ops
+// (the token embedding) on the CPU.
 bool OnNpu(const NpuVerdict& verdict) {
+  if (!verdict.runtime.empty()) return false;
   return verdict.support.ok || verdict.decomposition != Decomposition::kNone;
 }
 
@@ -159,7 +162,7 @@ struct Pricer {
     cost.bytes = work.bytes;
     cost.weight_bytes = work.weight_bytes;
     cost.macs = work.macs;
-    cost.placement = verdict.support.reason;
+    cost.placement = verdict.runtime.empty() ? verdict.support.reason : verdict.runtime;
     const double dram = chip.dram_peak_gbs * 1e9;
     if (OnNpu(verdict)) {
       cost.unit = ComputeUnit::kNpu;

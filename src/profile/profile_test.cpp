@@ -147,12 +147,12 @@ TEST(ProfileTest, FallbackOpsAndTheirConvertsAreCounted) {
   ASSERT_TRUE(a8.has_value());
   EXPECT_EQ(a8->decode.cpu_ops, 1);
   EXPECT_EQ(a8->decode.converts, 0);
-  // On 888 (no FP16) the ropes are decomposed and stay on the NPU, with the reason shown.
-  auto v68 = ProfileModel(*config, *LoadChip(kChips, "888"), *FindRecipe("w8a8"),
-                          ProfileOptions{});
-  ASSERT_TRUE(v68.has_value());
+  // With fp16 activations the ropes are decomposed and stay on the NPU, the reason shown.
+  auto fp16 = ProfileModel(*config, *LoadChip(kChips, "8gen3"), *FindRecipe("w4f16"),
+                           ProfileOptions{});
+  ASSERT_TRUE(fp16.has_value());
   int decomposed = 0;
-  for (const OpCost& op : v68->decode.ops) {
+  for (const OpCost& op : fp16->decode.ops) {
     if (op.op == "rope") {
       EXPECT_EQ(op.unit, ComputeUnit::kNpu);
       decomposed += op.placement.find("decomposed") != std::string::npos;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "backends/backend.h"
 #include "backends/npusim/support/chip_features.h"
@@ -41,6 +42,10 @@ struct NpuVerdict {
   SupportResult support;
   // When the node is refused and a pass rewrites it into ops the chip runs.
   Decomposition decomposition = Decomposition::kNone;
+  // Set when the NPU could run the node but a deployment runs it in the runtime, on the CPU, and
+  // why (the token embedding's gather): the backend runs it (npusim computes the same numbers,
+  // docs/npusim.md §10), the cost model prices it on the CPU.
+  std::string runtime;
 };
 
 // The rule for `node` (not a view) of `graph` on `target`.

@@ -81,8 +81,7 @@ NpuTarget Target(const std::string& chip, ActivationKind activations = Activatio
 TEST(NpuSupportTest, ReasonsPerChipOnOneBlock) {
   const Block block;
   const auto v68 = block.Reasons(Target("888"));
-  EXPECT_TRUE(Contains(v68.at("rope_q"), "rope: sin/cos in fp16 unsupported on 888 (v68); "
-                                         "decomposed"));
+  EXPECT_EQ(v68.at("rope_q"), "");  // integer sin/cos tables on every chip
   EXPECT_TRUE(Contains(v68.at("attn"), "attention: 16-bit activations on both matmul inputs "
                                        "(q·kᵀ) are unsupported on 888 (v68); use w8a8"));
   EXPECT_TRUE(Contains(v68.at("attn_q"), "matmul: LPBQ weights (wq) need v73+; 888 (v68) has no "
@@ -91,9 +90,9 @@ TEST(NpuSupportTest, ReasonsPerChipOnOneBlock) {
                                        "v73+; 888 (v68)"));
   EXPECT_EQ(v68.at("norm"), "");
 
-  // The automotive v68 has FP16: its rope runs; 16 x 16 products and LPBQ still do not.
+  // The automotive v68 has FP16 (fp16 activations run); 16 x 16 products and LPBQ do not.
   const auto sa8295p = block.Reasons(Target("sa8295p"));
-  EXPECT_EQ(sa8295p.at("rope_q"), "");
+  EXPECT_EQ(sa8295p.at("norm"), "");
   EXPECT_TRUE(Contains(sa8295p.at("attn"), "unsupported on sa8295p (v68)"));
   EXPECT_TRUE(Contains(sa8295p.at("attn_q"), "LPBQ"));
 
@@ -123,6 +122,7 @@ TEST(NpuSupportTest, Fp16ActivationsNeedFp16) {
   EXPECT_TRUE(Contains(v68.at("norm"), "rms_norm: fp16 activations need FP16, which 888 (v68) "
                                        "lacks; quantize the activations to 16 bits"));
   EXPECT_EQ(block.Reasons(Target("8gen3", ActivationKind::kFp16)).at("norm"), "");
+  EXPECT_EQ(block.Reasons(Target("sa8295p", ActivationKind::kFp16)).at("norm"), "");
 }
 
 TEST(NpuSupportTest, KvCacheMustFitInVtcm) {
@@ -143,13 +143,37 @@ TEST(NpuSupportTest, KvCacheMustFitInVtcm) {
   EXPECT_EQ(block.Reasons(v75).at("attn"), "");
 }
 
-TEST(NpuSupportTest, DecompositionsAreNamed) {
+// fp16 sin/cos lose the angle at large positions: with fp16 activations a rope is decomposed
+// into tables computed in double; with integer activations it runs as it is.
+TEST(NpuSupportTest, Fp16RopeIsDecomposed) {
   const Block block;
+  int ropes = 0;
   for (const Node& node : block.graph.nodes()) {
     if (node.op() != OpKind::kRope) continue;
-    EXPECT_EQ(NpuRule(block.graph, node, Target("888")).decomposition, Decomposition::kRopeTables);
-    EXPECT_TRUE(NpuRule(block.graph, node, Target("8gen2")).support.ok);
+    ++ropes;
+    const NpuVerdict fp16 = NpuRule(block.graph, node, Target("8gen3", ActivationKind::kFp16));
+    EXPECT_EQ(fp16.decomposition, Decomposition::kRopeTables);
+    EXPECT_TRUE(Contains(fp16.support.reason, "rope: sin/cos in fp16 lose the angle at large "
+                                              "positions on 8gen3 (v75); decomposed"));
+    EXPECT_TRUE(NpuRule(block.graph, node, Target("8gen3")).support.ok);
+    // No FP16 at all: refused before any decomposition.
+    const NpuVerdict v68 = NpuRule(block.graph, node, Target("888", ActivationKind::kFp16));
+    EXPECT_EQ(v68.decomposition, Decomposition::kNone);
+    EXPECT_TRUE(Contains(v68.support.reason, "fp16 activations need FP16"));
   }
+  EXPECT_EQ(ropes, 2);
+}
+
+TEST(NpuSupportTest, TheTokenGatherIsTheRuntimes) {
+  GraphBuilder b;
+  testing::FakeWeights weights;
+  const ValueId table = *b.Weight(weights.View("token_embd", {100, 16}));
+  const ValueId tokens = *b.Input("tokens", DType::kI32, {3});
+  ASSERT_TRUE(b.MarkOutput(*b.Embedding("token_embd", table, tokens)).has_value());
+  const Graph graph = *std::move(b).Finish();
+  const NpuVerdict verdict = NpuRule(graph, graph.nodes()[0], Target("8gen3"));
+  EXPECT_TRUE(verdict.support.ok);  // the backend simulates it
+  EXPECT_EQ(verdict.runtime, "embedding: a row gather, done by the runtime");
 }
 
 // A quantize -> dequantize graph states its widths: an 8-bit encoding before the dequantize

@@ -45,14 +45,8 @@ Result<NpuGraph> PrepareForNpu(const Graph& graph, const NpuTarget& target, Weig
     DecomposeSoftcap pass(store, std::move(caps));
     KITE_RETURN_IF_ERROR(run(pass));
   }
-  // The token embedding is the runtime's, not a fallback: it writes the NPU's width itself.
+  // The token embedding is the runtime's (a supported verdict), not a fallback.
   std::set<std::string> cpu = Refused(out.graph, target, Decomposition::kNone);
-  std::erase_if(cpu, [&](const std::string& name) {
-    for (const Node& node : out.graph.nodes()) {
-      if (node.name == name) return node.op() == OpKind::kEmbedding;
-    }
-    return false;
-  });
   if (!cpu.empty()) {
     ExplicitFallback pass(std::move(cpu));
     KITE_RETURN_IF_ERROR(run(pass));

@@ -190,24 +190,24 @@ TEST(ExplicitFallbackTest, AFloatGraphNeedsNoConvert) {
   ASSERT_FALSE(wrong.Run(graph).has_value());
 }
 
-// On 888 (no FP16) the ropes are decomposed; on 8gen3 the graph is unchanged.
-TEST(PrepareForNpuTest, DecomposesPerChip) {
+// With fp16 activations the ropes are decomposed; with 16-bit integers the graph is unchanged.
+TEST(PrepareForNpuTest, DecomposesWhatTheRulesSay) {
   const Graph graph = RopeGraph(3, 2, 8, RopeAttrs{.rotary_dim = 8});
   auto chip = [](const std::string& name) { return ReadChipFile(DefaultChipsDir(), name)->features; };
   WeightStore store;
-  const NpuTarget v68{.chip = chip("888"), .context = 128};
-  auto prepared = PrepareForNpu(graph, v68, &store);
+  const NpuTarget fp16{.chip = chip("8gen3"), .activations = ActivationKind::kFp16, .context = 128};
+  auto prepared = PrepareForNpu(graph, fp16, &store);
   ASSERT_TRUE(prepared.has_value()) << prepared.error().message;
   EXPECT_EQ(CountOps(prepared->graph, OpKind::kRope), 0);
   ASSERT_EQ(prepared->passes.size(), 1u);
   EXPECT_NE(prepared->passes[0].find("decompose_rope"), std::string::npos);
   for (const Node& node : prepared->graph.nodes()) {
-    if (!node.is_view()) EXPECT_TRUE(NpuSupports(prepared->graph, node, v68).ok) << node.name;
+    if (!node.is_view()) EXPECT_TRUE(NpuSupports(prepared->graph, node, fp16).ok) << node.name;
   }
-  auto v75 = PrepareForNpu(graph, NpuTarget{.chip = chip("8gen3"), .context = 128}, &store);
-  ASSERT_TRUE(v75.has_value());
-  EXPECT_TRUE(v75->passes.empty());
-  EXPECT_EQ(v75->graph.ToString(), graph.ToString());
+  auto int16 = PrepareForNpu(graph, NpuTarget{.chip = chip("888"), .context = 128}, &store);
+  ASSERT_TRUE(int16.has_value());
+  EXPECT_TRUE(int16->passes.empty());
+  EXPECT_EQ(int16->graph.ToString(), graph.ToString());
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// RoPE on the NPU: the fused rotary-embedding op (QNN added RotaryEmbedding to its HTP op set in
-// SDK 2.45, docs.qualcomm.com 80-63442-10 "QNN HTP Op Support Revision History") computes the
-// angles and their sin/cos in fp16. A chip without FP16 cannot run it; graph/passes/
-// decompose_rope.h rewrites it into ops every chip runs: a gather of precomputed sin/cos table
-// rows by position (tables computed in double at compile time, stored as integers on the NPU),
-// two products and a sum — which also avoids fp16's loss of angle precision at large positions.
+// RoPE on the NPU. With integer activations Kite's rope reads sin/cos from integer tables
+// computed in double (docs/npusim.md §6.4, §9), on every chip. With fp16 activations the vendor
+// path computes the angles and sin/cos in fp16, whose 11 significant bits lose the angle at large
+// positions (§6.4: at position 30,000 it is rounded to a multiple of 16); Kite does not run that
+// form: graph/passes/decompose_rope.h rewrites it into a gather of sin/cos table rows by position
+// (the tables computed in double at compile time), two products and a sum. A chip without FP16
+// refuses fp16 activations before that (Fp16Gate).
 #include "backends/npusim/support/rules.h"
 
 namespace kite::npu_rules {
@@ -11,9 +12,12 @@ namespace kite::npu_rules {
 NpuVerdict Rope(const Graph& graph, const Node& node, const NpuTarget& target) {
   const SupportResult gate = Fp16Gate(graph, node, target);
   if (!gate.ok) return {gate};
-  if (target.chip.fp16) return {SupportResult::Yes()};
-  return {SupportResult::No("rope: sin/cos in fp16 unsupported on " + target.chip.Label() +
-                            "; decomposed into sin/cos tables (decompose_rope)"),
+  if (ActivationOf(graph, node.inputs[0], target) != ActivationKind::kFp16) {
+    return {SupportResult::Yes()};
+  }
+  return {SupportResult::No("rope: sin/cos in fp16 lose the angle at large positions on " +
+                            target.chip.Label() +
+                            "; decomposed into sin/cos tables computed in double (decompose_rope)"),
           Decomposition::kRopeTables};
 }
 
