@@ -25,19 +25,25 @@ const bool kRegistered = RegisterBackend(
          return InvalidInput("npusim: unknown chip generation '" + chip + "' (one of " + known +
                              ")");
        }
-       return std::make_unique<NpusimBackend>(options.threads, chip);
+       ChipFeatures features = KITE_TRY(GenerationFeatures(DefaultChipsDir(), chip));
+       return std::make_unique<NpusimBackend>(options.threads, chip, std::move(features));
      }});
 
 }  // namespace
 
 std::span<const std::string_view> NpusimChips() { return kChips; }
 
-NpusimBackend::NpusimBackend(int32_t threads, std::string chip)
-    : pool_(threads), chip_(std::move(chip)) {}
+NpusimBackend::NpusimBackend(int32_t threads, std::string chip, ChipFeatures features)
+    : pool_(threads), chip_(std::move(chip)), target_{.chip = std::move(features)} {}
 
+// First whether npusim has an integer kernel for the node's codes, then whether the chip's NPU
+// runs it (the rules `kite inspect --placement --chip` and the cost model share).
 SupportResult NpusimBackend::Supports(const Graph& graph, const Node& node) const {
-  return std::visit([&](const auto& attrs) { return npusim::Support(attrs, graph, node); },
-                    node.attrs);
+  const SupportResult kernel =
+      std::visit([&](const auto& attrs) { return npusim::Support(attrs, graph, node); },
+                 node.attrs);
+  if (!kernel.ok) return kernel;
+  return NpuSupports(graph, node, target_);
 }
 
 uint64_t NpusimBackend::ScratchBytes(const Graph& graph, const Node& node) const {

@@ -8,14 +8,16 @@
 #include <string>
 
 #include "backends/backend.h"
+#include "backends/npusim/support/npu_support.h"
 #include "base/thread_pool.h"
 
 namespace kite {
 
 class NpusimBackend final : public Backend {
  public:
-  // `chip`: a chip generation npusim simulates (NpusimChips); the default is v75.
-  NpusimBackend(int32_t threads, std::string chip);
+  // `chip`: a chip generation npusim simulates (NpusimChips); the default is v75. `features`:
+  // what that generation's NPU runs (its first chip file, chips/*.json).
+  NpusimBackend(int32_t threads, std::string chip, ChipFeatures features);
 
   std::string_view name() const override { return "npusim"; }
   const std::string& chip() const { return chip_; }
@@ -29,6 +31,7 @@ class NpusimBackend final : public Backend {
  private:
   mutable ThreadPool pool_;  // the integer matmul's rows; the pool is safe to share
   std::string chip_;
+  NpuTarget target_;  // the support rules' view of the chip (backends/npusim/support/)
 };
 
 // The chip generations npusim knows, oldest first: "v68", "v69", "v73", "v75", "v79", "v81".
