@@ -5,7 +5,6 @@
 #pragma once
 
 #include <string>
-#include <vector>
 
 #include "backends/npusim/support/chip_features.h"
 #include "base/status.h"
