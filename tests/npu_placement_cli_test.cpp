@@ -20,9 +20,7 @@ nlohmann::json Placement(const std::string& chip) {
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
-const nlohmann::json& Decode(const nlohmann::json& placement) {
-  return placement["graphs"][0];
-}
+const nlohmann::json& Decode(const nlohmann::json& placement) { return placement["graphs"][0]; }
 
 TEST(NpuPlacementCli, V68RunsSixteenBitAttentionOnTheCpu) {
   const nlohmann::json p = Placement("888");
@@ -64,8 +62,8 @@ TEST(NpuPlacementCli, UnknownChipIsRefusedListingTheChips) {
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("unknown chip '9gen9'; the chips are: 888, 8elite"), std::string::npos)
       << r.err;
-  const testing::CommandResult alone = RunKite({"inspect", SourcePath("models/demo"), "--chip",
-                                                "888"});
+  const testing::CommandResult alone =
+      RunKite({"inspect", SourcePath("models/demo"), "--chip", "888"});
   EXPECT_NE(alone.exit_code, 0);
   EXPECT_NE(alone.err.find("--chip is an option of --placement"), std::string::npos) << alone.err;
 }

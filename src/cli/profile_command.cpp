@@ -49,7 +49,7 @@ std::string OpTable(const char* title, const GraphCost& g) {
            Pad(op.shape, 16) + Pad(HumanBytes(static_cast<uint64_t>(op.bytes)), 12) +
            Pad(HumanCount(op.macs), 12) + Pad(Format("%.1f us", op.time_s * 1e6), 12) +
            std::string(BoundName(op.bound)) +
-           (op.placement.empty()             ? ""
+           (op.placement.empty()           ? ""
             : op.unit == ComputeUnit::kCpu ? " (CPU: " + op.placement + ")"
                                            : " (" + op.placement + ")") +
            "\n";

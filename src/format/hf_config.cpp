@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <limits>
 
-#include "base/mapped_file.h"
 #include "base/json_util.h"
+#include "base/mapped_file.h"
 
 namespace kite {
 

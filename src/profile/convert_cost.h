@@ -1,10 +1,10 @@
 // The convert ops at NPU <-> CPU boundaries (backends/npusim/support/npu_boundaries.h), priced. A
 // value an NPU op wrote and a CPU op reads is dequantized to f32 ("<producer>.to_cpu"); one a CPU
 // op wrote and an NPU op reads is quantized to the activation width ("<producer>.to_npu") — what
-// graph/passes/explicit_fallback.h inserts into a graph with encodings. The NPU runs both (QNN's HTP op set has Quantize and Dequantize), so each
-// costs its bytes (the activation read at its width and written as f32, or the reverse) over the
-// bandwidth the NPU reaches, plus the per-op overhead; it moves data and computes nothing worth
-// counting.
+// graph/passes/explicit_fallback.h inserts into a graph with encodings. The NPU runs both (QNN's
+// HTP op set has Quantize and Dequantize), so each costs its bytes (the activation read at its
+// width and written as f32, or the reverse) over the bandwidth the NPU reaches, plus the per-op
+// overhead; it moves data and computes nothing worth counting.
 #pragma once
 
 #include <span>

@@ -47,7 +47,8 @@ TEST(ChipTest, BadFieldsAreNamed) {
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().message, "x.json: no field hexagon");
   auto unpriced = ParseChip(R"({"name": "x", "hexagon": "v1", "vtcm_mb": 8, "hvx_contexts": 4,
-      "features": {"act16": true, "lpbq": true, "fp16": true}})", "x.json");
+      "features": {"act16": true, "lpbq": true, "fp16": true}})",
+                            "x.json");
   ASSERT_FALSE(unpriced.has_value());
   EXPECT_EQ(unpriced.error().message, "x.json: no field marketing");
   EXPECT_FALSE(ParseChip("[1]", "x.json").has_value());
@@ -148,8 +149,8 @@ TEST(ProfileTest, FallbackOpsAndTheirConvertsAreCounted) {
   EXPECT_EQ(a8->decode.cpu_ops, 1);
   EXPECT_EQ(a8->decode.converts, 0);
   // With fp16 activations the ropes are decomposed and stay on the NPU, the reason shown.
-  auto fp16 = ProfileModel(*config, *LoadChip(kChips, "8gen3"), *FindRecipe("w4f16"),
-                           ProfileOptions{});
+  auto fp16 =
+      ProfileModel(*config, *LoadChip(kChips, "8gen3"), *FindRecipe("w4f16"), ProfileOptions{});
   ASSERT_TRUE(fp16.has_value());
   int decomposed = 0;
   for (const OpCost& op : fp16->decode.ops) {

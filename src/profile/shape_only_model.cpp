@@ -7,12 +7,12 @@
 #include <filesystem>
 #include <optional>
 
+#include "base/json_util.h"
+#include "base/mapped_file.h"
 #include "export/synth.h"
 #include "models/architectures.h"
 #include "models/hf_architectures.h"
 #include "models/load_model.h"
-#include "base/mapped_file.h"
-#include "base/json_util.h"
 #include "tensor/dtype.h"
 
 #ifndef KITE_CALIBRATION_FILE

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "base/atomic_output.h"
-#include "base/mapped_file.h"
 #include "base/json_util.h"
+#include "base/mapped_file.h"
 #include "runtime/prompt.h"
 
 namespace kite {

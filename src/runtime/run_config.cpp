@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
-#include "base/mapped_file.h"
 #include "base/json_util.h"
+#include "base/mapped_file.h"
 #include "runtime/genie_config.h"
 
 namespace kite {

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "backends/registry.h"
-#include "chat/chat_template.h"
 #include "base/json_util.h"
+#include "chat/chat_template.h"
 #include "graph/kv_cache.h"
 
 namespace kite {

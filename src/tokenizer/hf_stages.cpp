@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "base/base64.h"
-#include "base/utf8.h"
 #include "base/json_util.h"
+#include "base/utf8.h"
 #include "tokenizer/precompiled_charsmap.h"
 
 namespace kite::tok {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "base/mapped_file.h"
 #include "base/json_util.h"
+#include "base/mapped_file.h"
 #include "tokenizer/loaders.h"
 #include "tokenizer/pipeline.h"
 

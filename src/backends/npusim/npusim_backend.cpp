@@ -39,9 +39,8 @@ NpusimBackend::NpusimBackend(int32_t threads, std::string chip, ChipFeatures fea
 // First whether npusim has an integer kernel for the node's codes, then whether the chip's NPU
 // runs it (the rules `kite inspect --placement --chip` and the cost model share).
 SupportResult NpusimBackend::Supports(const Graph& graph, const Node& node) const {
-  const SupportResult kernel =
-      std::visit([&](const auto& attrs) { return npusim::Support(attrs, graph, node); },
-                 node.attrs);
+  const SupportResult kernel = std::visit(
+      [&](const auto& attrs) { return npusim::Support(attrs, graph, node); }, node.attrs);
   if (!kernel.ok) return kernel;
   return NpuSupports(graph, node, target_);
 }

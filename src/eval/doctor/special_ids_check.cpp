@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "base/json_util.h"
 #include "base/mapped_file.h"
 #include "eval/doctor/checks.h"
-#include "base/json_util.h"
 #include "tokenizer/pipeline.h"
 
 namespace kite::doctor {

@@ -81,7 +81,7 @@ Result<PassOutcome> DecomposeRope::Run(const Graph& graph) {
   Graph out = KITE_TRY(std::move(rewriter).Run(
       [&](GraphRewriter& rw, const Node& node) -> Result<std::optional<ValueId>> {
         if (!nodes_.contains(node.name)) return std::nullopt;
-        const ValueId x = KITE_TRY(rw.Map(node.inputs[0]));  // [T, H, D]
+        const ValueId x = KITE_TRY(rw.Map(node.inputs[0]));          // [T, H, D]
         const ValueId positions = KITE_TRY(rw.Map(node.inputs[1]));  // [T]
         const std::vector<int64_t> shape = rw.builder().value(x).shape;
         const int64_t tokens = shape[0], dim = shape[2];

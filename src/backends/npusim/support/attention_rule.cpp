@@ -6,9 +6,9 @@
 // - K and V of one kv head over the whole static context must fit in VTCM together. Kite's
 //   choice, not a vendor rule: the npusim kernel keeps them resident (docs/npusim.md); a longer
 //   context runs on the CPU until the graph is compiled for a shorter one.
-#include "backends/npusim/support/rules.h"
-
 #include <cstdio>
+
+#include "backends/npusim/support/rules.h"
 
 namespace kite::npu_rules {
 

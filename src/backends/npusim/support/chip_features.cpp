@@ -77,8 +77,8 @@ Result<ChipFeatures> GenerationFeatures(const std::string& dir, const std::strin
     if (chip.features.hexagon == hexagon) return chip.features;
     seen.push_back(name + " (" + chip.features.hexagon + ")");
   }
-  return NotFound("no chip file of generation " + hexagon + " in " + dir + "; the chips are: " +
-                  Joined(seen));
+  return NotFound("no chip file of generation " + hexagon + " in " + dir +
+                  "; the chips are: " + Joined(seen));
 }
 
 }  // namespace kite

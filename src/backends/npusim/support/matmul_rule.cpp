@@ -43,8 +43,7 @@ NpuVerdict MatMul(const Graph& graph, const Node& node, const NpuTarget& target)
     }
     return {SupportResult::Yes()};
   }
-  if (ActivationOf(graph, node.inputs[1], target) == ActivationKind::kInt16 &&
-      !target.chip.act16) {
+  if (ActivationOf(graph, node.inputs[1], target) == ActivationKind::kInt16 && !target.chip.act16) {
     return {SupportResult::No("matmul: 16-bit activations on the weight side need v73+; " + chip +
                               " multiplies 16-bit activations only by 8-bit weights; use 8-bit "
                               "activations (--recipe w8a8)")};

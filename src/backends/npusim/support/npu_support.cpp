@@ -6,12 +6,18 @@ namespace kite {
 
 NpuVerdict NpuRule(const Graph& graph, const Node& node, const NpuTarget& target) {
   switch (node.op()) {
-    case OpKind::kMatMul: return npu_rules::MatMul(graph, node, target);
-    case OpKind::kAttention: return npu_rules::Attention(graph, node, target);
-    case OpKind::kRope: return npu_rules::Rope(graph, node, target);
-    case OpKind::kSoftcap: return npu_rules::Softcap(graph, node, target);
-    case OpKind::kEmbedding: return npu_rules::Embedding(graph, node, target);
-    default: return npu_rules::Elementwise(graph, node, target);
+    case OpKind::kMatMul:
+      return npu_rules::MatMul(graph, node, target);
+    case OpKind::kAttention:
+      return npu_rules::Attention(graph, node, target);
+    case OpKind::kRope:
+      return npu_rules::Rope(graph, node, target);
+    case OpKind::kSoftcap:
+      return npu_rules::Softcap(graph, node, target);
+    case OpKind::kEmbedding:
+      return npu_rules::Embedding(graph, node, target);
+    default:
+      return npu_rules::Elementwise(graph, node, target);
   }
 }
 
@@ -27,9 +33,12 @@ ActivationKind ActivationOf(const Graph& graph, ValueId id, const NpuTarget& tar
 
 std::string_view ActivationName(ActivationKind kind) {
   switch (kind) {
-    case ActivationKind::kInt8: return "8-bit";
-    case ActivationKind::kInt16: return "16-bit";
-    case ActivationKind::kFp16: return "fp16";
+    case ActivationKind::kInt8:
+      return "8-bit";
+    case ActivationKind::kInt16:
+      return "16-bit";
+    case ActivationKind::kFp16:
+      return "fp16";
   }
   return "16-bit";
 }
@@ -42,8 +51,8 @@ SupportResult Fp16Gate(const Graph& graph, const Node& node, const NpuTarget& ta
     const Value& v = graph.value(id);
     if (v.kind == ValueKind::kWeight || v.dtype == DType::kI32) continue;  // ids, positions
     if (ActivationOf(graph, id, target) == ActivationKind::kFp16) {
-      return SupportResult::No(std::string(node.op_name()) + ": fp16 activations need FP16, which " +
-                               target.chip.Label() +
+      return SupportResult::No(std::string(node.op_name()) +
+                               ": fp16 activations need FP16, which " + target.chip.Label() +
                                " lacks; quantize the activations to 16 bits (--recipe w8a16)");
     }
   }

@@ -82,12 +82,15 @@ TEST(NpuSupportTest, ReasonsPerChipOnOneBlock) {
   const Block block;
   const auto v68 = block.Reasons(Target("888"));
   EXPECT_EQ(v68.at("rope_q"), "");  // integer sin/cos tables on every chip
-  EXPECT_TRUE(Contains(v68.at("attn"), "attention: 16-bit activations on both matmul inputs "
-                                       "(q·kᵀ) are unsupported on 888 (v68); use w8a8"));
-  EXPECT_TRUE(Contains(v68.at("attn_q"), "matmul: LPBQ weights (wq) need v73+; 888 (v68) has no "
-                                         "LPBQ"));
-  EXPECT_TRUE(Contains(v68.at("gram"), "matmul: 16-bit activations on the weight side need "
-                                       "v73+; 888 (v68)"));
+  EXPECT_TRUE(Contains(v68.at("attn"),
+                       "attention: 16-bit activations on both matmul inputs "
+                       "(q·kᵀ) are unsupported on 888 (v68); use w8a8"));
+  EXPECT_TRUE(Contains(v68.at("attn_q"),
+                       "matmul: LPBQ weights (wq) need v73+; 888 (v68) has no "
+                       "LPBQ"));
+  EXPECT_TRUE(Contains(v68.at("gram"),
+                       "matmul: 16-bit activations on the weight side need "
+                       "v73+; 888 (v68)"));
   EXPECT_EQ(v68.at("norm"), "");
 
   // The automotive v68 has FP16 (fp16 activations run); 16 x 16 products and LPBQ do not.
@@ -119,8 +122,9 @@ TEST(NpuSupportTest, EightBitActivationsKeepProductsOfActivationsOnAV68) {
 TEST(NpuSupportTest, Fp16ActivationsNeedFp16) {
   const Block block;
   const auto v68 = block.Reasons(Target("888", ActivationKind::kFp16));
-  EXPECT_TRUE(Contains(v68.at("norm"), "rms_norm: fp16 activations need FP16, which 888 (v68) "
-                                       "lacks; quantize the activations to 16 bits"));
+  EXPECT_TRUE(Contains(v68.at("norm"),
+                       "rms_norm: fp16 activations need FP16, which 888 (v68) "
+                       "lacks; quantize the activations to 16 bits"));
   EXPECT_EQ(block.Reasons(Target("8gen3", ActivationKind::kFp16)).at("norm"), "");
   EXPECT_EQ(block.Reasons(Target("sa8295p", ActivationKind::kFp16)).at("norm"), "");
 }
@@ -153,8 +157,9 @@ TEST(NpuSupportTest, Fp16RopeIsDecomposed) {
     ++ropes;
     const NpuVerdict fp16 = NpuRule(block.graph, node, Target("8gen3", ActivationKind::kFp16));
     EXPECT_EQ(fp16.decomposition, Decomposition::kRopeTables);
-    EXPECT_TRUE(Contains(fp16.support.reason, "rope: sin/cos in fp16 lose the angle at large "
-                                              "positions on 8gen3 (v75); decomposed"));
+    EXPECT_TRUE(Contains(fp16.support.reason,
+                         "rope: sin/cos in fp16 lose the angle at large "
+                         "positions on 8gen3 (v75); decomposed"));
     EXPECT_TRUE(NpuRule(block.graph, node, Target("8gen3")).support.ok);
     // No FP16 at all: refused before any decomposition.
     const NpuVerdict v68 = NpuRule(block.graph, node, Target("888", ActivationKind::kFp16));

@@ -28,7 +28,8 @@ Result<NpuGraph> PrepareForNpu(const Graph& graph, const NpuTarget& target, Weig
   NpuGraph out{.graph = graph.Copy()};
   auto run = [&](Pass& pass) -> Status {
     PassOutcome outcome = KITE_TRY(pass.Run(out.graph));
-    if (outcome.changes > 0) out.passes.push_back(std::string(pass.name()) + ": " + outcome.summary);
+    if (outcome.changes > 0)
+      out.passes.push_back(std::string(pass.name()) + ": " + outcome.summary);
     out.graph = std::move(outcome.graph);
     return {};
   };

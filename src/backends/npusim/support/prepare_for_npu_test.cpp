@@ -63,8 +63,11 @@ TEST(DecomposeRopeTest, KeepsTheRefOutputInEveryMode) {
   RopeAttrs neox{.rotary_dim = 64};
   RopeAttrs interleaved{.mode = RopeMode::kInterleaved, .theta = 500000.0f, .rotary_dim = 6};
   RopeAttrs partial{.rotary_dim = 4, .attention_factor = 1.19f};  // D = 10: 6 dims pass
-  RopeAttrs llama3{.theta = 500000.0f, .rotary_dim = 32, .scaling = RopeScaling::kLlama3,
-                   .factor = 8.0f, .original_max_position = 256};
+  RopeAttrs llama3{.theta = 500000.0f,
+                   .rotary_dim = 32,
+                   .scaling = RopeScaling::kLlama3,
+                   .factor = 8.0f,
+                   .original_max_position = 256};
   RopeAttrs linear{.rotary_dim = 8, .scaling = RopeScaling::kLinear, .factor = 4.0f};
   const std::vector<Case> cases = {{"neox", 5, 3, 64, neox},
                                    {"interleaved", 3, 2, 6, interleaved},
@@ -168,9 +171,8 @@ TEST(ExplicitFallbackTest, ConvertsAtEachBoundaryComputeThePlainArithmetic) {
   for (float v : in.x) {
     const float h = DequantizeValue(QuantizeValue(v, 0.04f, -128, 0, 255), 0.04f, -128);
     const double silu = h / (1.0 + std::exp(-static_cast<double>(h)));
-    want.push_back(DequantizeValue(QuantizeValue(static_cast<float>(silu), 0.0001f, -20000, 0,
-                                                 65535),
-                                   0.0001f, -20000));
+    want.push_back(DequantizeValue(
+        QuantizeValue(static_cast<float>(silu), 0.0001f, -20000, 0, 65535), 0.0001f, -20000));
   }
   // One step of u16 where the float silu lands within rounding of a tie.
   testing::ExpectClose(got, want, 0, 1.0001e-4, "fallback");
@@ -193,7 +195,9 @@ TEST(ExplicitFallbackTest, AFloatGraphNeedsNoConvert) {
 // With fp16 activations the ropes are decomposed; with 16-bit integers the graph is unchanged.
 TEST(PrepareForNpuTest, DecomposesWhatTheRulesSay) {
   const Graph graph = RopeGraph(3, 2, 8, RopeAttrs{.rotary_dim = 8});
-  auto chip = [](const std::string& name) { return ReadChipFile(DefaultChipsDir(), name)->features; };
+  auto chip = [](const std::string& name) {
+    return ReadChipFile(DefaultChipsDir(), name)->features;
+  };
   WeightStore store;
   const NpuTarget fp16{.chip = chip("8gen3"), .activations = ActivationKind::kFp16, .context = 128};
   auto prepared = PrepareForNpu(graph, fp16, &store);
