@@ -3,8 +3,8 @@
 // op wrote and an NPU op reads is quantized to the activation width ("<producer>.to_npu") — what
 // graph/passes/explicit_fallback.h inserts into a graph with encodings. The NPU runs both (QNN's
 // HTP op set has Quantize and Dequantize), so each costs its bytes (the activation read at its
-// width and written as f32, or the reverse) over the bandwidth the NPU reaches, plus the per-op
-// overhead; it moves data and computes nothing worth counting.
+// width and written as f32, or the reverse) over the bandwidth the NPU reaches, overlapped with
+// the per-op overhead as for every NPU op; it moves data and computes nothing worth counting.
 #pragma once
 
 #include <span>

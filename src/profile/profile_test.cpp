@@ -130,10 +130,19 @@ TEST(ProfileTest, FallbackOpsAndTheirConvertsAreCounted) {
   for (const OpCost& op : r->decode.ops) {
     if (op.op != "convert") continue;
     EXPECT_EQ(op.unit, ComputeUnit::kNpu);
-    EXPECT_GT(op.time_s, chip->cost.op_overhead_us * 1e-6) << op.node;
+    // Its bytes over the bandwidth, overlapped with the per-op overhead.
+    EXPECT_GT(op.bytes, 0) << op.node;
+    EXPECT_DOUBLE_EQ(op.time_s, std::max(op.overhead_s, op.memory_s)) << op.node;
+    EXPECT_DOUBLE_EQ(op.overhead_s, chip->cost.op_overhead_us * 1e-6) << op.node;
     converts_s += op.time_s;
   }
   EXPECT_GT(converts_s, 0);
+  // q of one token: n_heads × head_dim 16-bit codes read, as many floats written.
+  for (const OpCost& op : r->decode.ops) {
+    if (op.node == "blk.0.rope_q.to_cpu") {
+      EXPECT_DOUBLE_EQ(op.bytes, config->n_heads * config->head_dim * (2.0 + 4.0));
+    }
+  }
   // The convert of blk.0's q comes right after the rope that wrote it.
   bool found = false;
   for (size_t i = 0; i + 1 < r->decode.ops.size(); ++i) {
