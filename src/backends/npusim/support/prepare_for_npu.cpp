@@ -5,6 +5,7 @@
 #include "graph/passes/decompose_rope.h"
 #include "graph/passes/decompose_softcap.h"
 #include "graph/passes/explicit_fallback.h"
+#include "graph/passes/pass_manager.h"
 
 namespace kite {
 
@@ -28,6 +29,10 @@ Result<NpuGraph> PrepareForNpu(const Graph& graph, const NpuTarget& target, Weig
   NpuGraph out{.graph = graph.Copy()};
   auto run = [&](Pass& pass) -> Status {
     PassOutcome outcome = KITE_TRY(pass.Run(out.graph));
+    // The pass manager's check (same interface, one id per weight's bytes), pass by pass: each
+    // pass's nodes are chosen on the graph the one before made.
+    Status verified = VerifyRewrite(out.graph, outcome.graph);
+    if (!verified) return std::unexpected(std::move(verified.error()).WithContext(std::string(pass.name())));
     if (outcome.changes > 0)
       out.passes.push_back(std::string(pass.name()) + ": " + outcome.summary);
     out.graph = std::move(outcome.graph);
