@@ -7,6 +7,8 @@
 
 #include <map>
 
+#include "backends/npusim/npusim_backend.h"
+#include "backends/registry.h"
 #include "graph/builder.h"
 #include "graph/testing.h"
 
@@ -196,6 +198,22 @@ TEST(NpuSupportTest, ActivationWidthComesFromTheEncodingBeforeADequantize) {
   EXPECT_EQ(ActivationOf(graph, x, v68), ActivationKind::kInt16);
   EXPECT_EQ(ActivationOf(graph, dq, v68), ActivationKind::kInt8);
   EXPECT_TRUE(NpuSupports(graph, graph.nodes().back(), v68).ok);
+}
+
+// The npusim backend is configured by generation; its rules take that generation's first chip
+// file, so every generation it knows has one.
+TEST(NpuSupportTest, EveryNpusimGenerationHasAChipFile) {
+  for (std::string_view generation : NpusimChips()) {
+    auto features = GenerationFeatures(DefaultChipsDir(), std::string(generation));
+    ASSERT_TRUE(features.has_value()) << features.error().message;
+    EXPECT_EQ(features->hexagon, generation);
+    auto backends = MakeBackends("npusim", BackendOptions{.chip = std::string(generation)});
+    EXPECT_TRUE(backends.has_value()) << backends.error().message;
+  }
+  EXPECT_EQ(GenerationFeatures(DefaultChipsDir(), "v68")->name, "888");
+  auto none = GenerationFeatures(DefaultChipsDir(), "v99");
+  ASSERT_FALSE(none.has_value());
+  EXPECT_TRUE(Contains(none.error().message, "no chip file of generation v99"));
 }
 
 TEST(NpuSupportTest, UnknownChipListsTheChips) {
