@@ -81,12 +81,15 @@ Result<Json> InspectNpuPlacement(const std::string& path, const EngineOptions& o
                          .context = engine->context_length(),
                          .kv_bytes = static_cast<int>(std::max<uint64_t>(kv_bytes, 1))};
   Json graphs = Json::array();
-  const Graph& decode = KITE_TRY(engine->LeaseGraph(1, false)).executable().graph();
-  graphs.push_back(KITE_TRY(GraphPlacement("decode", 1, decode, target)));
+  {  // Each lease is held while its graph is read, one at a time.
+    const Engine::GraphLease decode = KITE_TRY(engine->LeaseGraph(1, false));
+    graphs.push_back(KITE_TRY(GraphPlacement("decode", 1, decode.executable().graph(), target)));
+  }
   const int32_t chunk = std::min(options.prefill_chunk, engine->context_length());
   if (chunk > 1) {
-    const Graph& prefill = KITE_TRY(engine->LeaseGraph(chunk, false)).executable().graph();
-    graphs.push_back(KITE_TRY(GraphPlacement("prefill", chunk, prefill, target)));
+    const Engine::GraphLease prefill = KITE_TRY(engine->LeaseGraph(chunk, false));
+    graphs.push_back(
+        KITE_TRY(GraphPlacement("prefill", chunk, prefill.executable().graph(), target)));
   }
   return Json{{"model", path},
               {"chip", {{"name", chip.features.name}, {"hexagon", chip.features.hexagon}}},
