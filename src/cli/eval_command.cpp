@@ -260,8 +260,8 @@ std::shared_ptr<SettingFlags> AddEvalFlags(CLI::App* command, const std::shared_
       "--chunks", [options](const int64_t& chunks) { options->chunks = chunks; },
       "Score only the first N windows (0: all; default: all for kite, 32 for llama)");
   return std::make_shared<SettingFlags>(
-      command, std::vector<std::string>{"backend", "threads", "check_tensors", "kv_type",
-                                             "float_activations"});
+      command, std::vector<std::string>{"backend", "chip", "threads", "check_tensors",
+                                             "kv_type", "float_activations"});
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 // `kite inspect FILE [--json] [--all-tensors] [--placement [--backend NAME] [--kv-type TYPE]
-// [--chip NAME]]`: what a GGUF file or HF folder holds (for an ONNX file: what its import fused
-// and could not map), and where each node of its graphs would run (with the KV cache's type and
-// size), or, with --chip, whether that chip's NPU runs it and why not.
+// [--chip NAME]]`: what a GGUF file or HF folder holds (for a compiled GGUF also its chip,
+// recipe, contexts, partitions and splits; for an ONNX file: what its import fused and could not
+// map), and where each node of its graphs would run (with the KV cache's type and size), or,
+// with --chip, whether that chip's NPU runs it and why not.
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "cli/command.h"
+#include "cli/inspect_compile.h"
 #include "cli/inspect_npu_placement.h"
 #include "cli/inspect_onnx.h"
 #include "cli/inspect_placement.h"
@@ -98,6 +100,16 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(report.error());
       return;
     }
+    std::optional<Json> compiled;
+    if (!options->placement) {  // a compiled GGUF: what kite compile fixed in it
+      auto inspected = InspectCompile(options->path);
+      if (!inspected) {
+        *exit_code = ReportError(inspected.error());
+        return;
+      }
+      compiled = std::move(*inspected);
+      if (compiled) (*report)["compile"] = *compiled;
+    }
     std::string text;
     if (options->json) {
       if (options->placement && !npu) *report = PlacementJson(std::move(*report));
@@ -108,6 +120,7 @@ void AddInspectCommand(CLI::App& app, int* exit_code) {
              (npu ? RenderNpuPlacementText(*report) : RenderPlacementText(*report));
     } else {
       text = RenderInspectText(*report, options->all_tensors);
+      if (compiled) text += "\n" + RenderCompileText(*compiled);
     }
     std::fwrite(text.data(), 1, text.size(), stdout);
   });

@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   kite::cli::AddConvertCommand(app, &exit_code);
   kite::cli::AddSynthCommand(app, &exit_code);
   kite::cli::AddQuantizeCommand(app, &exit_code);
+  kite::cli::AddCompileCommand(app, &exit_code);
   kite::cli::AddBenchCommand(app, &exit_code);
   kite::cli::AddImatrixCommand(app, &exit_code);
   kite::cli::AddDoctorCommand(app, &exit_code);

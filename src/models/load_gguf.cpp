@@ -16,6 +16,7 @@
 
 #include "format/gguf.h"
 #include "models/activation_encodings_gguf.h"
+#include "models/compiled_gguf.h"
 #include "models/encoded_weight_gguf.h"
 #include "models/gguf_keys.h"
 #include "models/load_model.h"
@@ -134,6 +135,7 @@ Result<std::unique_ptr<Model>> LoadGgufModel(std::shared_ptr<const GgufFile> ggu
   config.o_bias = has("blk.0.attn_output.bias");
   config.mlp_bias = has("blk.0.ffn_down.bias");
   config.activation_encodings = KITE_TRY(ReadActivationEncodingKeys(*gguf)).by_node;
+  config.compiled = KITE_TRY(ReadCompiledKeys(*gguf));
   if (keys.Has("attention.sliding_window")) {
     const int64_t window = KITE_TRY(gguf->GetInt(keys.Key("attention.sliding_window")));
     if (window < 0 || window > INT32_MAX) {

@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "graph/encoding.h"
 #include "graph/ops.h"
+#include "models/compiled_target.h"
 
 namespace kite {
 
@@ -59,6 +60,9 @@ struct ModelConfig {
   // models/activation_encodings_gguf.h); empty for a float model. The Engine runs them
   // (graph/passes/insert_qdq.h) unless told not to.
   std::map<std::string, QuantEncoding> activation_encodings;
+  // Set for a file `kite compile` wrote (kite.compile.*, models/compiled_gguf.h): the Engine
+  // refuses to run it for another chip and sizes its context from the compiled ones.
+  std::optional<CompiledTarget> compiled;
 
   // InvalidInput naming the source and the field: sizes positive, heads dividing, epsilon > 0.
   Status Check() const;

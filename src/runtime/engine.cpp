@@ -9,6 +9,7 @@
 #include "base/thread_pool.h"
 #include "graph/passes/insert_qdq.h"
 #include "models/check_tensors.h"
+#include "runtime/compiled_target_check.h"
 
 namespace kite {
 
@@ -97,8 +98,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOpt
   KITE_RETURN_IF_ERROR(CheckOptions(options));
   const ModelConfig& spec = files.model->config();
   const KvLayout kv = files.model->kv_layout();
-  const int32_t context = options.context_length > 0
-                              ? options.context_length
+  const CompiledRun compiled =
+      KITE_TRY(ResolveCompiledRun(spec, options.chip, options.context_length));
+  const int32_t context = compiled.context > 0
+                              ? compiled.context
                               : std::min(spec.context_length, kDefaultContextCap);
   // Before the memory check, which counts whole blocks: named with the model's path.
   if (Status whole = CheckKvHeadDim(options.kv_dtype, kv.head_dim); !whole) {
@@ -154,7 +157,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOpt
   }
 
   std::vector<std::unique_ptr<Backend>> backends =
-      KITE_TRY(MakeBackends(options.backend, BackendOptions{.threads = options.threads}));
+      KITE_TRY(MakeBackends(options.backend,
+                            BackendOptions{.threads = options.threads, .chip = compiled.chip}));
   std::unique_ptr<Engine> engine(new Engine(std::move(files), options, context, std::move(*pool),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));

@@ -33,7 +33,9 @@
 namespace kite {
 
 struct EngineOptions {
-  int32_t context_length = 0;    // 0: min(the model's, 4096)
+  // 0: min(the model's, 4096); for a compiled model its largest compiled context, and N the
+  // smallest compiled context >= N.
+  int32_t context_length = 0;
   int32_t prefill_chunk = 128;   // tokens per prefill graph run
   DType kv_dtype = DType::kF16;  // f16, f32 or q8_0 (head_dim a multiple of 32)
   int32_t kv_page_size = 64;     // positions per KV page
@@ -42,6 +44,10 @@ struct EngineOptions {
   // (ref) follow. See AvailableBackends().
   std::string backend = "cpu";
   int32_t threads = 0;           // cpu backend threads; 0: every CPU this process may use
+  // The chip (chips/NAME.json) backends that simulate one target (npusim); "" : a compiled
+  // model's own chip, else the backend's default. A compiled model (`kite compile`) is refused
+  // for another chip.
+  std::string chip;
   bool check_tensors = false;    // scan every weight for NaN/Inf at load (models/check_tensors.h)
   // Run a quantized model's static activation encodings (ModelConfig::activation_encodings) as
   // an NPU would quantize them; false: the activations stay float.

@@ -11,6 +11,7 @@
 #include "base/json_util.h"
 #include "chat/chat_template.h"
 #include "graph/kv_cache.h"
+#include "profile/chip.h"
 
 namespace kite {
 
@@ -22,6 +23,12 @@ std::vector<std::string> KvTypeNames() {
   std::vector<std::string> names;
   for (DType dtype : KvCacheTypes()) names.emplace_back(DTypeName(dtype));
   return names;
+}
+
+// The chip files' names; none when the folder cannot be read (LoadChip then says why).
+std::vector<std::string> ChipNames() {
+  auto names = ListChips(DefaultChipsDir());
+  return names ? std::move(*names) : std::vector<std::string>{};
 }
 
 float AsFloat(const SettingValue& value) { return static_cast<float>(std::get<double>(value)); }
@@ -109,6 +116,12 @@ std::vector<Setting> BuildTable() {
        .choices = AvailableBackends, .choice_list = true,
        .store = [](S& s, const V& v) { s.engine.backend = std::get<std::string>(v); },
        .load = [](const S& s) -> V { return s.engine.backend; }},
+      {.key = "chip", .flags = {"--chip"}, .type = SettingType::kChoice,
+       .help = "The chip (chips/NAME.json) a simulating backend (npusim) targets; a model "
+               "kite compile wrote for another chip is refused",
+       .default_note = "a compiled model's chip, else the backend's", .choices = ChipNames,
+       .store = [](S& s, const V& v) { s.engine.chip = std::get<std::string>(v); },
+       .load = [](const S& s) -> V { return s.engine.chip; }},
       {.key = "threads", .flags = {"-t", "--threads"}, .type = SettingType::kInt,
        .help = "Threads of the cpu backend; more than the CPUs is lowered to their count",
        .default_note = "all CPUs", .clamp_to_cpus = true,

@@ -1,10 +1,12 @@
 // file.compat: can this Kite read this file at all? The container (GGUF version), Kite's own
-// format versions (kite.quantized_gguf.version, kite.activations.version: a file written by a
-// newer Kite is refused, naming both versions) and the architecture. The loaders already refuse
+// format versions (kite.quantized_gguf.version, kite.activations.version,
+// kite.compile.version: a file written by a newer Kite is refused, naming both versions) and the
+// architecture. The loaders already refuse
 // each with a message; this check says which of them it was and what to do about it.
 #include <string>
 
 #include "eval/doctor/checks.h"
+#include "models/compiled_gguf.h"
 #include "models/encoded_weight_gguf.h"
 
 namespace kite::doctor {
@@ -21,6 +23,7 @@ struct KiteFormat {
 constexpr KiteFormat kKiteFormats[] = {
     {kQuantizedGgufVersionKey, kQuantizedGgufVersion},
     {"kite.activations.version", 1},  // models/activation_encodings_gguf.h
+    {kCompileVersionKey, kCompileFormatVersion},
 };
 
 // What to do about a model the loader refused, by the kind of error.
