@@ -58,6 +58,7 @@ EngineOptions EngineOptionsFor(const RunSettings& settings, int32_t window) {
   engine_options.context_length = window;
   engine_options.backend = settings.engine.backend;
   engine_options.threads = settings.engine.threads;
+  engine_options.chip = settings.engine.chip;
   engine_options.check_tensors = settings.engine.check_tensors;
   engine_options.kv_dtype = settings.engine.kv_dtype;
   engine_options.quantized_activations = settings.engine.quantized_activations;

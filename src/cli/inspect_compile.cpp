@@ -39,12 +39,15 @@ std::string RenderCompileText(const Json& compile) {
                     "; session limit " + HumanBytes(compile["session_limit"].get<uint64_t>()) +
                     "\n";
   for (const Json& graph : compile["graphs"]) {
-    out += graph.value("phase", "?") + " (" + std::to_string(graph.value("tokens", 0)) +
-           " tokens, context " + std::to_string(graph.value("context", 0)) + "):\n";
+    const int tokens = graph.value("tokens", 0);
+    out += graph.value("phase", "?") + " (" + std::to_string(tokens) +
+           (tokens == 1 ? " token" : " tokens") + ", context " +
+           std::to_string(graph.value("context", 0)) + "):\n";
     for (const Json& partition : graph.value("partitions", Json::array())) {
       const Json nodes = partition.value("nodes", Json::array());
+      const Json counts = partition.value("ops", Json::object());  // items() refers into it
       std::string ops;
-      for (const auto& [op, count] : partition.value("ops", Json::object()).items()) {
+      for (const auto& [op, count] : counts.items()) {
         ops += (ops.empty() ? "" : ", ") + op + " " + std::to_string(count.get<int64_t>());
       }
       out += "  " + partition.value("unit", "?") + " (" + partition.value("backend", "?") +
