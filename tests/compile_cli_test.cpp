@@ -78,9 +78,15 @@ std::vector<int> GreedyIds(const std::string& model, const std::string& prompt, 
 
 TEST(CompileCliTest, CompiledFileRunsTheTokensOfTheSameQuantization) {
   const std::string prompt = "Once upon a time";
+  // On npusim (the integer NPU simulator, for the file's v75) and on the cpu backend.
+  for (const std::string backend : {"npusim", "cpu"}) {
+    SCOPED_TRACE(backend);
+    const std::vector<int> quantized =
+        GreedyIds(QuantizedW4A16(), prompt, 12, {"--ctx", "256", "--backend", backend});
+    ASSERT_EQ(quantized.size(), 12u);
+    EXPECT_EQ(GreedyIds(Compiled(), prompt, 12, {"--backend", backend}), quantized);
+  }
   const std::vector<int> quantized = GreedyIds(QuantizedW4A16(), prompt, 12, {"--ctx", "256"});
-  ASSERT_EQ(quantized.size(), 12u);
-  EXPECT_EQ(GreedyIds(Compiled(), prompt, 12, {"--backend", "cpu"}), quantized);
 
   // The quantized file compiled as it is: no calibration, the same tensors and tokens.
   const std::string again = Dir() + "/demo-8gen3-from-quantized.gguf";
@@ -109,9 +115,14 @@ TEST(CompileCliTest, CompiledFileRunsTheTokensOfTheSameQuantization) {
 TEST(CompileCliTest, GenerationGrowsPastTheFirstCompiledContext) {
   // About 20 prompt tokens and 100 generated: past 64 and 128, within 256.
   const std::string prompt = "The little dog ran to the park and saw a big red ball near the tree.";
-  const std::vector<int> quantized = GreedyIds(QuantizedW4A16(), prompt, 100, {"--ctx", "256"});
+  const std::vector<int> quantized =
+      GreedyIds(QuantizedW4A16(), prompt, 100, {"--ctx", "256", "--backend", "npusim"});
   ASSERT_EQ(quantized.size(), 100u);
-  EXPECT_EQ(GreedyIds(Compiled(), prompt, 100), quantized);
+  EXPECT_EQ(GreedyIds(Compiled(), prompt, 100, {"--backend", "npusim"}), quantized);
+  // --ctx 100 takes the compiled 128, which holds the 20 + 60 tokens of this run.
+  const std::vector<int> shorter =
+      GreedyIds(Compiled(), prompt, 60, {"--ctx", "100", "--backend", "npusim"});
+  EXPECT_EQ(shorter, std::vector<int>(quantized.begin(), quantized.begin() + 60));
   // A context the file was not compiled for is refused, listing those it was.
   const CommandResult beyond =
       RunKite({"run", "-m", Compiled(), "-p", "hi", "-n", "1", "--ctx", "300"});
@@ -133,10 +144,24 @@ TEST(CompileCliTest, InspectShowsTheCompileMetadata) {
   ASSERT_EQ(compile["graphs"].size(), 6u);  // a prefill chunk and a decode step per context
   for (const Json& graph : compile["graphs"]) {
     EXPECT_EQ(graph["tokens"], graph["phase"] == "decode" ? 1 : 32) << graph.dump();
-    // Every node placed once, in one partition; the whole model in one piece under 2 GiB.
-    size_t nodes = 0;
-    for (const Json& partition : graph["partitions"]) nodes += partition["nodes"].size();
+    // Placed on npusim with the cpu after it: the attention of every block on the NPU, and
+    // each node on the CPU there because npusim declined it, with its reason.
+    size_t nodes = 0, npu_attention = 0;
+    for (const Json& partition : graph["partitions"]) {
+      nodes += partition["nodes"].size();
+      if (partition["unit"] == "NPU") {
+        EXPECT_EQ(partition["backend"], "npusim");
+        npu_attention += partition["ops"].value("attention", 0);
+      } else {
+        ASSERT_TRUE(partition.contains("declined")) << partition.dump();
+        EXPECT_EQ(partition["declined"].size(), partition["nodes"].size()) << partition.dump();
+        EXPECT_EQ(partition["declined"][0]["backend"], "npusim");
+        EXPECT_FALSE(partition["declined"][0]["reason"].get<std::string>().empty());
+      }
+    }
+    EXPECT_EQ(npu_attention, 6u) << graph.dump();
     EXPECT_GT(nodes, 6u * 10) << graph.dump();
+    // The whole model in one piece under 2 GiB.
     ASSERT_EQ(graph["splits"].size(), 1u);
     EXPECT_EQ(graph["splits"][0]["layers"], Json({0, 5}));
   }

@@ -56,6 +56,11 @@ std::string RenderCompileText(const Json& compile) {
         out += ", " + nodes.front().get<std::string>() + " .. " + nodes.back().get<std::string>();
       }
       out += " [" + ops + "]\n";
+      const Json declined = partition.value("declined", Json::array());
+      if (!declined.empty()) {  // the first refusal says why this piece left the NPU
+        out += "    " + declined[0].value("backend", "?") + " declined " +
+               declined[0].value("node", "?") + ": " + declined[0].value("reason", "?") + "\n";
+      }
     }
     for (const Json& split : graph.value("splits", Json::array())) {
       out += "  piece blk." + std::to_string(split["layers"][0].get<int64_t>()) + "-" +

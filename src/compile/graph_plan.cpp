@@ -21,13 +21,20 @@ Json PartitionsJson(const Graph& graph, const Placement& placement) {
     const std::string& backend = placement.backend_names[partition.backend];
     std::map<std::string, int64_t> ops;
     Json names = Json::array();
+    Json declined = Json::array();  // why the more preferred backends refused its nodes
     for (int32_t i = partition.begin; i < partition.end; ++i) {
       if (nodes[i].is_view()) continue;  // views run nowhere
       ++ops[std::string(nodes[i].op_name())];
       names.push_back(nodes[i].name);
+      for (const Declined& refusal : placement.nodes[i].declined) {
+        declined.push_back(
+            {{"node", nodes[i].name}, {"backend", refusal.backend}, {"reason", refusal.reason}});
+      }
     }
-    partitions.push_back(
-        {{"backend", backend}, {"unit", UnitOfBackend(backend)}, {"ops", ops}, {"nodes", names}});
+    Json entry = {
+        {"backend", backend}, {"unit", UnitOfBackend(backend)}, {"ops", ops}, {"nodes", names}};
+    if (!declined.empty()) entry["declined"] = std::move(declined);
+    partitions.push_back(std::move(entry));
   }
   return partitions;
 }
@@ -70,7 +77,7 @@ std::string UnitOfBackend(const std::string& backend) {
 Result<Json> PlanGraphs(const Model& model, const GraphPlanOptions& options) {
   // One thread: placing asks the backends what they support, it runs nothing.
   const auto made =
-      KITE_TRY(MakeBackends(options.backend, {.threads = 1, .chip = options.chip}));
+      KITE_TRY(MakeBackends(options.backend, {.threads = 1, .chip = options.hexagon}));
   std::vector<Backend*> backends;
   for (const auto& backend : made) backends.push_back(backend.get());
   Json graphs = Json::array();

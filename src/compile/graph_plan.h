@@ -20,13 +20,14 @@ struct GraphPlanOptions {
   int32_t prefill_chunk = 128;    // the prefill graph's tokens (at most each context)
   uint64_t session_limit = 0;
   std::string backend;  // preference list (backends/registry.h): "npusim,cpu"
-  std::string chip;     // BackendOptions::chip
+  std::string hexagon;  // BackendOptions::chip: the generation a simulating backend models
   double activation_bytes = 2;  // per activation element on the NPU
   double kv_bytes = 2;          // per KV cache element
 };
 
 // [{"phase": "prefill"|"decode", "tokens", "context",
-//   "partitions": [{"backend", "unit": "NPU"|"CPU", "ops": {op: count}, "nodes": [name]}],
+//   "partitions": [{"backend", "unit": "NPU"|"CPU", "ops": {op: count}, "nodes": [name],
+//                   "declined": [{"node", "backend", "reason"}] (only when a backend did)}],
 //   "splits": [{"layers": [first, last], "bytes", "weight_bytes", "kv_bytes",
 //               "activation_bytes"}]}], per context the prefill graph then the decode step.
 // Errors name the graph (phase, tokens, context).

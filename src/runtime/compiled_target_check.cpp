@@ -19,8 +19,8 @@ std::string ContextList(const CompiledTarget& target) {
 Result<CompiledRun> ResolveCompiledRun(const ModelConfig& config, const std::string& chip,
                                        int32_t context) {
   if (!config.compiled) {
-    if (!chip.empty()) KITE_TRY(LoadChip(DefaultChipsDir(), chip));
-    return CompiledRun{chip, context};
+    if (chip.empty()) return CompiledRun{"", context};
+    return CompiledRun{KITE_TRY(LoadChip(DefaultChipsDir(), chip)).hexagon, context};
   }
   const CompiledTarget& compiled = *config.compiled;
   if (!chip.empty() && chip != compiled.chip) {
@@ -30,7 +30,7 @@ Result<CompiledRun> ResolveCompiledRun(const ModelConfig& config, const std::str
                        target.hexagon + "): compile it again with kite compile --chip " +
                        target.name);
   }
-  CompiledRun run{compiled.chip, compiled.contexts.back()};
+  CompiledRun run{compiled.hexagon, compiled.contexts.back()};
   if (context > 0) {
     run.context = compiled.ContextFor(context);
     if (run.context == 0) {

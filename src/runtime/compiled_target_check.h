@@ -13,12 +13,14 @@
 namespace kite {
 
 struct CompiledRun {
-  std::string chip;         // what BackendOptions::chip gets ("" : the backend's default)
-  int32_t context = 0;      // the engine's context; 0: the caller's rule
+  // What BackendOptions::chip gets: the chip's Hexagon generation ("v75"), which is what a
+  // simulating backend models; "" : the backend's default.
+  std::string hexagon;
+  int32_t context = 0;  // the engine's context; 0: the caller's rule
 };
 
-// `chip` and `context` as the caller asked ("" and 0: not asked). For a compiled model: the
-// file's chip unless another is asked (Unsupported naming both chips and their Hexagon
+// `chip` (a chips/NAME.json) and `context` as the caller asked ("" and 0: not asked). For a
+// compiled model: the file's chip unless another is asked (Unsupported naming both chips and their Hexagon
 // generations), and the smallest compiled context holding `context` (the largest when 0;
 // InvalidInput listing the compiled ones when none does). For any other model: `chip` checked
 // against the chip files (NotFound listing them), `context` unchanged.
