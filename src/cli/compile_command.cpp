@@ -126,8 +126,9 @@ void AddCompileCommand(CLI::App& app, int* exit_code) {
                       "context, at most 4096")
       ->delimiter(',');
   command->add_option("--prefill-chunk", o.prefill_chunk,
-                      "Tokens of the compiled prefill graph (default 128; at most the largest "
-                      "context)");
+                      "Tokens of the compiled prefill graph (at most the largest context; "
+                      "default 128, or the largest context when shorter)")
+      ->check(CLI::PositiveNumber);
   command->add_option("--session-limit", flags->session_limit,
                       "Memory one piece of a graph may take (weights, KV cache, activations): "
                       "bytes or with KiB/MiB/GiB/KB/MB/GB. A graph over it is split by layers. "

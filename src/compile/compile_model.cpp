@@ -52,6 +52,7 @@ class StagedModel {
   std::string owned_;
 };
 
+// `chunk` 0 is the default, fitted to the contexts afterwards.
 Result<std::vector<int32_t>> SortedContexts(std::vector<int32_t> contexts, int32_t chunk) {
   std::sort(contexts.begin(), contexts.end());
   contexts.erase(std::unique(contexts.begin(), contexts.end()), contexts.end());
@@ -59,7 +60,7 @@ Result<std::vector<int32_t>> SortedContexts(std::vector<int32_t> contexts, int32
     return InvalidInput("--ctx " + std::to_string(contexts.front()) +
                         ": a context size is at least 1 position");
   }
-  if (chunk < 1) {
+  if (chunk < 0) {
     return InvalidInput("--prefill-chunk " + std::to_string(chunk) + ": expected >= 1");
   }
   if (chunk > contexts.back()) {
@@ -100,7 +101,6 @@ Result<CompileReport> CompileModel(const std::string& input, const std::string& 
   if (!options.contexts.empty()) {  // checked now, before any calibration
     target.contexts = KITE_TRY(SortedContexts(options.contexts, options.prefill_chunk));
   }
-  target.prefill_chunk = options.prefill_chunk;
   target.session_limit = options.session_limit;
   std::optional<RecipeQuantization> asked;
   if (!options.recipe.empty()) asked = KITE_TRY(FindRecipeQuantization(options.recipe));
@@ -143,6 +143,9 @@ Result<CompileReport> CompileModel(const std::string& input, const std::string& 
         {std::min(model->config().context_length, kDefaultCompileContextCap)},
         options.prefill_chunk));
   }
+  target.prefill_chunk = options.prefill_chunk > 0
+                             ? options.prefill_chunk
+                             : std::min(kDefaultPrefillChunk, target.contexts.back());
   if (target.contexts.back() > model->config().context_length) {
     report.warnings.push_back("context " + std::to_string(target.contexts.back()) +
                               " is longer than the " +

@@ -24,6 +24,7 @@ namespace kite {
 inline constexpr uint64_t kHtpSessionLimit = uint64_t{2} << 30;  // 2 GiB
 // The default context, as the Engine's: long enough for chat, a KV cache a phone can hold.
 inline constexpr int32_t kDefaultCompileContextCap = 4096;
+inline constexpr int32_t kDefaultPrefillChunk = 128;  // the Engine's
 
 struct CompileOptions {
   std::string chip;    // a chips/NAME.json
@@ -31,7 +32,7 @@ struct CompileOptions {
   // Any order; sorted, repeats dropped. Empty: the model's trained context, at most
   // kDefaultCompileContextCap.
   std::vector<int32_t> contexts;
-  int32_t prefill_chunk = 128;
+  int32_t prefill_chunk = 0;  // 0: kDefaultPrefillChunk, or the largest context when shorter
   uint64_t session_limit = kHtpSessionLimit;
   // The placement's backends (backends/registry.h): "" places on "npusim,cpu" when the npusim
   // backend is registered, else on "cpu".
