@@ -67,8 +67,9 @@ const std::string& Compiled() {
 // Greedy ids of `model` after a prompt, by `kite run --json`.
 std::vector<int> GreedyIds(const std::string& model, const std::string& prompt, int n,
                            const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"run",   "-m",     model, "-p", prompt, "-n", std::to_string(n),
-                                    "--temp", "0", "--ignore-eos", "--json"};
+  std::vector<std::string> args = {
+      "run",    "-m", model,          "-p",    prompt, "-n", std::to_string(n),
+      "--temp", "0",  "--ignore-eos", "--json"};
   args.insert(args.end(), extra.begin(), extra.end());
   const CommandResult run = RunKite(args);
   EXPECT_EQ(run.exit_code, 0) << run.err;
@@ -172,7 +173,7 @@ TEST(CompileCliTest, ASmallSessionLimitSplitsEveryGraphIntoPiecesUnderIt) {
   // The demo's blocks take about 0.6 MiB of weights each, the last (with the head) 1.1 MiB.
   const uint64_t limit = 2 * 1024 * 1024;
   const CommandResult c = RunKite({"compile", QuantizedW4A16(), "--chip", "8gen3", "--ctx",
-                                   "64,256", "--session-limit", "2MiB", "-o", out, "--json"});
+                                   "64,128", "--session-limit", "2MiB", "-o", out, "--json"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   const Json report = Json::parse(c.out, nullptr, false);
   ASSERT_TRUE(report.is_object()) << c.out;
@@ -184,16 +185,27 @@ TEST(CompileCliTest, ASmallSessionLimitSplitsEveryGraphIntoPiecesUnderIt) {
       EXPECT_EQ(piece["layers"][0].get<int>(), next);
       next = piece["layers"][1].get<int>() + 1;
       EXPECT_LE(piece["bytes"].get<uint64_t>(), limit) << piece.dump();
-      EXPECT_EQ(piece["bytes"].get<uint64_t>(),
-                piece["weight_bytes"].get<uint64_t>() + piece["kv_bytes"].get<uint64_t>() +
-                    piece["activation_bytes"].get<uint64_t>());
+      EXPECT_EQ(piece["bytes"].get<uint64_t>(), piece["weight_bytes"].get<uint64_t>() +
+                                                    piece["kv_bytes"].get<uint64_t>() +
+                                                    piece["activation_bytes"].get<uint64_t>());
     }
     EXPECT_EQ(next, 6);
   }
+  // kite eval scores windows of the largest compiled context (128), not its default 512.
+  const std::string text = Dir() + "/heldout-head.txt";
+  {
+    std::ifstream in(SourcePath("models/demo/heldout.txt"));
+    std::string head(2000, '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    std::ofstream(text) << head;
+  }
+  const CommandResult eval = RunKite({"eval", "ppl", "-m", out, "-f", text, "--json"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_EQ(Json::parse(eval.out, nullptr, false).value("ctx", 0), 128) << eval.out;
   // A limit one layer cannot fit under is refused, naming the layer; nothing is written.
   const std::string none = Dir() + "/demo-too-small.gguf";
-  const CommandResult tiny = RunKite({"compile", QuantizedW4A16(), "--chip", "8gen3",
-                                      "--session-limit", "64KiB", "-o", none});
+  const CommandResult tiny = RunKite(
+      {"compile", QuantizedW4A16(), "--chip", "8gen3", "--session-limit", "64KiB", "-o", none});
   EXPECT_EQ(tiny.exit_code, 1);
   EXPECT_TRUE(Contains(tiny.err, "blk.0 alone needs")) << tiny.err;
   EXPECT_TRUE(Contains(tiny.err, "over the session limit of 65536 bytes")) << tiny.err;
@@ -231,11 +243,11 @@ TEST(CompileCliTest, AnotherCompileFormatIsRefusedNamingBothVersions) {
   ASSERT_TRUE(writer.Write(newer));
   const CommandResult run = RunKite({"run", "-m", newer, "-p", "hi", "-n", "1"});
   EXPECT_EQ(run.exit_code, 1);
-  EXPECT_TRUE(Contains(run.err, "compiled by Kite compile format " +
-                                    std::to_string(kCompileFormatVersion + 1)))
+  EXPECT_TRUE(Contains(
+      run.err, "compiled by Kite compile format " + std::to_string(kCompileFormatVersion + 1)))
       << run.err;
-  EXPECT_TRUE(Contains(run.err, "this Kite reads compile format " +
-                                    std::to_string(kCompileFormatVersion)))
+  EXPECT_TRUE(
+      Contains(run.err, "this Kite reads compile format " + std::to_string(kCompileFormatVersion)))
       << run.err;
 }
 
@@ -250,8 +262,8 @@ TEST(CompileCliTest, ARecipeTheChipLacksIsRefusedNamingTheFeature) {
   EXPECT_EQ(fp16.exit_code, 1);
   EXPECT_TRUE(Contains(fp16.err, "recipe w4f16 needs FP16")) << fp16.err;
   // A quantized file compiled with another recipe than its own.
-  const CommandResult other = RunKite(
-      {"compile", QuantizedW4A16(), "--chip", "8gen3", "--recipe", "w8a8", "-o", out});
+  const CommandResult other =
+      RunKite({"compile", QuantizedW4A16(), "--chip", "8gen3", "--recipe", "w8a8", "-o", out});
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_TRUE(Contains(other.err, "is quantized for recipe w4a16 (--type lpbq32), not w8a8"))
       << other.err;
@@ -262,15 +274,14 @@ TEST(CompileCliTest, BadFlagsAreRefusedAndNothingIsHalfWritten) {
   const std::string out = Dir() + "/demo-bad.gguf";
   std::ofstream(out) << "previous";
   const std::vector<std::vector<std::string>> bad = {
-      {"--chip", "nosuch"},                              // lists the chips
-      {"--chip", "8gen3", "--recipe", "w2a2"},           // lists the recipes
-      {"--chip", "8gen3", "--session-limit", "2XB"},     // not a size
-      {"--chip", "8gen3", "--ctx", "0"},                 // no context of 0
+      {"--chip", "nosuch"},                                          // lists the chips
+      {"--chip", "8gen3", "--recipe", "w2a2"},                       // lists the recipes
+      {"--chip", "8gen3", "--session-limit", "2XB"},                 // not a size
+      {"--chip", "8gen3", "--ctx", "0"},                             // no context of 0
       {"--chip", "8gen3", "--ctx", "64", "--prefill-chunk", "128"},  // chunk past the context
   };
   const std::vector<std::string> said = {"8gen3", "w4a16, w8a16, w8a8, w4f16",
-                                         "--session-limit 2XB", "--ctx 0",
-                                         "--prefill-chunk 128"};
+                                         "--session-limit 2XB", "--ctx 0", "--prefill-chunk 128"};
   for (size_t i = 0; i < bad.size(); ++i) {
     std::vector<std::string> args = {"compile", QuantizedW4A16(), "-o", out};
     args.insert(args.end(), bad[i].begin(), bad[i].end());

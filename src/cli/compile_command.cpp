@@ -107,12 +107,14 @@ void AddCompileCommand(CLI::App& app, int* exit_code) {
       "quantized weights in the recipe's layout with calibrated encodings, and for every "
       "context size the placement and session splits of a prefill chunk and a decode step. "
       "kite run/chat/eval load it without recalibrating and refuse it for another chip");
-  command->add_option("input", flags->input,
-                      "Model folder, .gguf (a file kite quantize wrote with an NPU layout is "
-                      "compiled as it is, without calibrating again) or .onnx")
+  command
+      ->add_option("input", flags->input,
+                   "Model folder, .gguf (a file kite quantize wrote with an NPU layout is "
+                   "compiled as it is, without calibrating again) or .onnx")
       ->required();
-  command->add_option("-o,--output", flags->out,
-                      "The compiled GGUF (replaced only when complete; never the input)")
+  command
+      ->add_option("-o,--output", flags->out,
+                   "The compiled GGUF (replaced only when complete; never the input)")
       ->required();
   command->add_option("--chip", o.chip, "The target chip: " + chips)->required();
   command->add_option("--recipe", o.recipe,
@@ -120,14 +122,17 @@ void AddCompileCommand(CLI::App& app, int* exit_code) {
                       "(int8, 16-bit activations and KV), w8a8 (int8, 8-bit activations and KV) "
                       "or w4f16 (int4, fp16 activations; needs FP16). Default: a quantized "
                       "input's own, w4a16 for a float one");
-  command->add_option("--ctx", o.contexts,
-                      "Context sizes the graphs are compiled for, comma-separated (they share "
-                      "the weights; a run picks the smallest that holds it). Default: the model's trained "
-                      "context, at most 4096")
+  command
+      ->add_option(
+          "--ctx", o.contexts,
+          "Context sizes the graphs are compiled for, comma-separated (they share "
+          "the weights; a run picks the smallest that holds it). Default: the model's trained "
+          "context, at most 4096")
       ->delimiter(',');
-  command->add_option("--prefill-chunk", o.prefill_chunk,
-                      "Tokens of the compiled prefill graph (at most the largest context; "
-                      "default 128, or the largest context when shorter)")
+  command
+      ->add_option("--prefill-chunk", o.prefill_chunk,
+                   "Tokens of the compiled prefill graph (at most the largest context; "
+                   "default 128, or the largest context when shorter)")
       ->check(CLI::PositiveNumber);
   command->add_option("--session-limit", flags->session_limit,
                       "Memory one piece of a graph may take (weights, KV cache, activations): "

@@ -69,11 +69,16 @@ EngineOptions EngineOptionsFor(const RunSettings& settings, int32_t window) {
 
 // Loads `path` for scoring windows of `*window` tokens; without --ctx the window is the default,
 // or the model's trained context when shorter (past its trained positions a model predicts
-// worse), and `*window` is set to it.
+// worse), or a compiled model's largest context, and `*window` is set to it.
 Result<std::unique_ptr<Engine>> LoadForEval(const std::string& path, const EvalOptions& options,
                                             std::optional<int32_t>* window) {
   ModelFiles files = KITE_TRY(LoadModelFiles(path));
-  if (!window->has_value()) *window = std::min(kDefaultWindow, files.model->config().context_length);
+  if (!window->has_value()) {
+    const ModelConfig& config = files.model->config();
+    // A compiled model runs only the contexts it was compiled for.
+    const int32_t longest = config.compiled ? config.compiled->contexts.back() : config.context_length;
+    *window = std::min({kDefaultWindow, config.context_length, longest});
+  }
   const EngineOptions engine_options = EngineOptionsFor(options.settings, **window);
   auto engine = KITE_TRY(Engine::Create(std::move(files), engine_options));
   PrintWarnings(engine->warnings());

@@ -35,9 +35,8 @@ std::string RenderCompileText(const Json& compile) {
                     compile["recipe"].get<std::string>() + ", compile format " +
                     std::to_string(compile["version"].get<int64_t>()) + "\n" +
                     "contexts: " + contexts + "; prefill chunk " +
-                    std::to_string(compile["prefill_chunk"].get<int64_t>()) +
-                    "; session limit " + HumanBytes(compile["session_limit"].get<uint64_t>()) +
-                    "\n";
+                    std::to_string(compile["prefill_chunk"].get<int64_t>()) + "; session limit " +
+                    HumanBytes(compile["session_limit"].get<uint64_t>()) + "\n";
   for (const Json& graph : compile["graphs"]) {
     const int tokens = graph.value("tokens", 0);
     out += graph.value("phase", "?") + " (" + std::to_string(tokens) +

@@ -37,7 +37,8 @@ class StagedModel {
     const std::string path = output + ".kite-compile-" + std::to_string(getpid()) + ".gguf";
     std::error_code error;
     if (std::filesystem::exists(std::filesystem::symlink_status(path, error))) {
-      return InvalidInput(path + " exists: compile quantizes into this name beside the output "
+      return InvalidInput(path +
+                          " exists: compile quantizes into this name beside the output "
                           "and removes it; move that file away");
     }
     path_ = path;
@@ -65,8 +66,7 @@ Result<std::vector<int32_t>> SortedContexts(std::vector<int32_t> contexts, int32
   }
   if (chunk > contexts.back()) {
     return InvalidInput("--prefill-chunk " + std::to_string(chunk) +
-                        " is longer than the largest context, " +
-                        std::to_string(contexts.back()));
+                        " is longer than the largest context, " + std::to_string(contexts.back()));
   }
   return contexts;
 }
@@ -139,18 +139,17 @@ Result<CompileReport> CompileModel(const std::string& input, const std::string& 
 
   const std::unique_ptr<Model> model = KITE_TRY(LoadModel(staged.path()));
   if (target.contexts.empty()) {
-    target.contexts = KITE_TRY(SortedContexts(
-        {std::min(model->config().context_length, kDefaultCompileContextCap)},
-        options.prefill_chunk));
+    target.contexts = KITE_TRY(
+        SortedContexts({std::min(model->config().context_length, kDefaultCompileContextCap)},
+                       options.prefill_chunk));
   }
   target.prefill_chunk = options.prefill_chunk > 0
                              ? options.prefill_chunk
                              : std::min(kDefaultPrefillChunk, target.contexts.back());
   if (target.contexts.back() > model->config().context_length) {
-    report.warnings.push_back("context " + std::to_string(target.contexts.back()) +
-                              " is longer than the " +
-                              std::to_string(model->config().context_length) +
-                              " positions the model was trained on");
+    report.warnings.push_back(
+        "context " + std::to_string(target.contexts.back()) + " is longer than the " +
+        std::to_string(model->config().context_length) + " positions the model was trained on");
   }
   report.placed_on = PlacementBackends(options.backend);
   report.graphs = KITE_TRY(PlanGraphs(
@@ -170,15 +169,14 @@ Result<CompileReport> CompileModel(const std::string& input, const std::string& 
   WriteCompiledKeys(target, writer);
   for (const GgufTensorInfo& info : gguf.tensors()) {
     const TensorView view = gguf.View(info);
-    KITE_RETURN_IF_ERROR(writer.AddTensor(
-        info.name, info.dtype, info.shape,
-        std::span(static_cast<const uint8_t*>(view.data), info.bytes)));
+    KITE_RETURN_IF_ERROR(
+        writer.AddTensor(info.name, info.dtype, info.shape,
+                         std::span(static_cast<const uint8_t*>(view.data), info.bytes)));
   }
   KITE_RETURN_IF_ERROR(writer.Write(output, {input, staged.path()}));
   std::error_code error;
   report.file_bytes = std::filesystem::file_size(output, error);
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
 

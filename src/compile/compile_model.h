@@ -44,8 +44,8 @@ struct CompileOptions {
 
 struct CompileReport {
   CompiledTarget target;
-  std::string placed_on;  // the backend preference the graphs were placed with
-  bool quantized = false;  // the input was quantized (and calibrated) here
+  std::string placed_on;          // the backend preference the graphs were placed with
+  bool quantized = false;         // the input was quantized (and calibrated) here
   nlohmann::ordered_json graphs;  // PlanGraphs' document
   uint64_t file_bytes = 0;
   std::vector<std::string> warnings;

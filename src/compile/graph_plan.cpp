@@ -46,13 +46,13 @@ Result<Json> PlanGraph(const Model& model, const GraphPlanOptions& options,
   if (!encodings.empty()) graph = KITE_TRY(InsertQdq(encodings).Run(graph)).graph;
   const Placement placement = KITE_TRY(PartitionGraph(graph, backends));
   const KvLayout kv = model.kv_layout();
-  const std::vector<SessionPiece> pieces = KITE_TRY(SplitForSession(
-      graph, {.kv_heads = kv.n_kv_heads,
-              .head_dim = kv.head_dim,
-              .context = context,
-              .kv_bytes = options.kv_bytes,
-              .activation_bytes = options.activation_bytes,
-              .limit = options.session_limit}));
+  const std::vector<SessionPiece> pieces =
+      KITE_TRY(SplitForSession(graph, {.kv_heads = kv.n_kv_heads,
+                                       .head_dim = kv.head_dim,
+                                       .context = context,
+                                       .kv_bytes = options.kv_bytes,
+                                       .activation_bytes = options.activation_bytes,
+                                       .limit = options.session_limit}));
   Json splits = Json::array();
   for (const SessionPiece& piece : pieces) {
     splits.push_back({{"layers", {piece.first_layer, piece.last_layer}},
@@ -84,8 +84,8 @@ Result<Json> PlanGraphs(const Model& model, const GraphPlanOptions& options) {
   for (int32_t context : options.contexts) {
     const int32_t chunk = std::min(options.prefill_chunk, context);
     // A chunk of one token is the decode step: no prefill graph of its own.
-    const std::vector<int32_t> phases = chunk > 1 ? std::vector<int32_t>{chunk, 1}
-                                                  : std::vector<int32_t>{1};
+    const std::vector<int32_t> phases =
+        chunk > 1 ? std::vector<int32_t>{chunk, 1} : std::vector<int32_t>{1};
     for (int32_t tokens : phases) {
       auto graph = PlanGraph(model, options, backends, tokens, context);
       if (!graph) {

@@ -19,8 +19,8 @@ struct GraphPlanOptions {
   std::vector<int32_t> contexts;  // ascending
   int32_t prefill_chunk = 128;    // the prefill graph's tokens (at most each context)
   uint64_t session_limit = 0;
-  std::string backend;  // preference list (backends/registry.h): "npusim,cpu"
-  std::string hexagon;  // BackendOptions::chip: the generation a simulating backend models
+  std::string backend;          // preference list (backends/registry.h): "npusim,cpu"
+  std::string hexagon;          // BackendOptions::chip: the generation a simulating backend models
   double activation_bytes = 2;  // per activation element on the NPU
   double kv_bytes = 2;          // per KV cache element
 };

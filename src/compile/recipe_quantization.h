@@ -15,8 +15,8 @@
 namespace kite {
 
 struct RecipeQuantization {
-  std::string recipe;       // "w4a16"
-  std::string weight_type;  // kite quantize --type: "lpbq32"
+  std::string recipe;           // "w4a16"
+  std::string weight_type;      // kite quantize --type: "lpbq32"
   int32_t activation_bits = 0;  // --act-bits; 0: activations stay float (fp16 on the NPU)
   int32_t kv_bits = 0;          // --kv-bits; 0: as activation_bits
   std::string feature;          // the chip gate it needs: "lpbq", "fp16" or ""

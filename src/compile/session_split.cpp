@@ -62,9 +62,8 @@ Result<std::vector<SessionPiece>> SplitForSession(const Graph& graph, const Sess
                           std::to_string(alone.weight_bytes) + ", KV cache for " +
                           std::to_string(sizes.context) + " positions " +
                           std::to_string(alone.kv_bytes) + ", activations " +
-                          std::to_string(alone.activation_bytes) +
-                          "), over the session limit of " + std::to_string(sizes.limit) +
-                          " bytes: a piece holds at least one layer");
+                          std::to_string(alone.activation_bytes) + "), over the session limit of " +
+                          std::to_string(sizes.limit) + " bytes: a piece holds at least one layer");
     }
     if (!pieces.empty()) {
       SessionPiece grown = pieces.back();

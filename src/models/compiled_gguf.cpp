@@ -69,8 +69,8 @@ Result<std::optional<CompiledTarget>> ReadCompiledKeys(const GgufFile& gguf) {
   if (target.contexts.empty()) {
     return InvalidInput(gguf.name() + ": key '" + Key("contexts") + "' lists no context size");
   }
-  target.prefill_chunk = static_cast<int32_t>(
-      KITE_TRY(IntIn(gguf, "prefill_chunk", 1, target.contexts.back())));
+  target.prefill_chunk =
+      static_cast<int32_t>(KITE_TRY(IntIn(gguf, "prefill_chunk", 1, target.contexts.back())));
   target.session_limit = static_cast<uint64_t>(
       KITE_TRY(IntIn(gguf, "session_limit", 1, std::numeric_limits<int64_t>::max())));
   target.graphs = KITE_TRY(gguf.GetString(Key("graphs")));

@@ -76,16 +76,18 @@ TEST(CompiledGguf, MalformedKeysAreRefusedNamingTheKey) {
   EXPECT_EQ(ErrorOf([](GgufWriter& w) { w.SetString("kite.compile.chip", ""); }),
             "c.gguf: key 'kite.compile.chip' is empty");
   EXPECT_EQ(ErrorOf([](GgufWriter& w) {
-              w.SetValue("kite.compile.contexts",
-                         GgufValue{GgufValue::Array{
-                             GgufType::kUint32, {GgufValue{uint32_t{1024}}, GgufValue{uint32_t{512}}}}});
+              w.SetValue(
+                  "kite.compile.contexts",
+                  GgufValue{GgufValue::Array{
+                      GgufType::kUint32, {GgufValue{uint32_t{1024}}, GgufValue{uint32_t{512}}}}});
             }),
             "c.gguf: key 'kite.compile.contexts' item 1: expected a context size above 1024 "
             "(the sizes ascend)");
-  EXPECT_EQ(ErrorOf([](GgufWriter& w) {
-              w.SetValue("kite.compile.contexts", GgufValue{GgufValue::Array{GgufType::kUint32, {}}});
-            }),
-            "c.gguf: key 'kite.compile.contexts' lists no context size");
+  EXPECT_EQ(
+      ErrorOf([](GgufWriter& w) {
+        w.SetValue("kite.compile.contexts", GgufValue{GgufValue::Array{GgufType::kUint32, {}}});
+      }),
+      "c.gguf: key 'kite.compile.contexts' lists no context size");
   EXPECT_EQ(ErrorOf([](GgufWriter& w) { w.SetUint32("kite.compile.prefill_chunk", 8192); }),
             "c.gguf: key 'kite.compile.prefill_chunk' is 8192, expected 1..4096");
   EXPECT_EQ(ErrorOf([](GgufWriter& w) { w.SetUint32("kite.compile.session_limit", 0); }),

@@ -12,9 +12,9 @@ namespace kite {
 
 struct CompiledTarget {
   uint32_t version = 0;
-  std::string chip;     // the chip file's name: "8gen3"
-  std::string hexagon;  // its Hexagon generation: "v75"
-  std::string recipe;   // "w4a16"
+  std::string chip;               // the chip file's name: "8gen3"
+  std::string hexagon;            // its Hexagon generation: "v75"
+  std::string recipe;             // "w4a16"
   std::vector<int32_t> contexts;  // ascending, each > 0
   int32_t prefill_chunk = 0;
   uint64_t session_limit = 0;  // bytes one piece of a graph may take

@@ -25,18 +25,16 @@ Result<CompiledRun> ResolveCompiledRun(const ModelConfig& config, const std::str
   const CompiledTarget& compiled = *config.compiled;
   if (!chip.empty() && chip != compiled.chip) {
     const Chip target = KITE_TRY(LoadChip(DefaultChipsDir(), chip));
-    return Unsupported(config.source + ": compiled for " + compiled.chip + " (" +
-                       compiled.hexagon + "); this run targets " + target.name + " (" +
-                       target.hexagon + "): compile it again with kite compile --chip " +
-                       target.name);
+    return Unsupported(config.source + ": compiled for " + compiled.chip + " (" + compiled.hexagon +
+                       "); this run targets " + target.name + " (" + target.hexagon +
+                       "): compile it again with kite compile --chip " + target.name);
   }
   CompiledRun run{compiled.hexagon, compiled.contexts.back()};
   if (context > 0) {
     run.context = compiled.ContextFor(context);
     if (run.context == 0) {
       return InvalidInput(config.source + ": a context of " + std::to_string(context) +
-                          " positions; the file is compiled for contexts " +
-                          ContextList(compiled) +
+                          " positions; the file is compiled for contexts " + ContextList(compiled) +
                           " (compile it again with a larger --ctx to run longer ones)");
     }
   }

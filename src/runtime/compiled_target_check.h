@@ -20,8 +20,8 @@ struct CompiledRun {
 };
 
 // `chip` (a chips/NAME.json) and `context` as the caller asked ("" and 0: not asked). For a
-// compiled model: the file's chip unless another is asked (Unsupported naming both chips and their Hexagon
-// generations), and the smallest compiled context holding `context` (the largest when 0;
+// compiled model: the file's chip unless another is asked (Unsupported naming both chips and their
+// Hexagon generations), and the smallest compiled context holding `context` (the largest when 0;
 // InvalidInput listing the compiled ones when none does). For any other model: `chip` checked
 // against the chip files (NotFound listing them), `context` unchanged.
 Result<CompiledRun> ResolveCompiledRun(const ModelConfig& config, const std::string& chip,
