@@ -6,13 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "backends/npusim/support/chip_features.h"
 #include "cli/calib_flags.h"
 #include "cli/command.h"
 #include "cli/format_util.h"
 #include "cli/write_progress.h"
 #include "compile/compile_model.h"
 #include "compile/graph_plan.h"
-#include "profile/chip.h"
 
 namespace kite::cli {
 

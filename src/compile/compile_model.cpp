@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "backends/npusim/support/chip_features.h"
 #include "backends/registry.h"
 #include "base/atomic_output.h"
 #include "compile/graph_plan.h"
@@ -13,7 +14,6 @@
 #include "format/gguf.h"
 #include "models/compiled_gguf.h"
 #include "models/load_model.h"
-#include "profile/chip.h"
 
 namespace kite {
 
@@ -88,7 +88,7 @@ Result<CompileReport> CompileModel(const std::string& input, const std::string& 
                                    const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   if (output.empty()) return InvalidInput("--output: give the compiled GGUF's path");
-  const Chip chip = KITE_TRY(LoadChip(DefaultChipsDir(), options.chip));
+  const ChipFeatures chip = KITE_TRY(ReadChipFile(DefaultChipsDir(), options.chip)).features;
   if (options.session_limit == 0) return InvalidInput("--session-limit: expected > 0 bytes");
   {  // The output is checked (not an input, a regular file's place) before any work is done.
     KITE_TRY(AtomicOutput::Create(output, {input}));

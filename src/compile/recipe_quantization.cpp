@@ -33,7 +33,7 @@ std::string FeatureMeaning(const std::string& feature) {
   return feature;
 }
 
-bool ChipHas(const Chip& chip, const std::string& feature) {
+bool ChipHas(const ChipFeatures& chip, const std::string& feature) {
   if (feature == "lpbq") return chip.lpbq;
   if (feature == "fp16") return chip.fp16;
   return true;
@@ -48,7 +48,7 @@ Result<RecipeQuantization> FindRecipeQuantization(const std::string& recipe) {
   return InvalidInput("unknown recipe '" + recipe + "'; the recipes are: " + RecipeNames());
 }
 
-Status CheckRecipeOnChip(const RecipeQuantization& recipe, const Chip& chip) {
+Status CheckRecipeOnChip(const RecipeQuantization& recipe, const ChipFeatures& chip) {
   if (ChipHas(chip, recipe.feature)) return Ok();
   return Unsupported("recipe " + recipe.recipe + " needs " + FeatureMeaning(recipe.feature) +
                      ", which " + chip.name + " (" + chip.hexagon + ") lacks (chips/" + chip.name +

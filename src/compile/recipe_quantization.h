@@ -10,7 +10,7 @@
 
 #include "base/status.h"
 #include "format/gguf.h"
-#include "profile/chip.h"
+#include "backends/npusim/support/chip_features.h"
 
 namespace kite {
 
@@ -27,7 +27,7 @@ Result<RecipeQuantization> FindRecipeQuantization(const std::string& recipe);
 
 // Unsupported naming the recipe, the feature and the chip (with its Hexagon generation) when the
 // chip lacks the feature the recipe needs.
-Status CheckRecipeOnChip(const RecipeQuantization& recipe, const Chip& chip);
+Status CheckRecipeOnChip(const RecipeQuantization& recipe, const ChipFeatures& chip);
 
 // The recipe a quantized GGUF was written with (kite.quantize.type, kite.activations.bits and
 // .kv_bits), or nullopt for a file that holds no NPU layout (a float or ggml-typed model, which

@@ -1,6 +1,6 @@
 #include "runtime/compiled_target_check.h"
 
-#include "profile/chip.h"
+#include "backends/npusim/support/chip_features.h"
 
 namespace kite {
 
@@ -20,11 +20,11 @@ Result<CompiledRun> ResolveCompiledRun(const ModelConfig& config, const std::str
                                        int32_t context) {
   if (!config.compiled) {
     if (chip.empty()) return CompiledRun{"", context};
-    return CompiledRun{KITE_TRY(LoadChip(DefaultChipsDir(), chip)).hexagon, context};
+    return CompiledRun{KITE_TRY(ReadChipFile(DefaultChipsDir(), chip)).features.hexagon, context};
   }
   const CompiledTarget& compiled = *config.compiled;
   if (!chip.empty() && chip != compiled.chip) {
-    const Chip target = KITE_TRY(LoadChip(DefaultChipsDir(), chip));
+    const ChipFeatures target = KITE_TRY(ReadChipFile(DefaultChipsDir(), chip)).features;
     return Unsupported(config.source + ": compiled for " + compiled.chip + " (" + compiled.hexagon +
                        "); this run targets " + target.name + " (" + target.hexagon +
                        "): compile it again with kite compile --chip " + target.name);

@@ -7,11 +7,11 @@
 #include <limits>
 #include <random>
 
+#include "backends/npusim/support/chip_features.h"
 #include "backends/registry.h"
 #include "base/json_util.h"
 #include "chat/chat_template.h"
 #include "graph/kv_cache.h"
-#include "profile/chip.h"
 
 namespace kite {
 
@@ -25,7 +25,7 @@ std::vector<std::string> KvTypeNames() {
   return names;
 }
 
-// The chip files' names; none when the folder cannot be read (LoadChip then says why).
+// The chip files' names; none when the folder cannot be read (the chip check then says why).
 std::vector<std::string> ChipNames() {
   auto names = ListChips(DefaultChipsDir());
   return names ? std::move(*names) : std::vector<std::string>{};
