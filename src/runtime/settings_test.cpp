@@ -65,6 +65,9 @@ TEST(SettingsTable, OutOfRangeValuesAreRefusedNamingFlagValueAndRange) {
   EXPECT_EQ(FlagError("n_predict", "-n", "-2"), "-n -2: must be >= -1");
   EXPECT_EQ(FlagError("context", "--ctx", "3000000000"), "--ctx 3000000000: must be <= 2147483647");
   EXPECT_EQ(FlagError("kv_type", "--kv-type", "f8"), "--kv-type f8: must be one of f16, f32, q8_0");
+  EXPECT_EQ(FlagError("chip", "--chip", "9gen9"),  // the chips/ files
+            "--chip 9gen9: must be one of 888, 8elite, 8elite-gen5, 8gen1, 8gen2, 8gen3, sa8295p, "
+            "x-elite");
   EXPECT_EQ(FlagError("backend", "--backend", "gpu"),
             "--backend gpu: must be one or more of ref, cpu, comma-separated");
   EXPECT_EQ(FlagError("backend", "--backend", "cpu,gpu"),
