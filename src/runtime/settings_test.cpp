@@ -69,11 +69,11 @@ TEST(SettingsTable, OutOfRangeValuesAreRefusedNamingFlagValueAndRange) {
             "--chip 9gen9: must be one of 888, 8elite, 8elite-gen5, 8gen1, 8gen2, 8gen3, sa8295p, "
             "x-elite");
   EXPECT_EQ(FlagError("backend", "--backend", "gpu"),
-            "--backend gpu: must be one or more of ref, cpu, comma-separated");
+            "--backend gpu: must be one or more of ref, cpu, npusim, comma-separated");
   EXPECT_EQ(FlagError("backend", "--backend", "cpu,gpu"),
-            "--backend cpu,gpu: must be one or more of ref, cpu, comma-separated");
+            "--backend cpu,gpu: must be one or more of ref, cpu, npusim, comma-separated");
   EXPECT_EQ(FlagError("backend", "--backend", "cpu,"),
-            "--backend cpu,: must be one or more of ref, cpu, comma-separated");
+            "--backend cpu,: must be one or more of ref, cpu, npusim, comma-separated");
   EXPECT_EQ(FlagError("backend", "--backend", "cpu,cpu"), "--backend cpu,cpu: names cpu twice");
   EXPECT_EQ(FlagError("kv_type", "--kv-type", "f16,f32"),  // a single choice takes no list
             "--kv-type f16,f32: must be one of f16, f32, q8_0");
