@@ -1,13 +1,18 @@
 // The cpu backend's matmul per weight type at Llama-3.2-1B shapes: GEMV (decode, T = 1) in GB/s
 // of packed weights streamed and GFLOP/s, GEMM (a prefill chunk, T = 128) in GFLOP/s. Medians
 // of repeated runs; for GEMV the weights cycle through enough copies to exceed the caches, as
-// a decode step's 1-2 GB of weights do.
-//   matmul_bench [threads=2] [type filter, e.g. q4_0]
+// a decode step's 1-2 GB of weights do. On a shared machine the wall-clock rate is the share of
+// the CPUs the benchmark got; "cpu GB/s" divides by the process's CPU time per thread instead,
+// which ranks tile shapes by how fast a running core streams (with 1 thread: exactly that).
+//   matmul_bench [threads=2] [type filter, e.g. q4_0] [streams prefetch: a decode tile shape to
+//                try instead of this CPU's (backends/cpu/tile_shape.h), e.g. 4 512]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -15,6 +20,7 @@
 
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/packed_matrix.h"
+#include "backends/cpu/tile_shape.h"
 #include "base/thread_pool.h"
 #include "tensor/aligned_buffer.h"
 #include "tensor/quantize.h"
@@ -33,9 +39,19 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+struct Seconds {
+  double wall, cpu;  // medians: wall clock, process CPU time
+};
+
+double CpuNow() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 // Seconds per call of out = x · Wᵀ for `tokens` rows, weights cycling through `copies`.
-double Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix>> copies,
-            int64_t tokens, int runs) {
+Seconds Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix>> copies,
+            int64_t tokens, int runs, const cpu::DecodeTile* tile) {
   const cpu::PackedMatrix& w0 = *copies[0];
   std::vector<float> x(tokens * w0.cols());
   std::mt19937 rng(7);
@@ -44,7 +60,7 @@ double Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix>
   std::vector<float> out(tokens * w0.rows());
   auto scratch = AlignedBuffer::Allocate(
       std::max<uint64_t>(64, cpu::ActivationScratchBytes(w0.layout(), tokens, w0.cols())));
-  std::vector<double> seconds;
+  std::vector<double> seconds, cpu_seconds;
   for (int run = 0; run < runs; ++run) {
     const cpu::PackedMatrix& w = *copies[run % copies.size()];
     cpu::MatMulJob job;
@@ -53,7 +69,9 @@ double Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix>
     job.x_stride = w.cols();
     job.tokens = tokens;
     job.out = out.data();
+    job.tile = tile ? *tile : cpu::DecodeTileFor(w.layout().family);
     const auto start = Clock::now();
+    const double cpu_start = CpuNow();
     if (w.layout().family != cpu::PackFamily::kFloat) {
       cpu::AssignActivationScratch(&job, scratch->data());
       if (tokens < 2 * pool.size()) {
@@ -63,21 +81,34 @@ double Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix>
                          [&](int64_t b, int64_t e) { cpu::QuantizeActivations(job, b, e); });
       }
     }
-    pool.ParallelFor(w.groups(), [&](int64_t b, int64_t e) { cpu::MatMulGroups(job, b, e); });
+    // Chunks of whole decode tiles, as the backend's matmul takes them.
+    const int64_t chunk = (w.groups() / (8 * pool.size()) + job.tile.streams - 1) /
+                          job.tile.streams * job.tile.streams;
+    pool.ParallelForChunks(w.groups(), std::max<int64_t>(job.tile.streams, chunk),
+                           [&](int64_t b, int64_t e) { cpu::MatMulGroups(job, b, e); });
     seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    cpu_seconds.push_back(CpuNow() - cpu_start);
   }
-  return Median(seconds);
+  return {Median(seconds), Median(cpu_seconds)};
 }
 
 int Main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const std::string filter = argc > 2 ? argv[2] : "";
+  std::optional<cpu::DecodeTile> tile;
+  if (argc > 4) tile = cpu::DecodeTile{std::atoi(argv[3]), std::atoi(argv[4])};
   ThreadPool pool(threads);
-  std::printf("matmul_bench: %d threads, kernels for %s\n", pool.size(), cpu::MatMulTargetName());
-  std::printf("%-5s %-11s %9s %9s %10s %12s\n", "type", "N x K", "MB", "gemv GB/s", "gemv GF/s",
-              "gemm128 GF/s");
+  std::printf("matmul_bench: %d threads, kernels for %s, decode tiles of %s\n", pool.size(),
+              cpu::MatMulTargetName(),
+              tile ? ("streams " + std::to_string(tile->streams) + ", prefetch " +
+                      std::to_string(tile->prefetch))
+                         .c_str()
+                   : cpu::DecodeTileSource().c_str());
+  std::printf("%-5s %-11s %9s %9s %10s %12s %12s\n", "type", "N x K", "MB", "gemv GB/s",
+              "gemv GF/s", "gemm128 GF/s", "gemv cpu GB/s");
   const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                         DType::kQ4_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+                         DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL,
+                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
   const Shape shapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}};
   for (DType dtype : types) {
     if (!filter.empty() && filter != DTypeName(dtype)) continue;
@@ -98,12 +129,15 @@ int Main(int argc, char** argv) {
         copies.push_back(std::make_unique<cpu::PackedMatrix>(std::move(*packed)));
       }
       const double flops = 2.0 * s.n * s.k;
-      const double gemv = Time(pool, copies, 1, std::max(31, 2 * count + 1));
-      const double gemm = Time(pool, std::span(copies).first(1), 128, 5);
-      std::printf("%-5s %5lldx%-5lld %9.1f %9.1f %10.1f %12.1f\n",
+      const cpu::DecodeTile* shape = tile ? &*tile : nullptr;
+      const Seconds gemv_s = Time(pool, copies, 1, std::max(31, 2 * count + 1), shape);
+      const double gemv = gemv_s.wall;
+      const double gemm = Time(pool, std::span(copies).first(1), 128, 5, shape).wall;
+      std::printf("%-5s %5lldx%-5lld %9.1f %9.1f %10.1f %12.1f %12.1f\n",
                   std::string(DTypeName(dtype)).c_str(), static_cast<long long>(s.n),
                   static_cast<long long>(s.k), copies[0]->bytes() / 1e6,
-                  copies[0]->bytes() / gemv / 1e9, flops / gemv / 1e9, 128 * flops / gemm / 1e9);
+                  copies[0]->bytes() / gemv / 1e9, flops / gemv / 1e9, 128 * flops / gemm / 1e9,
+                  copies[0]->bytes() / (gemv_s.cpu / pool.size()) / 1e9);
       std::fflush(stdout);
     }
   }

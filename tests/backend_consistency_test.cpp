@@ -169,7 +169,7 @@ std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x
   const int64_t block =
       encoded_block > 0 ? encoded_block
       : c.dtype == DType::kQ4_0 || c.dtype == DType::kQ4_1 || c.dtype == DType::kQ8_0 ||
-              c.dtype == DType::kIQ4_NL
+              c.dtype == DType::kQ5_0 || c.dtype == DType::kQ5_1 || c.dtype == DType::kIQ4_NL
           ? 32
       : c.dtype == DType::kQ4_K || c.dtype == DType::kQ5_K || c.dtype == DType::kQ6_K ||
               c.dtype == DType::kIQ4_XS
@@ -215,6 +215,11 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
       {DType::kQ4_0, 6, 21, 96},
       {DType::kQ4_1, 1, 18, 64},
       {DType::kQ4_1, 5, 35, 96, true},
+      // 5-bit codes, run as 8-bit ones
+      {DType::kQ5_0, 1, 19, 32},
+      {DType::kQ5_0, 6, 300, 96, true},
+      {DType::kQ5_1, 1, 290, 224},
+      {DType::kQ5_1, 9, 35, 96},
       // k-quants: one and three super-blocks
       {DType::kQ4_K, 1, 17, 256},
       {DType::kQ4_K, 5, 40, 768},

@@ -31,6 +31,9 @@ TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
       {DType::kQ4_0, {PackFamily::kLegacy, PackKernel::kLegacy4, 32, 4, 8, false, 256 + 32}},
       {DType::kQ4_1, {PackFamily::kLegacy, PackKernel::kLegacy4Min, 32, 4, 0, true, 256 + 64}},
       {DType::kQ8_0, {PackFamily::kLegacy, PackKernel::kLegacy8, 32, 8, 128, false, 512 + 32}},
+      // 5-bit codes as 8-bit ones
+      {DType::kQ5_0, {PackFamily::kLegacy, PackKernel::kLegacy8, 32, 8, 16, false, 512 + 32}},
+      {DType::kQ5_1, {PackFamily::kLegacy, PackKernel::kLegacy8Min, 32, 8, 0, true, 512 + 64}},
       // codes 16·256·bits/8, f32 d[16], then f32 dmin[16] and u8 sc, mn [8][16], or i8 sc[16][16]
       {DType::kQ4_K,
        {PackFamily::kKQuant, PackKernel::kKQuant4Min, 256, 4, 0, true, 2048 + 64 + 64 + 256}},

@@ -2,6 +2,7 @@
 
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/tile_shape.h"
 #include "tensor/dequantize.h"
 
 namespace kite::cpu {
@@ -63,6 +64,7 @@ Status Run(const MatMulAttrs&, const KernelArgs& args) {
   job.x_stride = w.cols();
   job.tokens = x.elements() / w.cols();
   job.out = args.out.as<float>();
+  job.tile = DecodeTileFor(w.layout().family);
   std::byte* scratch = args.context.scratch.data();
   if (args.in.size() == 3) {
     float* bias = reinterpret_cast<float*>(scratch);
@@ -80,8 +82,10 @@ Status Run(const MatMulAttrs&, const KernelArgs& args) {
     }
   }
   // Chunks of row groups taken in turn, about 8 a thread: a core slowed by a neighbour does
-  // less. A chunk is whole decode tiles (8 groups) so that every tile reads its 8 streams.
-  const int64_t chunk = std::max<int64_t>(8, (w.groups() / (8 * args.pool.size()) + 7) / 8 * 8);
+  // less. A chunk is whole decode tiles so that every tile reads all its streams.
+  const int64_t tile = job.tile.streams;
+  const int64_t chunk =
+      std::max<int64_t>(tile, (w.groups() / (8 * args.pool.size()) + tile - 1) / tile * tile);
   args.pool.ParallelForChunks(w.groups(), chunk,
                               [&](int64_t begin, int64_t end) { MatMulGroups(job, begin, end); });
   return Ok();

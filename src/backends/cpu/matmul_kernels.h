@@ -1,6 +1,7 @@
-// The cpu backend's matmul kernels (matmul_kernels.cpp, compiled once per SIMD target with
-// Highway and chosen at run time): activation quantization and the tile loops over packed
-// weights. matmul.cpp splits the work across threads.
+// The cpu backend's matmul kernels, compiled once per SIMD target with Highway and chosen at run
+// time: activation quantization (activation_quant.cpp) and the tile loops over packed weights,
+// one file per layout family (matmul_float.cpp, matmul_legacy.cpp, matmul_kquant.cpp) behind
+// MatMulGroups (matmul_kernels.cpp). matmul.cpp splits the work across threads.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,15 @@
 #include "backends/cpu/packed_matrix.h"
 
 namespace kite::cpu {
+
+// How a decode step (one token) walks a weight matrix. What streams memory fastest differs
+// between CPUs (a Xeon's core reads 8 streams faster than 4, a Zen core the reverse), so it is
+// chosen per CPU at run time (tile_shape.h), not fixed at compile time. Any shape gives the same
+// bits for integer weights; float weights sum with more or fewer chains per shape.
+struct DecodeTile {
+  int32_t streams = 4;   // row groups (of 16 rows) a tile reads side by side: 1, 2, 4 or 8
+  int32_t prefetch = 0;  // bytes ahead of each stream to prefetch in software (0: none)
+};
 
 // One matmul: out [T, N] = x [T, K] · Wᵀ (+ bias).
 struct MatMulJob {
@@ -22,6 +32,7 @@ struct MatMulJob {
   float* scale = nullptr;   // [T, K / block]: the int8 step of each block
   float* offset = nullptr;  // legacy: [T, K / 32]: d·Σq, times `zero` for symmetric types
   int32_t* sums = nullptr;  // k-quants: [T, K / 16] (q6_K) or [T, K / 32]: Σq per group
+  DecodeTile tile;          // for T = 1, and for float weights at T < kStreamTokens
 };
 
 // Below this many tokens a float matmul computes each token's row with the bits of a single
@@ -39,6 +50,10 @@ void AssignActivationScratch(MatMulJob* job, std::byte* scratch);
 void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end);
 // Computes the outputs of row groups [begin, end) for every token.
 void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
+// The same for one layout family (what MatMulGroups calls).
+void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
+void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
+void KQuantMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 
 // The SIMD target chosen at run time, e.g. "AVX3_DL" (for reports and benchmarks).
 const char* MatMulTargetName();

@@ -84,9 +84,9 @@ Result<PackLayout> LayoutOf(DType dtype) {
     l.zero = 128;
   }
   if (c.family == PackFamily::kLegacy && l.block == kQK && c.sub_block == kQK) {
-    if (l.code_bits == 8 && l.has_min) return no_kernel();
+    // 5-bit codes (q5_0, q5_1) run as 8-bit ones.
     l.kernel = l.levels != nullptr ? PackKernel::kLegacy4Levels
-               : l.code_bits == 8   ? PackKernel::kLegacy8
+               : l.code_bits == 8   ? (l.has_min ? PackKernel::kLegacy8Min : PackKernel::kLegacy8)
                : l.has_min          ? PackKernel::kLegacy4Min
                                     : PackKernel::kLegacy4;
     l.block_bytes = CodeBytes(l) + kPackRows * 2 * (l.has_min ? 2 : 1);

@@ -5,8 +5,8 @@
 //
 // Float types (f32, f16, bf16) keep their element type: group = [K][16] elements.
 // Integer types keep their codes and scales, exactly (no requantization):
-//   legacy (q4_0, q4_1, q8_0, iq4_nl), per block of 32: codes, f16 scale d[16] (q4_1: then f16
-//   m[16]);
+//   legacy (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl), per block of 32: codes, f16 scale d[16]
+//   (q4_1, q5_1: then f16 m[16]);
 //   k-quants (q4_K, q5_K, q6_K, iq4_xs), per super-block of 256: 8 sub-blocks of codes, f32 d[16],
 //   (q4_K, q5_K: f32 dmin[16], u8 scale[8][16], u8 min[8][16]; q6_K: i8 scale[16][16]).
 // Encoded weights (integer codes under a QuantEncoding: NPU layouts, graph/encoding.h) are
@@ -17,8 +17,8 @@
 // 16 (lpbq16) keep two f16 scales per block of 32, one per half (kLegacy4Halves).
 // Codes of one sub-block of 32 for 16 rows: 4-bit codes (q4_0, q4_1, q4_K) fill 4 chunks of 64
 // bytes, chunk p holding for each row r (4 bytes at 4r) elements 4p..4p+3 in the low nibbles
-// and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned, q5_K, q6_K) fill 8
-// chunks, chunk g holding elements 4g..4g+3. Codes are unsigned; w = d·(code - zero) (+ min).
+// and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned, q5_0, q5_1, q5_K,
+// q6_K) fill 8 chunks, chunk g holding elements 4g..4g+3. Codes are unsigned; w = d·(code - zero) (+ min).
 // The iq4 types keep their 4-bit level indices as 4-bit codes, which the kernels map through a
 // 16-byte table (one byte shuffle) to level + 128, with zero 128.
 #pragma once
@@ -45,8 +45,8 @@ using PackFamily = BlockFamily;
 // The matmul kernel a layout runs on (matmul_kernels.cpp).
 enum class PackKernel : uint8_t {
   kF32, kF16, kBF16,                   // float element types
-  kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1, q8_0
-  kLegacy8Min,                         // encoded 8-bit weights with offsets
+  kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1, q8_0 and q5_0
+  kLegacy8Min,                         // q5_1, encoded 8-bit weights with offsets
   kLegacy4F32, kLegacy4MinF32,         // encoded weights whose scales f16 cannot hold
   kLegacy8F32, kLegacy8MinF32,
   kLegacy4Halves,                      // encoded 4-bit weights with a scale per 16 (lpbq16)

@@ -279,6 +279,26 @@ void UnpackQ4_1(const void* block, UnpackedBlock* out) {
   UnpackNibbles(b.qs, out);
 }
 
+// The 5-bit types: nibbles as the 4-bit ones, the fifth bit of element j from bit j of qh.
+void UnpackFiveBits(const uint8_t (&qh_bytes)[4], const uint8_t* qs, UnpackedBlock* out) {
+  UnpackNibbles(qs, out);
+  const uint32_t qh = HighBits(qh_bytes);
+  for (int j = 0; j < kQK; ++j) out->codes[j] |= static_cast<uint8_t>(((qh >> j) & 1) << 4);
+}
+
+void UnpackQ5_0(const void* block, UnpackedBlock* out) {
+  const auto b = ReadBlock<BlockQ5_0>(block);
+  out->d16 = b.d;
+  UnpackFiveBits(b.qh, b.qs, out);
+}
+
+void UnpackQ5_1(const void* block, UnpackedBlock* out) {
+  const auto b = ReadBlock<BlockQ5_1>(block);
+  out->d16 = b.d;
+  out->m16 = b.m;
+  UnpackFiveBits(b.qh, b.qs, out);
+}
+
 // Signed codes biased to unsigned (zero 128).
 void UnpackQ8_0(const void* block, UnpackedBlock* out) {
   const auto b = ReadBlock<BlockQ8_0>(block);
@@ -325,7 +345,8 @@ constexpr DTypeRow kRows[] = {
      .quantize = QuantizeBlocks<BlockQ5_0, kQK, EncodeQ5_0>,
      .quantize_input = QuantizeInput::kF16Range,
      .quantize_search = SearchRow<BlockQ5_0, EncodeQ5_0, SearchQ5_0>,
-     .codes = Legacy(5, 16, false)},
+     .codes = Legacy(5, 16, false),
+     .unpack = UnpackQ5_0},
     {.dtype = DType::kQ5_1,
      .name = "q5_1",
      .block_size = kQK,
@@ -334,7 +355,8 @@ constexpr DTypeRow kRows[] = {
      .quantize = QuantizeBlocks<BlockQ5_1, kQK, EncodeQ5_1>,
      .quantize_input = QuantizeInput::kF16Range,
      .quantize_search = SearchRow<BlockQ5_1, EncodeQ5_1, SearchQ5_1>,
-     .codes = Legacy(5, 0, true)},
+     .codes = Legacy(5, 0, true),
+     .unpack = UnpackQ5_1},
     {.dtype = DType::kQ8_0,
      .name = "q8_0",
      .block_size = kQK,

@@ -1,0 +1,111 @@
+// Per-token dynamic quantization of a matmul's activations for the integer kernels: each block
+// of x (32 elements for the legacy layouts, 256 for k-quants) to int8 with step max|x| / 127,
+// plus the sums of codes the kernels' offsets need; and the scratch memory that holds them.
+// Compiled per SIMD target (Highway foreach_target) and dispatched at run time.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/activation_quant.cpp"
+// SSSE3/SSE4 machines fall back to the baseline target; skipping them halves the build time.
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "backends/cpu/matmul_kernels.h"
+#include "tensor/quant_blocks.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::ScalableTag<int32_t>;
+using VF = hn::Vec<DF>;
+using VI = hn::Vec<DI>;
+
+// Rows [begin, end) of x to int8 per block of the layout (32 legacy, 256 k-quants), with the
+// step d = max|x| / 127 and the sums of codes the kernels' offsets need.
+void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
+  const DF df;
+  const hn::Rebind<int8_t, DI> d8;
+  const PackLayout& l = job.w->layout();
+  const int64_t k = job.w->cols();
+  const int64_t blocks = k / l.block;
+  const int group = l.family == PackFamily::kKQuant && !l.has_min ? 16 : 32;
+  const size_t lanes = hn::Lanes(df);
+  for (int64_t t = begin; t < end; ++t) {
+    const float* x = job.x + t * job.x_stride;
+    int8_t* q = job.qs + t * k;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* xb = x + b * l.block;
+      int8_t* qb = q + b * l.block;
+      VF amax = hn::Zero(df);
+      for (int64_t i = 0; i < l.block; i += lanes)
+        amax = hn::Max(amax, hn::Abs(hn::LoadU(df, xb + i)));
+      const float max = hn::GetLane(hn::MaxOfLanes(df, amax));
+      const float d = max / 127.0f;
+      const VF inv = hn::Set(df, max > 0 ? 127.0f / max : 0.0f);
+      for (int64_t i = 0; i < l.block; i += lanes) {
+        const VI qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), inv));
+        hn::StoreU(hn::DemoteTo(d8, qi), d8, qb + i);
+      }
+      job.scale[t * blocks + b] = d;
+      if (l.half_scales) {  // an offset per half block (kHalves)
+        for (int h = 0; h < 2; ++h) {
+          int32_t sum = 0;
+          for (int i = 0; i < kQK / 2; ++i) sum += qb[h * kQK / 2 + i];
+          job.offset[(t * blocks + b) * 2 + h] = d * static_cast<float>(sum) * l.zero;
+        }
+        continue;
+      }
+      for (int g = 0; g < l.block / group; ++g) {
+        int32_t sum = 0;
+        for (int i = 0; i < group; ++i) sum += qb[g * group + i];
+        if (l.family == PackFamily::kLegacy) {
+          job.offset[t * blocks + b] = d * static_cast<float>(sum) * (l.has_min ? 1 : l.zero);
+        } else {
+          job.sums[(t * blocks + b) * (l.block / group) + g] = sum;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kite::cpu {
+
+HWY_EXPORT(QuantizeActivations);
+
+void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
+  HWY_DYNAMIC_DISPATCH(QuantizeActivations)(job, begin, end);
+}
+
+namespace {
+uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+}  // namespace
+
+uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k) {
+  if (layout.family == PackFamily::kFloat) return 0;
+  const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / layout.block);
+  return Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2) +
+         Align64(static_cast<uint64_t>(tokens) * (k / 16) * 4);
+}
+
+void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
+  const PackLayout& l = job->w->layout();
+  const int64_t k = job->w->cols();
+  const uint64_t blocks = static_cast<uint64_t>(job->tokens) * (k / l.block);
+  job->qs = reinterpret_cast<int8_t*>(scratch);
+  scratch += Align64(job->tokens * k);
+  job->scale = reinterpret_cast<float*>(scratch);
+  scratch += Align64(blocks * 4);
+  job->offset = reinterpret_cast<float*>(scratch);  // one per block, or per half (half_scales)
+  scratch += Align64(blocks * 4 * 2);
+  job->sums = reinterpret_cast<int32_t*>(scratch);
+}
+
+}  // namespace kite::cpu
+#endif  // HWY_ONCE

@@ -1,0 +1,179 @@
+// Every decode tile shape the per-CPU table (tile_shape.h) can pick, on every weight type the
+// cpu matmul runs, at awkward shapes: each output within a rigorous error bound of the exact
+// product of the dequantized weights (tensor/'s row functions, summed in double); integer
+// weights give the same bits under every shape; and a token's row of a batch of 2-31 tokens has
+// the bits of that token alone under each shape (what BatchDecoder's promise rests on).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/matmul_kernels.h"
+#include "backends/cpu/packed_matrix.h"
+#include "backends/cpu/tile_shape.h"
+#include "backends/testing.h"
+#include "base/thread_pool.h"
+#include "tensor/aligned_buffer.h"
+#include "tensor/dequantize.h"
+#include "tensor/quantize.h"
+
+namespace kite {
+namespace {
+
+using testing::Random;
+
+struct TypeCase {
+  DType dtype;
+  int64_t act_block;  // elements the cpu quantizes activations over (0: float weights)
+};
+
+constexpr TypeCase kTypes[] = {
+    {DType::kF32, 0},     {DType::kF16, 0},     {DType::kBF16, 0},   {DType::kQ8_0, 32},
+    {DType::kQ4_0, 32},   {DType::kQ4_1, 32},   {DType::kQ5_0, 32},  {DType::kQ5_1, 32},
+    {DType::kIQ4_NL, 32}, {DType::kQ4_K, 256},  {DType::kQ5_K, 256}, {DType::kQ6_K, 256},
+    {DType::kIQ4_XS, 256},
+};
+
+// Every shape the table may hold: streams 1, 2, 4, 8 (the kernels cap it at what the SIMD
+// target's registers hold), with and without software prefetch.
+std::vector<cpu::DecodeTile> EveryTile() {
+  std::vector<cpu::DecodeTile> tiles;
+  for (int streams : {1, 2, 4, 8}) {
+    for (int prefetch : {0, 1024}) tiles.push_back({streams, prefetch});
+  }
+  return tiles;
+}
+
+// out [T, N] = x [T, K] · Wᵀ through the kernels with `tile`, the row groups dealt to 2 threads
+// in chunks of whole tiles as the backend's matmul deals them (a chunk size that leaves single
+// groups over).
+std::vector<float> RunKernels(const cpu::PackedMatrix& w, const std::vector<float>& x, int64_t tokens,
+                       cpu::DecodeTile tile, ThreadPool& pool) {
+  std::vector<float> out(tokens * w.rows());
+  auto scratch = AlignedBuffer::Allocate(
+      std::max<uint64_t>(64, cpu::ActivationScratchBytes(w.layout(), tokens, w.cols())));
+  cpu::MatMulJob job;
+  job.w = &w;
+  job.x = x.data();
+  job.x_stride = w.cols();
+  job.tokens = tokens;
+  job.out = out.data();
+  job.tile = tile;
+  if (w.layout().family != cpu::PackFamily::kFloat) {
+    cpu::AssignActivationScratch(&job, (*scratch).data());
+    cpu::QuantizeActivations(job, 0, tokens);
+  }
+  const int64_t chunk = std::max<int64_t>(tile.streams, (w.groups() / 2 + tile.streams - 1) /
+                                                            tile.streams * tile.streams);
+  pool.ParallelForChunks(w.groups(), chunk,
+                         [&](int64_t b, int64_t e) { cpu::MatMulGroups(job, b, e); });
+  return out;
+}
+
+// The bound of each output against the exact product: f32 summation in any order ((K + 2)·2⁻²⁴
+// of Σ|x·w|) plus, for integer weights, the int8 rounding of each activation block (each element
+// moves by at most amax/254).
+std::vector<double> Bound(const std::vector<float>& x, const std::vector<float>& w, int64_t t_n,
+                          int64_t n, int64_t k, int64_t block) {
+  std::vector<double> bound(t_n * n);
+  for (int64_t t = 0; t < t_n; ++t) {
+    for (int64_t r = 0; r < n; ++r) {
+      double magnitude = 0, quant = 0;
+      for (int64_t b0 = 0; b0 < k; b0 += block ? block : k) {
+        const int64_t b1 = block ? b0 + block : k;
+        double amax = 0, wsum = 0;
+        for (int64_t i = b0; i < b1; ++i) {
+          magnitude += std::abs(double{x[t * k + i]} * w[r * k + i]);
+          amax = std::max(amax, std::abs(double{x[t * k + i]}));
+          wsum += std::abs(double{w[r * k + i]});
+        }
+        if (block) quant += amax / 254.0 * wsum;
+      }
+      bound[t * n + r] = (k + 2) * 0x1p-24 * magnitude + 1.01 * quant + 1e-6;
+    }
+  }
+  return bound;
+}
+
+TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
+  struct Shape {
+    int64_t n, k;
+  };
+  // N: one group, not a multiple of 16, enough groups for every stream count and leftovers
+  // (37 groups); K: one legacy block, 32·odd, one and three super-blocks.
+  const Shape shapes[] = {{5, 256}, {150, 96}, {589, 768}, {33, 224}};
+  ThreadPool pool(2);
+  uint32_t seed = 11;
+  for (const TypeCase& type : kTypes) {
+    for (const Shape& s : shapes) {
+      if (type.act_block == 256 && s.k % 256 != 0) continue;
+      SCOPED_TRACE(std::string(DTypeName(type.dtype)) + " N=" + std::to_string(s.n) +
+                   " K=" + std::to_string(s.k));
+      std::vector<float> w_f32 = Random(s.n * s.k, seed++);
+      for (int64_t r = 0; r < s.n; ++r) w_f32[r * s.k + (r * 7) % s.k] *= 4;  // scales differ
+      std::vector<uint8_t> raw(*BytesFor(type.dtype, s.n * s.k));
+      ASSERT_TRUE(Quantize(type.dtype, w_f32.data(), raw.data(), s.n * s.k).has_value());
+      std::vector<float> w(s.n * s.k);
+      ASSERT_TRUE(Dequantize(type.dtype, raw.data(), w.data(), s.n * s.k).has_value());
+      auto packed = cpu::PackedMatrix::Pack(type.dtype, raw.data(), s.n, s.k);
+      ASSERT_TRUE(packed.has_value()) << packed.error().message;
+      for (const int64_t tokens : {1, 3, 17}) {
+        const std::vector<float> x = Random(tokens * s.k, seed++);
+        const std::vector<double> bound = Bound(x, w, tokens, s.n, s.k, type.act_block);
+        std::vector<double> exact(tokens * s.n);  // [T, N]
+        for (int64_t t = 0; t < tokens; ++t) {
+          for (int64_t r = 0; r < s.n; ++r) {
+            for (int64_t i = 0; i < s.k; ++i) {
+              exact[t * s.n + r] += double{x[t * s.k + i]} * w[r * s.k + i];
+            }
+          }
+        }
+        std::vector<float> first;
+        for (const cpu::DecodeTile& tile : EveryTile()) {
+          SCOPED_TRACE("T=" + std::to_string(tokens) + " streams " +
+                       std::to_string(tile.streams) + " prefetch " +
+                       std::to_string(tile.prefetch));
+          const std::vector<float> out = RunKernels(*packed, x, tokens, tile, pool);
+          int misses = 0;
+          for (int64_t at = 0; at < tokens * s.n; ++at) {
+            if (!(std::abs(out[at] - exact[at]) <= bound[at]) && ++misses <= 3) {
+              ADD_FAILURE() << "token " << at / s.n << " row " << at % s.n << ": " << out[at]
+                            << ", exact " << exact[at] << ", allowed error " << bound[at];
+            }
+          }
+          if (type.act_block > 0) {  // integer weights: exact dot products, the same bits
+            if (first.empty()) first = out;
+            EXPECT_EQ(0, std::memcmp(first.data(), out.data(), out.size() * sizeof(float)));
+          }
+          if (tokens > 1) {  // each row has the bits of its token alone under this shape
+            for (int64_t t = 0; t < tokens; ++t) {
+              const std::vector<float> one(x.begin() + t * s.k, x.begin() + (t + 1) * s.k);
+              const std::vector<float> alone = RunKernels(*packed, one, 1, tile, pool);
+              EXPECT_EQ(0, std::memcmp(alone.data(), out.data() + t * s.n, s.n * sizeof(float)))
+                  << "token " << t;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The table gives every family a shape the kernels take.
+TEST(DecodeTile, ThisCpuHasAShapeForEveryFamily) {
+  for (const cpu::PackFamily family :
+       {cpu::PackFamily::kFloat, cpu::PackFamily::kLegacy, cpu::PackFamily::kKQuant}) {
+    const cpu::DecodeTile tile = cpu::DecodeTileFor(family);
+    EXPECT_TRUE(tile.streams == 1 || tile.streams == 2 || tile.streams == 4 || tile.streams == 8)
+        << tile.streams;
+    EXPECT_GE(tile.prefetch, 0);
+    EXPECT_EQ(tile.prefetch % 64, 0);
+  }
+  EXPECT_FALSE(cpu::DecodeTileSource().empty());
+}
+
+}  // namespace
+}  // namespace kite

@@ -1,0 +1,216 @@
+// Matmul kernels of the float weight types (f32, f16, bf16; computed in f32), compiled per SIMD
+// target (Highway foreach_target) and dispatched at run time.
+#include <cstring>
+#include <type_traits>
+
+// SSSE3/SSE4 machines fall back to the baseline target; skipping them halves the build time.
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/matmul_float.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format off: after highway.h, once per target
+#include "backends/cpu/matmul_simd-inl.h"
+// clang-format on
+
+#include "backends/cpu/matmul_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Float weights: acc[c] += w[k] · x[c][k], w converted to f32 as loaded.
+template <typename T>
+HWY_INLINE VF LoadWeights(const uint8_t* p) {
+  const DF df;
+  if constexpr (std::is_same_v<T, float>) {
+    return LoadF32(p);
+  } else if constexpr (std::is_same_v<T, hwy::float16_t>) {
+    return LoadF16(p);
+  } else {
+    const hn::Rebind<hwy::bfloat16_t, DF> db;
+    return hn::PromoteTo(df, hn::LoadU(db, reinterpret_cast<const hwy::bfloat16_t*>(p)));
+  }
+}
+
+// Accumulators a float tile of R vectors a token keeps for each: with fewer than 8 independent
+// FMA chains their latency would bound the loop. A token's sum depends on U only, so a batched
+// step (several tokens, each its own sequence) takes the U of the decode tile of the same
+// groups and each row gets the bits of its decode step alone.
+constexpr int FloatChains(int vectors) { return vectors >= 8 ? 1 : 8 / vectors; }
+
+// out[c][v·kLanes + r] += Σ_{k0 <= i < k1} w[i] · x[c][i] over the vectors of a C x G tile, the
+// groups' weights starting at k = w_first: U consecutive k feed U separate accumulators (summed
+// at the end, in order). `prefetch`: bytes ahead of each group to prefetch (weights streaming
+// from memory; 0 for the converted blocks of a prefill, already in L1).
+template <int C, int G, typename T, int U = FloatChains(C * G * kVecs)>
+void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t w_first, int64_t t0,
+               int64_t k0, int64_t k1, float (&out)[C][G * kPackRows], int64_t prefetch = 0) {
+  constexpr int R = G * kVecs;
+  const DF df;
+  const float* x[C];
+  for (int c = 0; c < C; ++c) x[c] = job.x + (t0 + c) * job.x_stride;
+  VF acc[U][C][R];
+  for (int u = 0; u < U; ++u)
+    for (int c = 0; c < C; ++c)
+      for (int v = 0; v < R; ++v) {
+        acc[u][c][v] = u == 0 ? hn::LoadU(df, out[c] + v * kLanes) : hn::Zero(df);
+      }
+  auto step = [&](int u, int64_t i) HWY_ATTR {
+    VF w[R];
+    for (int v = 0; v < R; ++v) {
+      w[v] = LoadWeights<T>(VecAt<G>(groups, v, kLanes * sizeof(T)) +
+                            (i - w_first) * kPackRows * sizeof(T));
+    }
+    for (int c = 0; c < C; ++c) {
+      const VF xv = hn::Set(df, x[c][i]);
+      for (int v = 0; v < R; ++v) acc[u][c][v] = hn::MulAdd(w[v], xv, acc[u][c][v]);
+    }
+  };
+  int64_t i = k0;
+  constexpr int64_t kStepBytes = U * kPackRows * sizeof(T);  // of each group per iteration
+  for (; i + U <= k1; i += U) {
+    if (prefetch != 0) {
+      const uint8_t* at[G];
+      for (int g = 0; g < G; ++g) at[g] = groups[g] + (i - w_first) * kPackRows * sizeof(T);
+      PrefetchAhead<G>(at, prefetch, kStepBytes);
+    }
+    for (int u = 0; u < U; ++u) step(u, i + u);
+  }
+  for (; i < k1; ++i) step(0, i);
+  for (int c = 0; c < C; ++c) {
+    for (int v = 0; v < R; ++v) {
+      for (int u = 1; u < U; ++u) acc[0][c][v] = hn::Add(acc[0][c][v], acc[u][c][v]);
+      hn::StoreU(acc[0][c][v], df, out[c] + v * kLanes);
+    }
+  }
+}
+
+// Tokens a batched float step runs in one tile over the groups of a decode tile: 2 with one
+// vector a group (AVX-512: 16 accumulators), else 1 (the registers hold no more).
+constexpr int kBatchTokens = kVecs == 1 ? 2 : 1;
+
+// Fewer than kStreamTokens tokens (a batched decode step, a short prefill chunk): the groups of
+// each decode tile (the job's streams at once, the leftovers singly, as TokensOverGroups takes
+// them), their
+// weights read from memory once and from cache by every tile of kBatchTokens, then 1, tokens;
+// each with the decode tile's accumulators, so every token's row has the bits of T = 1.
+template <typename T>
+void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
+  const int64_t k = job.w->cols();
+  auto over = [&]<int NG>(int64_t g) HWY_ATTR {
+    constexpr int U = FloatChains(NG * kVecs);
+    const uint8_t* groups[NG];
+    for (int i = 0; i < NG; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+    auto tile = [&]<int C>(int64_t t0) HWY_ATTR {
+      float out[C][NG * kPackRows] = {};
+      FloatTile<C, NG, T, U>(job, groups, 0, t0, 0, k, out, job.tile.prefetch);
+      for (int c = 0; c < C; ++c) {
+        for (int i = 0; i < NG; ++i) StoreRows(job, t0 + c, g + i, out[c] + i * kPackRows);
+      }
+    };
+    int64_t t = 0;
+    for (; t + kBatchTokens <= job.tokens; t += kBatchTokens)
+      tile.template operator()<kBatchTokens>(t);
+    for (; t < job.tokens; ++t) tile.template operator()<1>(t);
+  };
+  WithStreams(job, [&]<int G>() HWY_ATTR {
+    int64_t g = begin;
+    for (; g + G <= end; g += G) over.template operator()<G>(g);
+    for (; g < end; ++g) over.template operator()<1>(g);
+  });
+}
+
+// Float weights. Whole tiles of C tokens are blocked over K: a block of x [T, kBlock] f32
+// (128 KB at T = 128) stays in L2 while the thread's groups pass over it, PG groups at a time,
+// their block of weights converted to f32 once (32 KB, in L1) for all the token tiles; partial
+// sums wait in `out`. The tokens left over (all of them in a decode step: nothing to reuse) take
+// K whole, one at a time over the job's streams of groups at once, the weights streaming in
+// order.
+template <int C, int PG, typename T>
+void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  if (job.tokens > 1 && job.tokens < kStreamTokens) return FloatGroupsFew<T>(job, begin, end);
+  constexpr int64_t kBlock = 256;
+  const DF df;
+  const int64_t n = job.w->rows(), k = job.w->cols();
+  const int64_t whole = job.tokens / C * C;
+  HWY_ALIGN float converted[PG][kBlock * kPackRows];
+  // One pass of the token tiles over NG (PG or 1) groups from g, for k in [k0, k1).
+  auto tiles = [&]<int NG>(int64_t g, int64_t k0, int64_t k1) HWY_ATTR {
+    const uint8_t* groups[NG];
+    for (int i = 0; i < NG; ++i) {
+      const auto* src = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+      for (int64_t kk = k0; kk < k1; ++kk) {
+        for (size_t v = 0; v < kPackRows; v += kLanes) {
+          hn::Store(LoadWeights<T>(src + (kk * kPackRows + v) * sizeof(T)), df,
+                    converted[i] + (kk - k0) * kPackRows + v);
+        }
+      }
+      groups[i] = reinterpret_cast<const uint8_t*>(converted[i]);
+    }
+    for (int64_t t0 = 0; t0 < whole; t0 += C) {
+      float tile[C][NG * kPackRows];
+      for (int c = 0; c < C; ++c) {
+        for (int i = 0; i < NG; ++i) {
+          const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
+          float* dst = tile[c] + i * kPackRows;
+          std::fill(dst, dst + kPackRows, 0.0f);
+          if (k0 > 0) std::memcpy(dst, job.out + (t0 + c) * n + (g + i) * kPackRows, rows * 4);
+        }
+      }
+      FloatTile<C, NG, float>(job, groups, k0, t0, k0, k1, tile);
+      for (int c = 0; c < C; ++c) {
+        for (int i = 0; i < NG; ++i) {
+          const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
+          if (k1 == k) {
+            StoreRows(job, t0 + c, g + i, tile[c] + i * kPackRows);
+          } else {
+            std::memcpy(job.out + (t0 + c) * n + (g + i) * kPackRows, tile[c] + i * kPackRows,
+                        rows * 4);
+          }
+        }
+      }
+    }
+  };
+  for (int64_t k0 = 0; whole > 0 && k0 < k; k0 += kBlock) {
+    const int64_t k1 = std::min(k, k0 + kBlock);
+    int64_t g = begin;
+    for (; g + PG <= end; g += PG) tiles.template operator()<PG>(g, k0, k1);
+    for (; g < end; ++g) tiles.template operator()<1>(g, k0, k1);
+  }
+  TokensOverGroups(
+      job, whole, begin, end,
+      [&]<int NG>(const uint8_t* const(&groups)[NG], int64_t t, float(&out)[1][NG * kPackRows])
+          HWY_ATTR { FloatTile<1, NG, T>(job, groups, 0, t, 0, k, out, job.tile.prefetch); });
+}
+
+// Groups a float prefill tile of 8 tokens covers: 24 accumulators with AVX-512, 3 weight loads
+// and 8 broadcasts per 24 FMAs.
+constexpr int kPrefillGroups = std::max(1, 3 / kVecs);
+
+void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  switch (job.w->layout().kernel) {
+    case PackKernel::kF32:
+      return FloatGroups<8, kPrefillGroups, float>(job, begin, end);
+    case PackKernel::kF16:
+      return FloatGroups<8, kPrefillGroups, hwy::float16_t>(job, begin, end);
+    case PackKernel::kBF16:
+      return FloatGroups<8, kPrefillGroups, hwy::bfloat16_t>(job, begin, end);
+    default:
+      return;  // not a float layout: MatMulGroups sends only these here
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kite::cpu {
+HWY_EXPORT(FloatMatMulGroups);
+void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  HWY_DYNAMIC_DISPATCH(FloatMatMulGroups)(job, begin, end);
+}
+}  // namespace kite::cpu
+#endif  // HWY_ONCE

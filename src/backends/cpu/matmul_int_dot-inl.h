@@ -1,0 +1,152 @@
+// The integer dot products of the legacy and k-quant kernels (matmul_legacy.cpp,
+// matmul_kquant.cpp), compiled once per SIMD target: unsigned weight codes times int8
+// activations, four at a time into int32 lanes — one VNNI vpdpbusd on AVX-512 (the AVX3_DL
+// target), a portable sequence elsewhere. With the packed layout (packed_matrix.h) lane r of a
+// vector is weight row r, so a tile of 16 rows x C tokens accumulates without horizontal sums.
+// Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
+#if defined(KITE_BACKENDS_CPU_MATMUL_INT_DOT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KITE_BACKENDS_CPU_MATMUL_INT_DOT_INL_H_
+#undef KITE_BACKENDS_CPU_MATMUL_INT_DOT_INL_H_
+#else
+#define KITE_BACKENDS_CPU_MATMUL_INT_DOT_INL_H_
+#endif
+
+#include "backends/cpu/matmul_simd-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::cpu {
+namespace HWY_NAMESPACE {
+
+#undef KITE_VNNI
+#if HWY_TARGET == HWY_AVX3_DL
+// Highway's AVX3_DL target string lacks avx512vnni (it names the VEX avxvnni); the functions
+// that use vpdpbusd on zmm add it (to the whole string: clang replaces, gcc appends). Every AVX3_DL
+// CPU has it (Highway checks VNNI to pick it).
+#define KITE_VNNI __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#else
+#define KITE_VNNI
+#endif
+
+// acc + Σ_j w.byte[j] · a.byte[j] per 32-bit lane, w unsigned, a signed.
+HWY_INLINE KITE_VNNI VI Dot(VI acc, VI w, VI a) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return VI{_mm512_dpbusd_epi32(acc.raw, w.raw, a.raw)};
+#else
+  const DI di;
+  const VI byte = hn::Set(di, 0xff);
+  acc = hn::Add(acc, hn::Mul(hn::And(w, byte), hn::ShiftRight<24>(hn::ShiftLeft<24>(a))));
+  acc = hn::Add(
+      acc, hn::Mul(hn::And(hn::ShiftRight<8>(w), byte), hn::ShiftRight<24>(hn::ShiftLeft<16>(a))));
+  acc = hn::Add(
+      acc, hn::Mul(hn::And(hn::ShiftRight<16>(w), byte), hn::ShiftRight<24>(hn::ShiftLeft<8>(a))));
+  // w >> 24 is arithmetic on int32; the mask drops the sign copies.
+  acc = hn::Add(acc, hn::Mul(hn::And(hn::ShiftRight<24>(w), byte), hn::ShiftRight<24>(a)));
+  return acc;
+#endif
+}
+
+HWY_INLINE VI LoadCodes(const uint8_t* p) {
+  const DI di;
+  return hn::LoadU(di, reinterpret_cast<const int32_t*>(p));
+}
+HWY_INLINE VI Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return hn::Set(DI(), v);
+}
+HWY_INLINE VI LoadU8AsI32(const uint8_t* p) {
+  const hn::Rebind<uint8_t, DI> du8;
+  return hn::PromoteTo(DI(), hn::LoadU(du8, p));
+}
+HWY_INLINE VI LoadI8AsI32(const uint8_t* p) {
+  const hn::Rebind<int8_t, DI> di8;
+  return hn::PromoteTo(DI(), hn::LoadU(di8, reinterpret_cast<const int8_t*>(p)));
+}
+
+// Accumulates the int32 dot products of one sub-block of 32 codes (at codes[g], per group) of
+// 16 rows with tokens' int8 activations at act[c] (32 each): elements 0..15 into dot, 16..31 into
+// dot2 (two dependency chains instead of one; q6_K needs the halves apart anyway, for its
+// sub-blocks of 16). 4-bit codes: chunk p holds element groups p (low nibbles) and p + 4 (high
+// nibbles). kLevels: the 4-bit codes index `biased` (16 levels + 128, LevelTable), one byte
+// lookup per vector of codes.
+template <int C, int G, int kBits, bool kLevels = false>
+HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const int8_t* const* act,
+                                      int64_t at, VI (&dot)[C][G * kVecs],
+                                      VI (&dot2)[C][G * kVecs], const uint8_t* biased = nullptr) {
+  const DI di;
+  if constexpr (kBits == 4) {
+    const VI low = hn::Set(di, 0x0f0f0f0f);
+    // The low and high nibbles of w as codes (as levels + 128 for kLevels).
+    auto split = [&](VI w, VI& lo, VI& hi) HWY_ATTR {
+      if constexpr (!kLevels) {
+        lo = hn::And(w, low);
+        hi = hn::And(hn::ShiftRight<4>(w), low);
+      } else {
+#if HWY_TARGET == HWY_AVX3_DL
+        // vpermb reads only the low six bits of an index: from a table of the 16 levels four
+        // times over, a nibble needs no mask (as many vector ops as q4_0's, the mask's port
+        // free for the lookup).
+        const __m512i table = _mm512_broadcast_i32x4(_mm_load_si128(
+            reinterpret_cast<const __m128i*>(biased)));
+        lo = VI{_mm512_permutexvar_epi8(w.raw, table)};
+        hi = VI{_mm512_permutexvar_epi8(_mm512_srli_epi32(w.raw, 4), table)};
+#elif HWY_TARGET == HWY_SCALAR
+        // One int32 lane of four codes: looked up one by one.
+        const auto u = static_cast<uint32_t>(hn::GetLane(w));
+        uint32_t l = 0, h = 0;
+        for (int b = 0; b < 4; ++b) {
+          l |= static_cast<uint32_t>(biased[(u >> (8 * b)) & 0xf]) << (8 * b);
+          h |= static_cast<uint32_t>(biased[(u >> (8 * b + 4)) & 0xf]) << (8 * b);
+        }
+        lo = hn::Set(di, static_cast<int32_t>(l));
+        hi = hn::Set(di, static_cast<int32_t>(h));
+#else
+        const hn::Repartition<uint8_t, DI> d8;
+        const auto table = hn::LoadDup128(d8, biased);
+        lo = hn::BitCast(di, hn::TableLookupBytes(table, hn::BitCast(d8, hn::And(w, low))));
+        hi = hn::BitCast(
+            di, hn::TableLookupBytes(table, hn::BitCast(d8, hn::And(hn::ShiftRight<4>(w), low))));
+#endif
+      }
+    };
+    for (int p = 0; p < 4; ++p) {
+      for (int v = 0; v < G * kVecs; ++v) {
+        VI lo, hi;
+        split(LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * p), lo, hi);
+        for (int c = 0; c < C; ++c) {
+          dot[c][v] = Dot(dot[c][v], lo, Broadcast4(act[c] + at + 4 * p));
+          dot2[c][v] = Dot(dot2[c][v], hi, Broadcast4(act[c] + at + 16 + 4 * p));
+        }
+      }
+    }
+  } else {
+    for (int g = 0; g < 8; ++g) {
+      for (int v = 0; v < G * kVecs; ++v) {
+        const VI w = LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * g);
+        for (int c = 0; c < C; ++c) {
+          if (g >= 4) {
+            dot2[c][v] = Dot(dot2[c][v], w, Broadcast4(act[c] + at + 4 * g));
+          } else {
+            dot[c][v] = Dot(dot[c][v], w, Broadcast4(act[c] + at + 4 * g));
+          }
+        }
+      }
+    }
+  }
+}
+
+// The 16 levels of a non-linear layout as the codes the dot products read (level + 128), once
+// per tile.
+struct LevelTable {
+  HWY_ALIGN uint8_t biased[16] = {};
+  explicit LevelTable(const int8_t* levels) {
+    if (levels == nullptr) return;
+    for (int q = 0; q < 16; ++q) biased[q] = static_cast<uint8_t>(levels[q] ^ 0x80);
+  }
+};
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // KITE_BACKENDS_CPU_MATMUL_INT_DOT_INL_H_

@@ -1,0 +1,152 @@
+// Matmul kernels of the legacy block types (block 32: q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) and
+// of the encoded NPU layouts packed into them (int8/int4 per channel or group, LPBQ), compiled
+// per SIMD target (Highway foreach_target) and dispatched at run time.
+#include <cmath>
+#include <cstring>
+
+#define HWY_WANT_AVX3_DL
+// SSSE3/SSE4 machines fall back to the baseline target; skipping them halves the build time.
+#define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/matmul_legacy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+// clang-format off: after highway.h, once per target
+#include "backends/cpu/matmul_int_dot-inl.h"
+// clang-format on
+
+#include "backends/cpu/matmul_kernels.h"
+#include "tensor/quant_blocks.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Legacy types (block 32): acc += d·(da·dot - offset) (+ m·offset for q4_1, whose offset is
+// da·Σq). d and m are f16, or f32 (kF32: encoded weights whose scales f16 cannot hold).
+// kLevels: non-linear 4-bit codes (iq4_nl) read through the layout's level table.
+// kHalves (4-bit, symmetric): a scale per 16 elements, d for elements 0..15 (dot) and d2 for
+// 16..31 (dot2), each with its own activation offset.
+template <int C, int G, int kBits, bool kMin, bool kLevels = false, bool kF32 = false,
+          bool kHalves = false>
+KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
+                          float (&out)[C][G * kPackRows]) {
+  constexpr int R = G * kVecs;
+  const DF df;
+  const DI di;
+  const PackLayout& l = job.w->layout();
+  const LevelTable table(kLevels ? l.levels : nullptr);
+  const int64_t k = job.w->cols();
+  const int64_t blocks = k / kQK;
+  const int64_t code_bytes = kPackRows * kQK * kBits / 8;
+  const int8_t* act[C];
+  const float* scale[C];
+  const float* offset[C];
+  for (int c = 0; c < C; ++c) {
+    act[c] = job.qs + (t0 + c) * k;
+    scale[c] = job.scale + (t0 + c) * blocks;
+    offset[c] = job.offset + (t0 + c) * blocks * (kHalves ? 2 : 1);
+  }
+  VF acc[C][R];
+  for (int c = 0; c < C; ++c)
+    for (int v = 0; v < R; ++v) acc[c][v] = hn::Zero(df);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block[G];
+    for (int g = 0; g < G; ++g) block[g] = groups[g] + b * l.block_bytes;
+    if constexpr (C == 1) PrefetchAhead<G>(block, job.tile.prefetch, l.block_bytes);
+    VI dot[C][R];
+    VI dot2[C][R];
+    for (int c = 0; c < C; ++c)
+      for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
+    DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot2, table.biased);
+    if constexpr (kHalves) {
+      for (int v = 0; v < R; ++v) {
+        const uint8_t* tail = VecAt<G>(block, v, 2 * kLanes) + code_bytes;
+        const VF d = LoadF16(tail);
+        const VF d2 = LoadF16(tail + 2 * kPackRows);
+        for (int c = 0; c < C; ++c) {
+          const VF da = hn::Set(df, scale[c][b]);
+          const VF off = hn::Set(df, offset[c][2 * b]);
+          const VF off2 = hn::Set(df, offset[c][2 * b + 1]);
+          acc[c][v] = hn::MulAdd(d, hn::MulSub(hn::ConvertTo(df, dot[c][v]), da, off), acc[c][v]);
+          acc[c][v] =
+              hn::MulAdd(d2, hn::MulSub(hn::ConvertTo(df, dot2[c][v]), da, off2), acc[c][v]);
+        }
+      }
+      continue;
+    }
+    for (int c = 0; c < C; ++c)
+      for (int v = 0; v < R; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
+    constexpr int kScaleBytes = kF32 ? 4 : 2;
+    for (int v = 0; v < R; ++v) {
+      const uint8_t* tail = VecAt<G>(block, v, kScaleBytes * kLanes) + code_bytes;
+      const VF d = kF32 ? LoadF32(tail) : LoadF16(tail);
+      for (int c = 0; c < C; ++c) {
+        const VF da = hn::Set(df, scale[c][b]);
+        const VF off = hn::Set(df, offset[c][b]);
+        if constexpr (kMin) {
+          const uint8_t* min = tail + kScaleBytes * kPackRows;
+          const VF m = kF32 ? LoadF32(min) : LoadF16(min);
+          acc[c][v] = hn::MulAdd(d, hn::Mul(hn::ConvertTo(df, dot[c][v]), da), acc[c][v]);
+          acc[c][v] = hn::MulAdd(m, off, acc[c][v]);
+        } else {
+          acc[c][v] = hn::MulAdd(d, hn::MulSub(hn::ConvertTo(df, dot[c][v]), da, off), acc[c][v]);
+        }
+      }
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    for (int v = 0; v < R; ++v) hn::StoreU(acc[c][v], df, out[c] + v * kLanes);
+}
+
+template <int kBits, bool kMin, bool kLevels = false, bool kF32 = false, bool kHalves = false>
+struct Legacy {
+  template <int C, int G>
+  struct Tile {
+    static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
+                    float (&o)[C][G * kPackRows]) {
+      LegacyTile<C, G, kBits, kMin, kLevels, kF32, kHalves>(job, g, t0, o);
+    }
+  };
+};
+
+void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  switch (job.w->layout().kernel) {
+    case PackKernel::kLegacy4:
+      return Groups<4, Legacy<4, false>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4Min:
+      return Groups<4, Legacy<4, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8:
+      return Groups<4, Legacy<8, false>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8Min:
+      return Groups<4, Legacy<8, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4F32:
+      return Groups<4, Legacy<4, false, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4MinF32:
+      return Groups<4, Legacy<4, true, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8F32:
+      return Groups<4, Legacy<8, false, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy8MinF32:
+      return Groups<4, Legacy<8, true, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4Halves:
+      return Groups<4, Legacy<4, false, false, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy4Levels:
+      return Groups<4, Legacy<4, false, true>::Tile>(job, begin, end);
+    default:
+      return;  // not a legacy layout: MatMulGroups sends only these here
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace kite::cpu {
+HWY_EXPORT(LegacyMatMulGroups);
+void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  HWY_DYNAMIC_DISPATCH(LegacyMatMulGroups)(job, begin, end);
+}
+}  // namespace kite::cpu
+#endif  // HWY_ONCE

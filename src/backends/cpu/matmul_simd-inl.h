@@ -1,0 +1,140 @@
+// What the matmul kernel families (matmul_float.cpp, matmul_legacy.cpp, matmul_kquant.cpp)
+// share, compiled once per SIMD target: vector types, loads of the packed layout
+// (packed_matrix.h), storing a tile's rows, and the loops that walk a decode step's row groups
+// with the tile shape the CPU was given (tile_shape.h).
+// Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
+#if defined(KITE_BACKENDS_CPU_MATMUL_SIMD_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KITE_BACKENDS_CPU_MATMUL_SIMD_INL_H_
+#undef KITE_BACKENDS_CPU_MATMUL_SIMD_INL_H_
+#else
+#define KITE_BACKENDS_CPU_MATMUL_SIMD_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstring>
+
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "backends/cpu/matmul_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DI = hn::ScalableTag<int32_t>;
+using VF = hn::Vec<DF>;
+using VI = hn::Vec<DI>;
+constexpr size_t kLanes = hn::MaxLanes(DI());
+constexpr int kVecs = static_cast<int>(kPackRows / kLanes);  // vectors per 16-row group
+static_assert(kPackRows % kLanes == 0, "a row group must be whole vectors");
+// The most groups a decode tile reads side by side: 8 vectors of accumulators (with their
+// partial sums, ~24 registers) is what the register file holds on every target.
+constexpr int kMaxStreams = std::max(1, 8 / kVecs);
+
+HWY_INLINE VF LoadF16(const uint8_t* p) {
+  const DF df;
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+HWY_INLINE VF LoadF32(const uint8_t* p) {
+  return hn::LoadU(DF(), reinterpret_cast<const float*>(p));
+}
+
+// A tile is C tokens x G row groups: vector v (of R = G·kVecs) holds the kLanes rows at
+// kLanes·(v % kVecs) of group v / kVecs. Groups read side by side are separate memory streams,
+// which a core's prefetchers fetch faster than one, and independent accumulator chains.
+template <int G>
+HWY_INLINE const uint8_t* VecAt(const uint8_t* const (&at)[G], int v, int64_t vec_bytes) {
+  return at[v / kVecs] + vec_bytes * (v % kVecs);
+}
+
+// Software prefetch of `bytes` at `distance` bytes ahead of each of the G streams (a tile
+// shape's prefetch; none when distance is 0), one request per cache line.
+template <int G>
+HWY_INLINE void PrefetchAhead(const uint8_t* const (&at)[G], int64_t distance, int64_t bytes) {
+  if (distance == 0) return;
+  for (int g = 0; g < G; ++g) {
+    for (int64_t off = 0; off < bytes; off += 64) hwy::Prefetch(at[g] + distance + off);
+  }
+}
+
+// Stores a tile's outputs for token t, group g (its valid rows), adding the bias.
+HWY_INLINE void StoreRows(const MatMulJob& job, int64_t t, int64_t g, const float* tile) {
+  const int64_t n = job.w->rows();
+  const int64_t rows = std::min<int64_t>(kPackRows, n - g * kPackRows);
+  float* dst = job.out + t * n + g * kPackRows;
+  for (int64_t r = 0; r < rows; ++r) {
+    dst[r] = tile[r] + (job.bias ? job.bias[g * kPackRows + r] : 0.0f);
+  }
+}
+
+// Calls fn.template operator()<G>() with G = the job's decode streams (1, 2, 4 or 8, at most
+// kMaxStreams): the tile shape is the CPU's, chosen at run time, so each is instantiated.
+template <typename Fn>
+HWY_INLINE void WithStreams(const MatMulJob& job, Fn&& fn) {
+  const int streams = std::min(job.tile.streams, kMaxStreams);
+  if (streams >= 8 && kMaxStreams >= 8) return fn.template operator()<std::min(8, kMaxStreams)>();
+  if (streams >= 4 && kMaxStreams >= 4) return fn.template operator()<std::min(4, kMaxStreams)>();
+  if (streams >= 2 && kMaxStreams >= 2) return fn.template operator()<std::min(2, kMaxStreams)>();
+  return fn.template operator()<1>();
+}
+
+// Tokens [first, job.tokens) one at a time over the job's decode streams of groups at once,
+// then the groups left over singly: tile.template operator()<NG>(groups, t, out) adds token t's
+// products with NG groups to `out` (zeroed here), which is then stored with the bias.
+template <typename TileFn>
+HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t begin, int64_t end,
+                                 TileFn&& tile) {
+  auto run = [&]<int NG>(int64_t t, int64_t g) HWY_ATTR {
+    const uint8_t* groups[NG];
+    for (int i = 0; i < NG; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+    float out[1][NG * kPackRows] = {};
+    tile.template operator()<NG>(groups, t, out);
+    for (int i = 0; i < NG; ++i) StoreRows(job, t, g + i, out[0] + i * kPackRows);
+  };
+  WithStreams(job, [&]<int G>() HWY_ATTR {
+    for (int64_t t = first; t < job.tokens; ++t) {
+      int64_t g = begin;
+      for (; g + G <= end; g += G) run.template operator()<G>(t, g);
+      for (; g < end; ++g) run.template operator()<1>(t, g);
+    }
+  });
+}
+
+// Runs Tile over groups [begin, end) for every token of an integer matmul. Decode (one token)
+// takes the job's streams of groups at once. Several tokens take one group at a time, its
+// weights read from memory once and from L1 by every tile: C tokens, then 2, then 1 (a batched
+// decode step of any size streams the weights once). Integer dot products are exact and each
+// token's float steps are the same in every tile, so a token's row has the same bits for any T
+// and any tile shape.
+template <int C, template <int, int> class Tile>
+void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
+  if (job.tokens == 1) {
+    TokensOverGroups(
+        job, 0, begin, end,
+        [&]<int NG>(const uint8_t* const(&groups)[NG], int64_t t, float(&out)[1][NG * kPackRows])
+            HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
+    return;
+  }
+  for (int64_t g = begin; g < end; ++g) {
+    const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
+    auto tile = [&]<int NC>(int64_t t0) HWY_ATTR {
+      float out[NC][kPackRows];
+      Tile<NC, 1>::Run(job, group, t0, out);
+      for (int c = 0; c < NC; ++c) StoreRows(job, t0 + c, g, out[c]);
+    };
+    int64_t t = 0;
+    for (; t + C <= job.tokens; t += C) tile.template operator()<C>(t);
+    for (; t + 2 <= job.tokens; t += 2) tile.template operator()<2>(t);
+    for (; t < job.tokens; ++t) tile.template operator()<1>(t);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // KITE_BACKENDS_CPU_MATMUL_SIMD_INL_H_

@@ -1,0 +1,17 @@
+// The decode tile shape (matmul_kernels.h's DecodeTile) for this CPU and each layout family,
+// from a table keyed by the CPU's vendor and family (x86 CPUID; other CPUs take the default
+// row). The rows were measured with bench/matmul_bench.cpp's tile sweep.
+#pragma once
+
+#include <string>
+
+#include "backends/cpu/matmul_kernels.h"
+
+namespace kite::cpu {
+
+// This CPU's decode tile for weights of `family` (computed once).
+DecodeTile DecodeTileFor(PackFamily family);
+// Which table row this CPU took, e.g. "AMD family 0x1a (Zen 5)" (for reports and benchmarks).
+std::string DecodeTileSource();
+
+}  // namespace kite::cpu
