@@ -74,18 +74,8 @@ Seconds Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix
     const double cpu_start = CpuNow();
     if (w.layout().family != cpu::PackFamily::kFloat) {
       cpu::AssignActivationScratch(&job, scratch->data());
-      if (tokens < 2 * pool.size()) {
-        cpu::QuantizeActivations(job, 0, tokens);
-      } else {
-        pool.ParallelFor(tokens,
-                         [&](int64_t b, int64_t e) { cpu::QuantizeActivations(job, b, e); });
-      }
     }
-    // Chunks of whole decode tiles, as the backend's matmul takes them.
-    const int64_t chunk = (w.groups() / (8 * pool.size()) + job.tile.streams - 1) /
-                          job.tile.streams * job.tile.streams;
-    pool.ParallelForChunks(w.groups(), std::max<int64_t>(job.tile.streams, chunk),
-                           [&](int64_t b, int64_t e) { cpu::MatMulGroups(job, b, e); });
+    cpu::RunMatMul(job, pool);
     seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     cpu_seconds.push_back(CpuNow() - cpu_start);
   }

@@ -8,6 +8,9 @@
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+// clang-format off: after highway.h, once per target
+#include "backends/cpu/matmul_simd-inl.h"
+// clang-format on
 
 #include "backends/cpu/matmul_kernels.h"
 #include "tensor/quant_blocks.h"
@@ -16,11 +19,6 @@ HWY_BEFORE_NAMESPACE();
 namespace kite::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-using DF = hn::ScalableTag<float>;
-using DI = hn::ScalableTag<int32_t>;
-using VF = hn::Vec<DF>;
-using VI = hn::Vec<DI>;
 
 // Rows [begin, end) of x to int8 per block of the layout (32 legacy, 256 k-quants), with the
 // step d = max|x| / 127 and the sums of codes the kernels' offsets need.

@@ -47,11 +47,10 @@ std::vector<cpu::DecodeTile> EveryTile() {
   return tiles;
 }
 
-// out [T, N] = x [T, K] · Wᵀ through the kernels with `tile`, the row groups dealt to 2 threads
-// in chunks of whole tiles as the backend's matmul deals them (a chunk size that leaves single
-// groups over).
-std::vector<float> RunKernels(const cpu::PackedMatrix& w, const std::vector<float>& x, int64_t tokens,
-                       cpu::DecodeTile tile, ThreadPool& pool) {
+// out [T, N] = x [T, K] · Wᵀ through the kernels with `tile`, the row groups dealt to the
+// threads as the backend's matmul deals them.
+std::vector<float> RunKernels(const cpu::PackedMatrix& w, const std::vector<float>& x,
+                              int64_t tokens, cpu::DecodeTile tile, ThreadPool& pool) {
   std::vector<float> out(tokens * w.rows());
   auto scratch = AlignedBuffer::Allocate(
       std::max<uint64_t>(64, cpu::ActivationScratchBytes(w.layout(), tokens, w.cols())));
@@ -64,12 +63,8 @@ std::vector<float> RunKernels(const cpu::PackedMatrix& w, const std::vector<floa
   job.tile = tile;
   if (w.layout().family != cpu::PackFamily::kFloat) {
     cpu::AssignActivationScratch(&job, (*scratch).data());
-    cpu::QuantizeActivations(job, 0, tokens);
   }
-  const int64_t chunk = std::max<int64_t>(tile.streams, (w.groups() / 2 + tile.streams - 1) /
-                                                            tile.streams * tile.streams);
-  pool.ParallelForChunks(w.groups(), chunk,
-                         [&](int64_t b, int64_t e) { cpu::MatMulGroups(job, b, e); });
+  cpu::RunMatMul(job, pool);
   return out;
 }
 

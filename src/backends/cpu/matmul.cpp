@@ -72,22 +72,8 @@ Status Run(const MatMulAttrs&, const KernelArgs& args) {
     job.bias = bias;
   }
   scratch += Align64(w.rows() * sizeof(float));
-  if (w.layout().family != PackFamily::kFloat) {
-    AssignActivationScratch(&job, scratch);
-    if (job.tokens < 2 * args.pool.size()) {
-      QuantizeActivations(job, 0, job.tokens);  // cheaper than waking the workers
-    } else {
-      args.pool.ParallelFor(
-          job.tokens, [&](int64_t begin, int64_t end) { QuantizeActivations(job, begin, end); });
-    }
-  }
-  // Chunks of row groups taken in turn, about 8 a thread: a core slowed by a neighbour does
-  // less. A chunk is whole decode tiles so that every tile reads all its streams.
-  const int64_t tile = job.tile.streams;
-  const int64_t chunk =
-      std::max<int64_t>(tile, (w.groups() / (8 * args.pool.size()) + tile - 1) / tile * tile);
-  args.pool.ParallelForChunks(w.groups(), chunk,
-                              [&](int64_t begin, int64_t end) { MatMulGroups(job, begin, end); });
+  if (w.layout().family != PackFamily::kFloat) AssignActivationScratch(&job, scratch);
+  RunMatMul(job, args.pool);
   return Ok();
 }
 

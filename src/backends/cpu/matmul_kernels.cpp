@@ -9,6 +9,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
+
 #include "backends/cpu/matmul_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -37,6 +39,23 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
     case PackFamily::kOther:
       return;  // LayoutOf gives no layout of this family
   }
+}
+
+void RunMatMul(const MatMulJob& job, ThreadPool& pool) {
+  if (job.w->layout().family != PackFamily::kFloat) {
+    if (job.tokens < 2 * pool.size()) {
+      QuantizeActivations(job, 0, job.tokens);  // cheaper than waking the workers
+    } else {
+      pool.ParallelFor(job.tokens,
+                       [&](int64_t begin, int64_t end) { QuantizeActivations(job, begin, end); });
+    }
+  }
+  const int64_t groups = job.w->groups();
+  const int64_t tile = job.tile.streams;
+  const int64_t chunk =
+      std::max<int64_t>(tile, (groups / (8 * pool.size()) + tile - 1) / tile * tile);
+  pool.ParallelForChunks(groups, chunk,
+                         [&](int64_t begin, int64_t end) { MatMulGroups(job, begin, end); });
 }
 
 }  // namespace kite::cpu

@@ -55,6 +55,11 @@ void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 void KQuantMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 
+// Runs the whole job on `pool`: the activations quantized (integer weights; the caller has
+// assigned the scratch), split by rows, then the row groups in chunks of whole decode tiles,
+// about 8 a thread, taken in turn (a core slowed by a neighbour does less).
+void RunMatMul(const MatMulJob& job, ThreadPool& pool);
+
 // The SIMD target chosen at run time, e.g. "AVX3_DL" (for reports and benchmarks).
 const char* MatMulTargetName();
 
