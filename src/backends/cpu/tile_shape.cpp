@@ -40,8 +40,8 @@ struct TileRow {
   DecodeTile float_tile, legacy_tile, kquant_tile;
 };
 
-// Measured with `matmul_bench 2 TYPE STREAMS PREFETCH` (the GEMV GB/s over the 1B shapes,
-// streams 1/4/8 x prefetch 0/1024/2048, 3 alternating rounds) on the machines named; CPUs not
+// Measured with bench/tile_sweep.sh (matmul_bench's GEMV GB/s over the 1B shapes, streams
+// 1/4/8 x prefetch 0/1024/2048, 3 alternating rounds) on the machines named; CPUs not
 // listed take the default, the shape the kernels were first tuned with (Intel Xeon, where a core
 // reads 8 streams ~1.7x faster than one).
 // AMD family 0x1a (Zen 5 EPYC, 2 vCPUs, shared): 4 streams with 2 KB of software prefetch read

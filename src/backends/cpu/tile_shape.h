@@ -1,6 +1,6 @@
 // The decode tile shape (matmul_kernels.h's DecodeTile) for this CPU and each layout family,
 // from a table keyed by the CPU's vendor and family (x86 CPUID; other CPUs take the default
-// row). The rows were measured with bench/matmul_bench.cpp's tile sweep.
+// row). The rows were measured with bench/tile_sweep.sh.
 #pragma once
 
 #include <string>
