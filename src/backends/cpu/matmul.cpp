@@ -1,5 +1,3 @@
-#include <algorithm>
-
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/tile_shape.h"

@@ -11,8 +11,9 @@
 namespace kite::cpu {
 
 // How a decode step (one token) walks a weight matrix. What streams memory fastest differs
-// between CPUs (a Xeon's core reads 8 streams faster than 4, a Zen core the reverse), so it is
-// chosen per CPU at run time (tile_shape.h), not fixed at compile time. Any shape gives the same
+// between CPUs (the kernels were tuned on a Xeon with 8 streams and the hardware prefetchers
+// alone; a Zen 5 core streams faster with 4 and 2 KB of software prefetch), so it is chosen per
+// CPU at run time (tile_shape.h), not fixed at compile time. Any shape gives the same
 // bits for integer weights; float weights sum with more or fewer chains per shape.
 struct DecodeTile {
   int32_t streams = 4;   // row groups (of 16 rows) a tile reads side by side: 1, 2, 4 or 8
