@@ -38,11 +38,11 @@ constexpr TypeCase kTypes[] = {
 };
 
 // Every shape the table may hold: streams 1, 2, 4, 8 (the kernels cap it at what the SIMD
-// target's registers hold), with and without software prefetch.
+// target's registers hold), with and without software prefetch (2 KB, the Zen row's).
 std::vector<cpu::DecodeTile> EveryTile() {
   std::vector<cpu::DecodeTile> tiles;
   for (int streams : {1, 2, 4, 8}) {
-    for (int prefetch : {0, 1024}) tiles.push_back({streams, prefetch});
+    for (int prefetch : {0, 2048}) tiles.push_back({streams, prefetch});
   }
   return tiles;
 }
