@@ -217,9 +217,10 @@ Result<std::shared_ptr<Engine::GraphLease::Entry>> Engine::Compile(const GraphKe
   entry->last_use = ++use_counter_;
   // Batched decode steps (every token's logits, up to `parallel` tokens) join and leave
   // between steps: each batch size stays compiled, or a server would recompile as load varies.
+  // Speculative verification passes (up to verify_tokens) vary the same way.
   auto pinned = [&](const GraphKey& k) {
     return k.tokens == 1 || k.tokens == options_.prefill_chunk ||
-           (k.all_logits && k.tokens <= options_.parallel);
+           (k.all_logits && k.tokens <= std::max(options_.parallel, options_.verify_tokens));
   };
   if (!pinned(key)) {
     // Leases of an evicted graph keep it alive until they go.

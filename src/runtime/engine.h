@@ -40,6 +40,10 @@ struct EngineOptions {
   DType kv_dtype = DType::kF16;  // f16, f32 or q8_0 (head_dim a multiple of 32)
   int32_t kv_page_size = 64;     // positions per KV page
   int32_t parallel = 1;          // sessions that can each fill the context at once (pool size)
+  // Graphs of up to this many tokens with every token's logits stay compiled once used (as the
+  // batched decode steps do): speculative decoding's verification passes, whose length varies
+  // from pass to pass (draft_max + 1).
+  int32_t verify_tokens = 9;
   // A preference list (backends/registry.h): "cpu", or "double,cpu"; those that run every op
   // (ref) follow. See AvailableBackends().
   std::string backend = "cpu";

@@ -30,6 +30,7 @@ Session::GenerateOptions GenerateOptionsOf(const RunSettings& settings) {
   options.ignore_eos = settings.ignore_eos;
   options.stop_strings = settings.stop;
   options.sampler = settings.sampler;
+  options.draft_limits = settings.speculative.limits;  // the drafter comes from SpeculativeSetup
   return options;
 }
 

@@ -75,30 +75,44 @@ void Sampler::KeepMinP() {
   candidates_.resize(keep);
 }
 
-int32_t Sampler::Draw() {
-  // 53 random bits → a double in [0, 1), the same on every platform.
-  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53;
-  double cumulative = 0.0;
-  for (const Candidate& c : candidates_) {
-    cumulative += c.prob;
-    if (u < cumulative) return c.id;
-  }
-  return candidates_.back().id;  // rounding left u above the last cumulative sum
+double Sampler::Uniform() {
+  // 53 random bits -> a double in [0, 1), the same on every platform.
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }
 
-int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
+int32_t Sampler::Draw(std::span<const TokenProb> distribution) {
+  const double u = Uniform();
+  double cumulative = 0.0;
+  for (const TokenProb& token : distribution) {
+    cumulative += token.prob;
+    if (u < cumulative) return token.id;
+  }
+  return distribution.back().id;  // rounding left u above the last cumulative sum
+}
+
+std::span<const TokenProb> Sampler::Distribution(std::span<const float> logits,
+                                                 std::span<const int32_t> history) {
   std::copy(logits.begin(), logits.end(), penalised_.begin());
   ApplyPenalties(history);
+  distribution_.clear();
   if (config_.temperature <= 0.0f) {
-    return static_cast<int32_t>(std::max_element(penalised_.begin(), penalised_.end()) -
-                                penalised_.begin());
+    const auto best = std::max_element(penalised_.begin(), penalised_.end());
+    distribution_.push_back({static_cast<int32_t>(best - penalised_.begin()), 1.0f});
+    return distribution_;
   }
   KeepTopK();
   Softmax(1.0f);
   KeepTopP();
   KeepMinP();
   Softmax(config_.temperature);
-  return Draw();
+  for (const Candidate& c : candidates_) distribution_.push_back({c.id, c.prob});
+  return distribution_;
+}
+
+int32_t Sampler::Sample(std::span<const float> logits, std::span<const int32_t> history) {
+  const std::span<const TokenProb> distribution = Distribution(logits, history);
+  // Greedy draws nothing, so a greedy run leaves the generator where it was.
+  return config_.temperature <= 0.0f ? distribution.front().id : Draw(distribution);
 }
 
 }  // namespace kite

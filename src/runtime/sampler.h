@@ -18,6 +18,12 @@
 
 namespace kite {
 
+// One token of a distribution: what Sampler::Distribution gives and a drafter records.
+struct TokenProb {
+  int32_t id;
+  float prob;
+};
+
 struct SamplerConfig {
   float temperature = 0.8f;
   int32_t top_k = 40;
@@ -38,6 +44,16 @@ class Sampler {
   // logits: [vocab] for the next position; history: every token so far (prompt and output).
   int32_t Sample(std::span<const float> logits, std::span<const int32_t> history);
 
+  // The distribution Sample draws from (steps 1-6 of the chain): the surviving tokens with
+  // their probabilities, most likely first; for temperature <= 0 the argmax alone, with
+  // probability 1. Valid until the next call. Speculative decoding compares it with a draft's.
+  std::span<const TokenProb> Distribution(std::span<const float> logits,
+                                          std::span<const int32_t> history);
+  // A draw from `distribution` (probabilities summing to 1) with this sampler's generator.
+  int32_t Draw(std::span<const TokenProb> distribution);
+  // A uniform number in [0, 1) from this sampler's generator, the same on every platform.
+  double Uniform();
+
   const SamplerConfig& config() const { return config_; }
 
  private:
@@ -52,13 +68,13 @@ class Sampler {
   void KeepTopP();
   void KeepMinP();
   void Softmax(float temperature);
-  int32_t Draw();
 
   SamplerConfig config_;
   std::mt19937_64 rng_;
   std::vector<float> penalised_;        // [vocab]
   std::vector<int32_t> counts_;         // [vocab] occurrences in the penalty window
   std::vector<Candidate> candidates_;   // sorted by logit, descending, after top-k
+  std::vector<TokenProb> distribution_;  // what Distribution returns
 };
 
 }  // namespace kite

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <numeric>
+#include <optional>
 
 #include "runtime/context_limit.h"
 #include "runtime/logits_check.h"
@@ -21,6 +23,9 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 Session::Session(const Engine& engine) : engine_(engine), sequence_(&engine.kv_pool()) {
   positions_.resize(engine.options().prefill_chunk);
+  step_views_.resize(engine.options().prefill_chunk);
+  step_order_.resize(engine.options().prefill_chunk);
+  std::iota(step_order_.begin(), step_order_.end(), 0);
   history_.reserve(engine.context_length());
   const ModelConfig& config = engine.config();
   for (int32_t layer = 0; layer < config.n_layers; ++layer) {
@@ -34,13 +39,13 @@ Session::Session(const Engine& engine) : engine_(engine), sequence_(&engine.kv_p
 void Session::ReleaseOutsideWindows() {
   // The next query (position n_past) sees n_past - window + 1 onwards, and every later one
   // less.
-  if (window_ > 0) sequence_.ReleaseBelow(sliding_, n_past() - window_ + 1);
+  if (window_ > 0) sequence_.ReleaseBelow(sliding_, n_past() - window_ + 1 - rollback_reserve_);
 }
 
 Session::~Session() = default;
 
 Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> tokens,
-                                                  bool all_logits) {
+                                                  bool all_logits, bool as_decode_steps) {
   const int32_t count = static_cast<int32_t>(tokens.size());
   if (!lease_ || !lease_->Holds(count, all_logits)) {
     lease_.reset();  // back to the engine first: it may lend the same state again
@@ -53,7 +58,15 @@ Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> token
   Status status = state.SetInput("tokens", tokens);
   if (status) status = state.SetInput("positions", std::span(positions_).first(count));
   if (status) {
-    const KvCacheView view = sequence_.batch_view();
+    KvCacheView view = sequence_.batch_view();
+    if (as_decode_steps) {
+      // The rows' pages exist now (Resize above): every "sequence" is this one, so each token
+      // writes its row and then attends up to its own position, as the kernels run a batched
+      // decode step.
+      std::fill_n(step_views_.begin(), count, sequence_.view());
+      view = {.sequences = std::span(step_views_).first(count),
+              .token_sequence = std::span(step_order_).first(count)};
+    }
     status = lease_->Run({.kv_cache = &view, .observer = observer_});
   }
   if (!status) {
@@ -97,6 +110,16 @@ Result<std::span<const float>> Session::FeedChunks(std::span<const int32_t> toke
 Result<std::span<const float>> Session::Feed(std::span<const int32_t> tokens, bool all_logits) {
   KITE_RETURN_IF_ERROR(CheckFeed(tokens));
   return FeedChunks(tokens, all_logits, nullptr);
+}
+
+Result<std::span<const float>> Session::FeedAsDecodeSteps(std::span<const int32_t> tokens) {
+  KITE_RETURN_IF_ERROR(CheckFeed(tokens));
+  if (std::ssize(tokens) > engine_.options().prefill_chunk) {
+    return InvalidInput("feeding " + std::to_string(tokens.size()) +
+                        " tokens as decode steps in one run; at most the prefill chunk, " +
+                        std::to_string(engine_.options().prefill_chunk));
+  }
+  return FeedChunk(tokens, /*all_logits=*/true, /*as_decode_steps=*/true);
 }
 
 void Session::Truncate(int32_t length) {
@@ -166,6 +189,7 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
   const Tokenizer& tokenizer = engine_.tokenizer();
   GenerateResult result;
   result.prompt_tokens = static_cast<int32_t>(prompt_ids.size());
+  rollback_reserve_ = options.drafter != nullptr ? options.draft_limits.draft_max : 0;
 
   auto start = std::chrono::steady_clock::now();
   const PromptResult prompt = KITE_TRY(FeedPromptUntil(prompt_ids, options.cancel));
@@ -195,11 +219,35 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
   };
 
   std::span<const float> logits = prompt.logits;
+  std::optional<Speculator> speculator;
+  if (options.drafter != nullptr) {
+    options.drafter->Begin(options.sampler);
+    speculator.emplace(*options.drafter, options.draft_limits, n_tokens);
+  }
+  // Tokens a verification pass chose ahead; all but the last are already in the history.
+  std::span<const int32_t> chosen;
+  size_t next_chosen = 0;
+  // A pass may have fed tokens past the one generation stopped at (an EOS, a stop string):
+  // the history keeps what was emitted, as plain decoding's does.
+  auto finish = [&]() -> GenerateResult& {
+    if (speculator) {
+      const int32_t emitted = static_cast<int32_t>(prompt_ids.size() + result.ids.size());
+      if (n_past() > emitted) Truncate(emitted);
+      result.speculative = speculator->stats();
+    }
+    return result;
+  };
   result.stop_reason = "max_tokens";
   for (int32_t step = 0; options.max_tokens < 0 || step < options.max_tokens; ++step) {
-    const std::span<const float> candidates = logits.first(n_tokens);  // [n_tokens]
-    KITE_RETURN_IF_ERROR(CheckLogitsFinite(candidates, n_past()));
-    const int32_t id = sampler.Sample(candidates, history_);
+    int32_t id;
+    if (next_chosen < chosen.size()) {
+      id = chosen[next_chosen++];
+    } else {
+      const std::span<const float> candidates = logits.first(n_tokens);  // [n_tokens]
+      KITE_RETURN_IF_ERROR(CheckLogitsFinite(candidates, n_past()));
+      id = sampler.Sample(candidates, history_);
+    }
+    const bool fed = next_chosen < chosen.size();  // a pass fed it with the draft
     if (!options.ignore_eos && engine_.IsEos(id)) {
       result.stop_reason = "eos";
       break;
@@ -207,24 +255,36 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
     result.ids.push_back(id);
     if (!emit(id, filter.Push(KITE_TRY(decoder.Push(id))))) {
       result.stop_reason = "callback";
-      return result;
+      return finish();
     }
     if (filter.stopped()) {
       result.stop_reason = "stop_string";
-      return result;
+      return finish();
     }
     if (step + 1 == options.max_tokens) break;
+    if (fed) continue;
     if (n_past() >= engine_.context_length()) {
       result.stop_reason = "context_full";
       break;
     }
     if (options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed)) {
+      finish();
       return cancelled();
     }
     start = std::chrono::steady_clock::now();
-    logits = KITE_TRY(Feed(std::span(&id, 1)));
+    if (speculator) {
+      const int32_t past = n_past();
+      // Room for `id` and a draft: the context left, and no more tokens than are still wanted.
+      int32_t room = engine_.context_length() - past;
+      if (options.max_tokens >= 0) room = std::min(room, options.max_tokens - step - 1);
+      chosen = KITE_TRY(speculator->Advance(*this, sampler, id, std::max(room, 1)));
+      next_chosen = 0;
+      result.decode_tokens += n_past() - past;
+    } else {
+      logits = KITE_TRY(Feed(std::span(&id, 1)));
+      ++result.decode_tokens;
+    }
     result.decode_seconds += SecondsSince(start);
-    ++result.decode_tokens;
   }
   // Text still held: bytes of an unfinished character, or a possible stop string's start.
   std::string tail = filter.Push(decoder.Finish());
@@ -234,7 +294,7 @@ Result<Session::GenerateResult> Session::Generate(std::span<const int32_t> promp
     tail += filter.Flush();
   }
   if (!tail.empty() && !emit(-1, tail)) result.stop_reason = "callback";
-  return result;
+  return finish();
 }
 
 }  // namespace kite

@@ -17,8 +17,11 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/draft_length.h"
+#include "runtime/drafter.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
+#include "runtime/speculator.h"
 
 namespace kite {
 
@@ -36,6 +39,14 @@ class Session {
   // InvalidInput when T is 0, an id is outside the vocabulary, or n_past + T exceeds the
   // context (the message gives both numbers); nothing is fed then.
   Result<std::span<const float>> Feed(std::span<const int32_t> tokens, bool all_logits = false);
+
+  // Feeds `tokens` (1 <= T <= the engine's prefill_chunk) in one run in which every row is
+  // computed as a decode step of that token alone would be (attention through the one-token
+  // kernel, as in a batched decode step whose rows are all this sequence), so the logits [T,
+  // vocab] are the same bits as T calls of Feed with one token: speculative verification feeds
+  // a draft this way, and greedy output then equals plain decoding's exactly, near-ties
+  // included. InvalidInput as Feed, or for T above the prefill chunk.
+  Result<std::span<const float>> FeedAsDecodeSteps(std::span<const int32_t> tokens);
 
   struct PromptResult {
     int32_t reused = 0;             // tokens of the history kept in the cache
@@ -73,6 +84,12 @@ class Session {
     // A cancelled Generate returns stop_reason "cancelled" with what it sampled so far, and the
     // cache keeps only the prefix it reused: the pages this call took go back to the pool.
     const std::atomic<bool>* cancel = nullptr;
+    // Speculative decoding (runtime/speculator.h): each decode step feeds a draft of `drafter`
+    // with the token before it in one pass and keeps what the target agrees with; nullptr:
+    // plain decoding. Greedy output is the same tokens either way; sampled output is a sample
+    // of the same distribution (other draws). Used by this call only, while it runs.
+    Drafter* drafter = nullptr;
+    DraftLimits draft_limits;
   };
   struct GenerateResult {
     std::vector<int32_t> ids;  // the sampled tokens, without a final EOS
@@ -83,8 +100,9 @@ class Session {
     int32_t reused_tokens = 0;   // of which came from the cache
     int32_t prefill_tokens = 0;  // fed in the prefill (prompt - reused)
     double prefill_seconds = 0.0;
-    int32_t decode_tokens = 0;  // tokens fed one at a time after the prompt
+    int32_t decode_tokens = 0;  // tokens fed (and kept) after the prompt
     double decode_seconds = 0.0;
+    SpeculativeStats speculative;  // all zero without a drafter
   };
   // FeedPrompt(prompt_ids), then samples up to max_tokens tokens, feeding each back. Stops on
   // any EOS id of the model (unless ignore_eos), on a stop string, at max_tokens, when the context is full or when
@@ -100,6 +118,7 @@ class Session {
   // none when a sliding window released KV rows the kept prefix's next query would see.
   void Truncate(int32_t length);
   const std::vector<int32_t>& history() const { return history_; }
+  const Engine& engine() const { return engine_; }
   int32_t n_past() const { return static_cast<int32_t>(history_.size()); }
   // The KV cache rows of the history.
   const KvSequence& kv_sequence() const { return sequence_; }
@@ -127,8 +146,10 @@ class Session {
   // FeedPrompt, stopped as FeedChunks is by `cancel` (the result's logits are empty then).
   Result<PromptResult> FeedPromptUntil(std::span<const int32_t> ids,
                                        const std::atomic<bool>* cancel);
-  // Feeds one chunk (T <= prefill_chunk) at position n_past.
-  Result<std::span<const float>> FeedChunk(std::span<const int32_t> tokens, bool all_logits);
+  // Feeds one chunk (T <= prefill_chunk) at position n_past; as_decode_steps: see
+  // FeedAsDecodeSteps.
+  Result<std::span<const float>> FeedChunk(std::span<const int32_t> tokens, bool all_logits,
+                                           bool as_decode_steps = false);
   // Gives back the KV pages no later query of a sliding-window layer sees.
   void ReleaseOutsideWindows();
 
@@ -140,9 +161,15 @@ class Session {
   Observer* observer_ = nullptr;
   std::vector<int32_t> history_;
   std::vector<int32_t> positions_;  // scratch [prefill_chunk]
+  // FeedAsDecodeSteps' view: token t is "sequence" t, every one of them this sequence.
+  std::vector<KvSequenceView> step_views_;  // [prefill_chunk]
+  std::vector<int32_t> step_order_;         // [prefill_chunk]: 0, 1, 2, ...
   std::vector<float> all_logits_;   // [T, vocab] of the last Feed with all_logits
   std::vector<bool> sliding_;       // per layer: attends through the sliding window
   int32_t window_ = 0;              // the sliding layers' window; 0: none
+  // Positions a sliding window's KV rows are kept beyond what the next query sees, so that
+  // Truncate can take back that many tokens (speculative decoding's rejected drafts).
+  int32_t rollback_reserve_ = 0;
 };
 
 }  // namespace kite

@@ -34,6 +34,8 @@ std::vector<std::string> ChipNames() {
 float AsFloat(const SettingValue& value) { return static_cast<float>(std::get<double>(value)); }
 int32_t AsInt(const SettingValue& value) { return static_cast<int32_t>(std::get<int64_t>(value)); }
 
+std::vector<std::string> SpeculativeModes() { return {"none", "ngram", "draft"}; }
+
 std::vector<Setting> BuildTable() {
   using V = SettingValue;
   using S = RunSettings;
@@ -154,6 +156,42 @@ std::vector<Setting> BuildTable() {
                "encodings)",
        .store = [](S& s, const V& v) { s.engine.quantized_activations = !std::get<bool>(v); },
        .load = [](const S& s) -> V { return !s.engine.quantized_activations; }},
+      {.key = "speculative.mode", .flags = {"--spec"}, .type = SettingType::kChoice,
+       .help = "Speculative decoding: none; ngram drafts from the context so far (prompt "
+               "lookup); draft drafts with --draft MODEL. Greedy output is unchanged, sampled "
+               "output keeps its distribution",
+       .default_note = "draft when --draft is given", .choices = SpeculativeModes,
+       .store = [](S& s, const V& v) { s.speculative.mode = std::get<std::string>(v); },
+       .load = [](const S& s) -> V { return s.speculative.mode; }},
+      {.key = "speculative.draft_model", .flags = {"--draft", "--model-draft"},
+       .type = SettingType::kString,
+       .help = "A smaller model with the same tokenizer that drafts tokens (a folder or .gguf)",
+       .store = [](S& s, const V& v) { s.speculative.draft_model = std::get<std::string>(v); },
+       .load = [](const S& s) -> V { return s.speculative.draft_model; }},
+      {.key = "speculative.draft_max", .flags = {"--draft-max"}, .type = SettingType::kInt,
+       .help = "Most tokens drafted for one verification pass (fewer after rejections)",
+       .int_min = 1, .int_max = 64,
+       .store =
+           [](S& s, const V& v) {
+             s.speculative.limits.draft_max = AsInt(v);
+             s.engine.verify_tokens = AsInt(v) + 1;  // keep every pass's graph compiled
+           },
+       .load = [](const S& s) -> V { return int64_t{s.speculative.limits.draft_max}; }},
+      {.key = "speculative.draft_min", .flags = {"--draft-min"}, .type = SettingType::kInt,
+       .help = "Fewest drafted tokens worth a verification pass; shorter drafts are dropped",
+       .int_min = 1, .int_max = 64,
+       .store = [](S& s, const V& v) { s.speculative.limits.draft_min = AsInt(v); },
+       .load = [](const S& s) -> V { return int64_t{s.speculative.limits.draft_min}; }},
+      {.key = "speculative.ngram_min", .flags = {"--ngram-min"}, .type = SettingType::kInt,
+       .help = "--spec ngram: shortest run of last tokens looked up in the context",
+       .int_min = 1, .int_max = 16,
+       .store = [](S& s, const V& v) { s.speculative.ngram_min = AsInt(v); },
+       .load = [](const S& s) -> V { return int64_t{s.speculative.ngram_min}; }},
+      {.key = "speculative.ngram_max", .flags = {"--ngram-max"}, .type = SettingType::kInt,
+       .help = "--spec ngram: longest run of last tokens looked up (tried first)",
+       .int_min = 1, .int_max = 16,
+       .store = [](S& s, const V& v) { s.speculative.ngram_max = AsInt(v); },
+       .load = [](const S& s) -> V { return int64_t{s.speculative.ngram_max}; }},
   };
 }
 

@@ -19,11 +19,23 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"  // UsableCpuCount, which the thread clamp uses
+#include "runtime/draft_length.h"
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "tensor/dtype.h"
 
 namespace kite {
+
+// Speculative decoding (runtime/speculative_setup.h): how drafts are made and how long they are.
+struct SpeculativeSettings {
+  // "none", "ngram" (prompt lookup) or "draft" (a draft model). "none" with a draft model
+  // given means "draft", as llama.cpp's --model-draft turns drafting on.
+  std::string mode = "none";
+  std::string draft_model;  // a Hugging Face folder or a .gguf file of the same tokenizer
+  DraftLimits limits;
+  int32_t ngram_min = 2;  // shortest context suffix looked up
+  int32_t ngram_max = 4;  // longest, tried first
+};
 
 // Everything one `kite run` / `kite chat` needs, with the defaults the table shows.
 struct RunSettings {
@@ -35,6 +47,7 @@ struct RunSettings {
   bool ignore_eos = false;   // EOS tokens do not end generation
   std::vector<std::string> stop;
   std::string chat_template;  // a built-in template's name; "" = the model's own
+  SpeculativeSettings speculative;
 };
 
 using SettingValue = std::variant<bool, int64_t, double, std::string, std::vector<std::string>>;
