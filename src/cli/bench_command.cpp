@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_speculative.h"
 #include "cli/command.h"
 #include "cli/setting_flags.h"
 #include "graph/kv_cache.h"
@@ -505,10 +506,22 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   bench->add_flag("--profile", options->profile,
                   "Time every op of the timed repetitions and print, per test, each op kind's "
                   "calls and milliseconds per token and share of the time (JSON: \"profile\")");
-  bench->callback([options, not_applicable, exit_code] {
+  // --spec: plain against speculative decoding instead (cli/bench_speculative.h).
+  auto speculative = std::make_shared<SpeculativeBenchFlags>(bench);
+  bench->callback([options, not_applicable, speculative, exit_code] {
     PrintWarnings(options->warnings);
     not_applicable->Note();
-    if (auto status = RunBench(*options); !status) *exit_code = ReportError(status.error());
+    Status status = Ok();
+    if (speculative->given()) {
+      status = speculative->Run({.model = options->model, .threads = options->threads,
+                                 .backend = options->backend.empty() ? "cpu" : options->backend,
+                                 .reps = options->reps, .n_gen = options->n_gen.front(),
+                                 .ctx = options->ctx, .kv_type = options->kv_type,
+                                 .json = options->json});
+    } else {
+      status = RunBench(*options);
+    }
+    if (!status) *exit_code = ReportError(status.error());
   });
 }
 

@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "cli/server_flags.h"
+#include "cli/speculative_cli.h"
 #include "runtime/conversation.h"
 #include "runtime/prompt.h"
 #include "runtime/run_config.h"
@@ -177,10 +178,12 @@ Status Chat(const GenerationFlags& flags, const ServerFlags& server, const std::
   const bool interactive = ::isatty(STDIN_FILENO);
   if (interactive) std::fprintf(stderr, "loaded %s in %.2f s. %s", config.model.c_str(), load_seconds, kChatHelp);
 
+  const Speculation speculation = KITE_TRY(StartSpeculation(config, *engine, &load_seconds));
   Session session(*engine);
   Conversation conversation(*engine, session, chat_template, system);
   Session::GenerateResult last;
   Session::GenerateOptions generate = GenerateOptionsOf(config);
+  speculation.Apply(&generate);
   generate.on_token = [](int32_t, std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

@@ -9,6 +9,7 @@
 #include "cli/command.h"
 #include "cli/generation_flags.h"
 #include "cli/server_flags.h"
+#include "cli/speculative_cli.h"
 #include "runtime/context_limit.h"
 #include "runtime/prompt.h"
 #include "runtime/run_config.h"
@@ -105,8 +106,10 @@ Status Run(const GenerationFlags& flags, const RunOptions& options) {
     return std::unexpected(std::move(error));
   }
 
+  const Speculation speculation = KITE_TRY(StartSpeculation(config, *engine, &load_seconds));
   Session session(*engine);
   Session::GenerateOptions generate = GenerateOptionsOf(config);
+  speculation.Apply(&generate);
   const auto start = std::chrono::steady_clock::now();
   double first_token_seconds = 0;
   generate.on_token = [&](int32_t id, std::string_view text) {
@@ -134,7 +137,8 @@ Status Run(const GenerationFlags& flags, const RunOptions& options) {
       {"backend", config.engine.backend},
       {"context", engine->context_length()},
       {"kv_type", std::string(DTypeName(config.engine.kv_dtype))},
-      {"kv_cache_bytes", engine->KvCacheBytes()}};
+      {"kv_cache_bytes", engine->KvCacheBytes()},
+      {"speculative", SpeculativeJson(speculation, result)}};
   if (options.json) {
     nlohmann::ordered_json out = {
         {"prompt_ids", prompt_ids}, {"ids", result.ids}, {"text", result.text}, {"stats", stats}};
@@ -143,13 +147,14 @@ Status Run(const GenerationFlags& flags, const RunOptions& options) {
   } else {
     std::printf("\n");
     std::fflush(stdout);  // the text before the timing line, also when stdout is a pipe
+    const std::string spec = SpeculativeSummary(speculation, result);
     std::fprintf(stderr,
                  "load %.2f s | prompt %d tokens, %.1f tok/s | first token %.3f s | "
-                 "generated %zu tokens, %.1f tok/s | stop: %s\n",
+                 "generated %zu tokens, %.1f tok/s | stop: %s%s%s\n",
                  load_seconds, result.prompt_tokens,
                  stats["prefill_tokens_per_second"].get<double>(), first_token_seconds,
                  result.ids.size(), stats["decode_tokens_per_second"].get<double>(),
-                 result.stop_reason.c_str());
+                 result.stop_reason.c_str(), spec.empty() ? "" : " | ", spec.c_str());
   }
   return Ok();
 }

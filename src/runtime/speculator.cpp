@@ -1,6 +1,7 @@
 #include "runtime/speculator.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "runtime/logits_check.h"
 #include "runtime/session.h"
@@ -27,12 +28,15 @@ Result<std::span<const int32_t>> Speculator::Advance(Session& session, Sampler& 
     if (std::ssize(draft->tokens) < limits_.draft_min) draft = nullptr;
   }
   if (draft == nullptr) {
+    const auto start = std::chrono::steady_clock::now();
     length_.PlainStep();
     ++stats_.plain_steps;
     const std::span<const float> logits = KITE_TRY(session.Feed(std::span(&id, 1)));
     const std::span<const float> candidates = logits.first(n_tokens_);  // [n_tokens]
     KITE_RETURN_IF_ERROR(CheckLogitsFinite(candidates, session.n_past()));
     chosen_.push_back(sampler.Sample(candidates, session.history()));
+    stats_.plain_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return std::span<const int32_t>(chosen_);
   }
 

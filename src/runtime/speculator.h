@@ -29,9 +29,16 @@ struct SpeculativeStats {
   int64_t plain_steps = 0;  // decode steps without a draft
   int64_t drafted = 0;      // draft tokens verified
   int64_t accepted = 0;     // of which kept
+  double plain_seconds = 0.0;  // spent in the plain steps (what a token costs without drafts)
   // accepted / drafted, 0 when nothing was drafted.
   double AcceptanceRate() const {
     return drafted > 0 ? static_cast<double>(accepted) / static_cast<double>(drafted) : 0.0;
+  }
+  // Tokens kept per run of the target model (each pass keeps 1 + its accepted tokens, a plain
+  // step 1): the speed-up where a pass costs what a decode step does.
+  double TokensPerRun() const {
+    const int64_t runs = passes + plain_steps;
+    return runs > 0 ? static_cast<double>(runs + accepted) / static_cast<double>(runs) : 0.0;
   }
 };
 
