@@ -1,34 +1,83 @@
 #include "runtime/draft_length.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace kite {
 
-DraftLength::DraftLength(DraftLimits limits) : limits_(limits), length_(limits.draft_max) {}
+namespace {
 
-int32_t DraftLength::Next() const { return pause_left_ > 0 ? 0 : length_; }
+// Weight of the past in the running acceptance counts and run times: a few passes of history,
+// so that k follows the text as it changes (a quoted passage, then free text).
+constexpr double kDecay = 0.8;
 
-void DraftLength::PlainStep() {
-  if (pause_left_ > 0) --pause_left_;
+}  // namespace
+
+DraftLength::DraftLength(DraftLimits limits)
+    : limits_(limits), cap_(limits.draft_max), cost_(limits.draft_max + 2, 0.0) {}
+
+double DraftLength::Yield(int32_t k) const {
+  const double a = std::min(kept_ / (kept_ + rejected_), 0.999);
+  return (1.0 - std::pow(a, k + 1)) / (1.0 - a);
 }
 
-void DraftLength::Verified(int32_t drafted, int32_t accepted) {
-  if (accepted > 0) {
-    misses_ = 0;
-    next_pause_ = kFirstPause;
-    length_ = accepted == drafted ? std::min(limits_.draft_max, 2 * std::max(length_, drafted))
-                                  : std::clamp(accepted + 1, limits_.draft_min, limits_.draft_max);
-    return;
+double DraftLength::Cost(int32_t fed) const {
+  for (int32_t t = fed; t >= 1; --t) {
+    if (cost_[t] > 0) return cost_[t];
   }
-  length_ = std::max(limits_.draft_min, length_ / 2);
-  if (++misses_ < kMissesBeforePause) return;
+  return 0.0;
+}
+
+int32_t DraftLength::BestLength() const {
+  if (cost_[1] <= 0) return cap_;
+  int32_t best = 0;
+  double best_rate = 1.0 / cost_[1];  // a plain step: one token
+  for (int32_t k = limits_.draft_min; k <= cap_; ++k) {
+    const double rate = Yield(k) / Cost(k + 1);
+    if (rate > best_rate) best = k, best_rate = rate;
+  }
+  return best;
+}
+
+int32_t DraftLength::Next() const {
+  if (pause_left_ > 0) return 0;
+  // After a pause, try again at least at the shortest length: the text may have changed.
+  return std::max(BestLength(), limits_.draft_min);
+}
+
+void DraftLength::Pause() {
   misses_ = 0;
   pause_left_ = next_pause_;
   next_pause_ = std::min(kLongestPause, 2 * next_pause_);
 }
 
+void DraftLength::PlainStep(double seconds) {
+  cost_[1] = cost_[1] > 0 ? kDecay * cost_[1] + (1 - kDecay) * seconds : seconds;
+  if (pause_left_ > 0) --pause_left_;
+}
+
+void DraftLength::Verified(int32_t drafted, int32_t accepted, double seconds) {
+  double& cost = cost_[drafted + 1];
+  cost = cost > 0 ? kDecay * cost + (1 - kDecay) * seconds : seconds;
+  kept_ = kDecay * kept_ + accepted;
+  rejected_ = kDecay * rejected_ + (accepted < drafted ? 1 : 0);
+  if (accepted > 0) {
+    misses_ = 0;
+    cap_ = accepted == drafted ? std::min(limits_.draft_max, 2 * std::max(cap_, drafted))
+                               : std::clamp(accepted + 1, limits_.draft_min, limits_.draft_max);
+  } else {
+    cap_ = std::max(limits_.draft_min, cap_ / 2);
+    ++misses_;
+  }
+  if (misses_ >= kMissesBeforePause || BestLength() == 0) {
+    Pause();
+  } else if (accepted > 0) {
+    next_pause_ = kFirstPause;  // drafting pays: a later pause starts short again
+  }
+}
+
 int64_t DraftLength::MaxWastedPasses(int64_t steps) {
-  // Each pause follows kMissesBeforePause misses; pauses grow 8, 16, ... 256, then stay.
+  // Each pause follows at most kMissesBeforePause misses; pauses grow 8, 16, ... 256, then stay.
   int64_t wasted = 0;
   int64_t pause = kFirstPause;
   while (steps > 0) {

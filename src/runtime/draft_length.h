@@ -1,16 +1,25 @@
 // How many tokens to draft next: the adaptive k of speculative decoding. A verification pass of
-// k + 1 tokens costs more than a plain decode step (a little on a memory-bound machine, up to
-// k + 1 times on a compute-bound one), so drafting must stop paying when the drafts miss:
-//   - a pass whose drafts were all kept doubles k (up to draft_max): the text is predictable;
-//   - a pass that kept some sets k to one more than it kept;
-//   - a pass that kept none halves k, and after kMissesBeforePause such passes in a row drafting
-//     pauses for a number of plain steps that doubles with each pause (kFirstPause up to
-//     kLongestPause) until a pass keeps a token again.
-// So a drafter that is always wrong costs a bounded number of extra passes per kLongestPause
-// tokens (MaxWastedPasses), and one that is right runs at full length.
+// k + 1 tokens costs more than a plain decode step: a little where decoding is memory-bound (the
+// weights are read once for all rows), up to k + 1 times where it is compute-bound (a small
+// model whose weights sit in cache, or cores busy with other work). So k follows both what the
+// drafts are worth and what the passes cost, measured as the generation runs:
+//   - the acceptance rate a (decayed counts of kept and rejected draft tokens) gives the tokens a
+//     pass of k drafts is expected to yield, (1 - a^(k+1)) / (1 - a); the measured seconds of
+//     passes of each length and of plain steps give its price; k is the length with the most
+//     tokens per second, at most the cap below;
+//   - the cap: a pass whose drafts were all kept doubles it (up to draft_max), one that kept
+//     some sets it to one more than it kept, one that kept none halves it (not below draft_min);
+//   - drafting pauses for a number of plain steps that doubles with each pause (kFirstPause up
+//     to kLongestPause) after kMissesBeforePause passes in a row that kept nothing, or when no
+//     length is expected to beat a plain step; a pass that keeps a token resets the pauses.
+// The first step is a plain one, to time it; until then the cap alone decides; lengths not yet timed are priced as
+// the longest timed one below them (optimistic, so that they get tried). So a drafter that is
+// always wrong costs a bounded number of extra passes (MaxWastedPasses) and one that is right
+// runs at the length that pays most.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace kite {
 
@@ -27,23 +36,35 @@ class DraftLength {
 
   explicit DraftLength(DraftLimits limits);
 
-  // Tokens to ask the drafter for now; 0: take a plain step (a pause after misses).
+  // Tokens to ask the drafter for now; 0: take a plain step.
   int32_t Next() const;
-  // A plain step was taken (no draft, or one too short to verify).
-  void PlainStep();
-  // A pass verified `drafted` tokens and kept `accepted` of them.
-  void Verified(int32_t drafted, int32_t accepted);
+  // A plain step was taken (no draft, or one too short to verify); it took `seconds`.
+  void PlainStep(double seconds);
+  // A pass verified `drafted` tokens and kept `accepted` of them; drafting and verifying took
+  // `seconds`.
+  void Verified(int32_t drafted, int32_t accepted, double seconds);
 
   // The most passes that keep nothing in `steps` tokens of output when every draft is wrong:
   // the bound the back-off test holds the speculator to.
   static int64_t MaxWastedPasses(int64_t steps);
 
  private:
+  // Expected tokens a pass of k drafts yields at the measured acceptance rate.
+  double Yield(int32_t k) const;
+  // Seconds of a run of `fed` tokens: measured, or the longest measured shorter run's.
+  double Cost(int32_t fed) const;
+  // The length in [draft_min, cap_] with the most tokens per second; 0 when a plain step is
+  // expected to be faster; cap_ while no plain step has been timed.
+  int32_t BestLength() const;
+  void Pause();
+
   DraftLimits limits_;
-  int32_t length_;         // k for the next pass
-  int32_t misses_ = 0;     // passes in a row that kept nothing
-  int32_t pause_left_ = 0; // plain steps before drafting again
+  int32_t cap_;             // the longest draft to ask for now
+  int32_t misses_ = 0;      // passes in a row that kept nothing
+  int32_t pause_left_ = 1;  // plain steps before drafting again: first, one to time
   int32_t next_pause_ = kFirstPause;
+  double kept_ = 1.0, rejected_ = 1.0;  // decayed counts of draft tokens: a = kept / (sum)
+  std::vector<double> cost_;            // [draft_max + 2]: seconds of a run of T tokens; 0: untimed
 };
 
 }  // namespace kite

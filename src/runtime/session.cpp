@@ -7,19 +7,12 @@
 #include <numeric>
 #include <optional>
 
+#include "base/seconds_since.h"
 #include "runtime/context_limit.h"
 #include "runtime/logits_check.h"
 #include "runtime/stop_strings.h"
 
 namespace kite {
-
-namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 Session::Session(const Engine& engine) : engine_(engine), sequence_(&engine.kv_pool()) {
   positions_.resize(engine.options().prefill_chunk);

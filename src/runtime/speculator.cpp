@@ -3,16 +3,19 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/seconds_since.h"
 #include "runtime/logits_check.h"
 #include "runtime/session.h"
 
 namespace kite {
+
 
 Speculator::Speculator(Drafter& drafter, DraftLimits limits, int32_t n_tokens)
     : drafter_(drafter), limits_(limits), n_tokens_(n_tokens), length_(limits) {}
 
 Result<std::span<const int32_t>> Speculator::Advance(Session& session, Sampler& sampler,
                                                      int32_t id, int32_t room) {
+  const auto start = std::chrono::steady_clock::now();  // drafting is part of a pass's price
   const int32_t base = session.n_past();
   const int32_t vocab = session.engine().config().vocab;
   const bool greedy = sampler.config().temperature <= 0.0f;
@@ -28,15 +31,14 @@ Result<std::span<const int32_t>> Speculator::Advance(Session& session, Sampler& 
     if (std::ssize(draft->tokens) < limits_.draft_min) draft = nullptr;
   }
   if (draft == nullptr) {
-    const auto start = std::chrono::steady_clock::now();
-    length_.PlainStep();
     ++stats_.plain_steps;
     const std::span<const float> logits = KITE_TRY(session.Feed(std::span(&id, 1)));
     const std::span<const float> candidates = logits.first(n_tokens_);  // [n_tokens]
     KITE_RETURN_IF_ERROR(CheckLogitsFinite(candidates, session.n_past()));
     chosen_.push_back(sampler.Sample(candidates, session.history()));
-    stats_.plain_seconds +=
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = SecondsSince(start);
+    length_.PlainStep(seconds);
+    stats_.plain_seconds += seconds;
     return std::span<const int32_t>(chosen_);
   }
 
@@ -79,7 +81,7 @@ Result<std::span<const int32_t>> Speculator::Advance(Session& session, Sampler& 
   }
   // The rejected draft tokens' KV rows go; `id` and the kept ones stay.
   session.Truncate(base + 1 + accepted);
-  length_.Verified(drafted, accepted);
+  length_.Verified(drafted, accepted, SecondsSince(start));
   ++stats_.passes;
   stats_.drafted += drafted;
   stats_.accepted += accepted;
