@@ -14,7 +14,9 @@ constexpr double kDecay = 0.8;
 }  // namespace
 
 DraftLength::DraftLength(DraftLimits limits)
-    : limits_(limits), cap_(limits.draft_max), cost_(limits.draft_max + 2, 0.0) {}
+    : limits_(limits),
+      cap_(std::clamp(kFirstCap, limits.draft_min, limits.draft_max)),
+      cost_(limits.draft_max + 2, 0.0) {}
 
 double DraftLength::Yield(int32_t k) const {
   const double a = std::min(kept_ / (kept_ + rejected_), 0.999);

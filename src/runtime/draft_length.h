@@ -7,8 +7,9 @@
 //     pass of k drafts is expected to yield, (1 - a^(k+1)) / (1 - a); the measured seconds of
 //     passes of each length and of plain steps give its price; k is the length with the most
 //     tokens per second, at most the cap below;
-//   - the cap: a pass whose drafts were all kept doubles it (up to draft_max), one that kept
-//     some sets it to one more than it kept, one that kept none halves it (not below draft_min);
+//   - the cap: it starts at kFirstCap; a pass whose drafts were all kept doubles it (up to
+//     draft_max), one that kept some sets it to one more than it kept, one that kept none halves
+//     it (not below draft_min);
 //   - drafting pauses for a number of plain steps that doubles with each pause (kFirstPause up
 //     to kLongestPause) after kMissesBeforePause passes in a row that kept nothing, or when no
 //     length is expected to beat a plain step; a pass that keeps a token resets the pauses.
@@ -33,6 +34,10 @@ class DraftLength {
   static constexpr int32_t kMissesBeforePause = 3;
   static constexpr int32_t kFirstPause = 8;
   static constexpr int32_t kLongestPause = 256;
+  // The cap to start from: short, so that finding out what passes cost and whether the drafts
+  // are any good is cheap (a pass of 9 tokens costs 4.6 decode steps on the 6 M-parameter demo
+  // model); drafts that are kept double it quickly.
+  static constexpr int32_t kFirstCap = 2;
 
   explicit DraftLength(DraftLimits limits);
 

@@ -17,11 +17,14 @@ DraftLength Started(DraftLimits limits) {
 
 TEST(DraftLength, GrowsToTheMostWhileDraftsAreKeptAndShrinksOnPartialOnes) {
   DraftLength length = Started({.draft_max = 8, .draft_min = 1});
+  EXPECT_EQ(length.Next(), DraftLength::kFirstCap);
+  length.Verified(2, 2, kStep);
+  EXPECT_EQ(length.Next(), 4);  // doubled
+  length.Verified(4, 4, kStep);
   EXPECT_EQ(length.Next(), 8);
   length.Verified(8, 3, kStep);
   EXPECT_EQ(length.Next(), 4);  // one more than was kept
   length.Verified(4, 4, kStep);
-  EXPECT_EQ(length.Next(), 8);  // doubled
   length.Verified(8, 8, kStep);
   EXPECT_EQ(length.Next(), 8);  // at the most
 }
@@ -34,7 +37,7 @@ TEST(DraftLength, RepeatedMissesPauseDraftingForLongerEachTime) {
   }
   EXPECT_EQ(length.Next(), 0);
   for (int i = 0; i < DraftLength::kFirstPause; ++i) length.PlainStep(kStep);
-  EXPECT_EQ(length.Next(), 2);  // halved down to draft_min, never below it
+  EXPECT_EQ(length.Next(), 2);  // never below draft_min
   for (int i = 0; i < DraftLength::kMissesBeforePause; ++i) length.Verified(2, 0, kStep);
   for (int i = 0; i < DraftLength::kFirstPause; ++i) length.PlainStep(kStep);
   EXPECT_EQ(length.Next(), 0);  // the second pause is twice as long
@@ -50,9 +53,10 @@ TEST(DraftLength, WhenARunCostsAsMuchAsItsTokensDraftingPauses) {
   // Compute-bound: a run of T tokens costs T steps, so no draft can beat a plain step, however
   // many of its tokens are kept (one pass yields at most k + 1 for the price of k + 1).
   DraftLength length = Started({.draft_max = 8, .draft_min = 1});
-  ASSERT_EQ(length.Next(), 8);
-  length.Verified(8, 5, 9 * kStep);
+  for (int32_t k = 1; k <= 8; ++k) length.Verified(k, k, (k + 1) * kStep);
   EXPECT_EQ(length.Next(), 0);
+  for (int i = 0; i < DraftLength::kLongestPause; ++i) length.PlainStep(kStep);
+  EXPECT_EQ(length.Next(), 1);  // after the pause, one short try: the text may have changed
 }
 
 TEST(DraftLength, PicksTheLengthWithTheMostTokensPerSecond) {

@@ -40,14 +40,19 @@ Session::~Session() = default;
 Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> tokens,
                                                   bool all_logits, bool as_decode_steps) {
   const int32_t count = static_cast<int32_t>(tokens.size());
-  if (!lease_ || !lease_->Holds(count, all_logits)) {
-    lease_.reset();  // back to the engine first: it may lend the same state again
-    lease_ = KITE_TRY(engine_.LeaseGraph(count, all_logits));
+  std::optional<Engine::GraphLease>* lease = &lease_;
+  if (as_decode_steps && count > 1) {
+    if (std::ssize(step_leases_) <= count) step_leases_.resize(count + 1);
+    lease = &step_leases_[count];
+  }
+  if (!*lease || !(*lease)->Holds(count, all_logits)) {
+    lease->reset();  // back to the engine first: it may lend the same state again
+    *lease = KITE_TRY(engine_.LeaseGraph(count, all_logits));
   }
   const int32_t start = n_past();
   for (int32_t t = 0; t < count; ++t) positions_[t] = start + t;
   KITE_RETURN_IF_ERROR(sequence_.Resize(start + count));
-  RunState& state = lease_->state();
+  RunState& state = (*lease)->state();
   Status status = state.SetInput("tokens", tokens);
   if (status) status = state.SetInput("positions", std::span(positions_).first(count));
   if (status) {
@@ -60,7 +65,7 @@ Result<std::span<const float>> Session::FeedChunk(std::span<const int32_t> token
       view = {.sequences = std::span(step_views_).first(count),
               .token_sequence = std::span(step_order_).first(count)};
     }
-    status = lease_->Run({.kv_cache = &view, .observer = observer_});
+    status = (*lease)->Run({.kv_cache = &view, .observer = observer_});
   }
   if (!status) {
     (void)sequence_.Resize(start);  // shrinking cannot fail

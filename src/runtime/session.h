@@ -158,6 +158,10 @@ class Session {
   // The graph of the last feed: its outputs are the logits the caller may still read, and the
   // next feed of the same shape (the next decode step) runs it again.
   std::optional<Engine::GraphLease> lease_;
+  // FeedAsDecodeSteps' graphs, by token count, kept apart from lease_ so that speculative
+  // decoding, which alternates decode steps and passes of several lengths, does not hand graphs
+  // back and forth (and take another's arena, cold in the caches) on every step.
+  std::vector<std::optional<Engine::GraphLease>> step_leases_;
   Observer* observer_ = nullptr;
   std::vector<int32_t> history_;
   std::vector<int32_t> positions_;  // scratch [prefill_chunk]
