@@ -1,10 +1,12 @@
 #include "cli/bench_speculative.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "base/mapped_file.h"
+#include "base/seconds_since.h"
 #include "runtime/prompt.h"
 #include "runtime/session.h"
 #include "runtime/speculative_setup.h"
@@ -28,9 +30,12 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-double DecodeRate(const Session::GenerateResult& result) {
-  return result.decode_seconds > 0 ? result.decode_tokens / result.decode_seconds : 0.0;
-}
+// Tokens after the first over the wall time after the prompt: sampling, drafting and the
+// rollbacks count, in both modes alike (Generate's decode_seconds times the runs only).
+struct Timed {
+  Session::GenerateResult result;
+  double rate = 0.0;
+};
 
 }  // namespace
 
@@ -74,11 +79,15 @@ Status SpeculativeBenchFlags::Run(const SpeculativeBenchRun& run) const {
   speculative.draft_limits = setup->limits();
 
   Session session(*engine);
-  auto generate = [&](const Session::GenerateOptions& options) -> Result<Session::GenerateResult> {
+  auto generate = [&](const Session::GenerateOptions& options) -> Result<Timed> {
     session.Reset();
-    return session.Generate(prompt_ids, options);
+    const auto start = std::chrono::steady_clock::now();
+    Timed timed{.result = KITE_TRY(session.Generate(prompt_ids, options))};
+    const double seconds = SecondsSince(start) - timed.result.prefill_seconds;
+    if (seconds > 0) timed.rate = (std::ssize(timed.result.ids) - 1) / seconds;
+    return timed;
   };
-  const Session::GenerateResult plain_warmup = KITE_TRY(generate(plain));
+  const Session::GenerateResult plain_warmup = KITE_TRY(generate(plain)).result;
   (void)KITE_TRY(generate(speculative));
   std::vector<double> plain_rates, speculative_rates;
   Session::GenerateResult last;
@@ -86,10 +95,11 @@ Status SpeculativeBenchFlags::Run(const SpeculativeBenchRun& run) const {
   for (int32_t rep = 0; rep < run.reps; ++rep) {
     for (int order = 0; order < 2; ++order) {
       if ((order == 0) == (rep % 2 == 0)) {
-        plain_rates.push_back(DecodeRate(KITE_TRY(generate(plain))));
+        plain_rates.push_back(KITE_TRY(generate(plain)).rate);
       } else {
-        last = KITE_TRY(generate(speculative));
-        speculative_rates.push_back(DecodeRate(last));
+        const Timed timed = KITE_TRY(generate(speculative));
+        last = timed.result;
+        speculative_rates.push_back(timed.rate);
         identical = identical && last.ids == plain_warmup.ids;
       }
     }
