@@ -3,7 +3,8 @@
 // warm-up of each, then -r repetitions of each in alternating order (plain first on even
 // repetitions, speculative first on odd ones, so a machine that slows down or speeds up during
 // the run weighs on both alike), each from an empty cache. Reports the median decode tokens/s of
-// each, their ratio, the acceptance rate, the tokens kept per target run, and whether the
+// each (the tokens after the first over the wall time after the prompt: sampling, drafting and
+// rollbacks count in both modes alike), their ratio, the acceptance rate, the tokens kept per target run, and whether the
 // outputs were the same tokens (greedy: they must be).
 #pragma once
 

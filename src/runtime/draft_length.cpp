@@ -11,6 +11,13 @@ namespace {
 // so that k follows the text as it changes (a quoted passage, then free text).
 constexpr double kDecay = 0.8;
 
+// Folds a run's time into the running price; a run that took more than twice the price counts
+// as twice it: on a shared machine one step in a few hundred is descheduled for milliseconds,
+// and one such step must not make every pass look cheap (or dear) for the rest of the text.
+void Update(double& cost, double seconds) {
+  cost = cost > 0 ? kDecay * cost + (1 - kDecay) * std::min(seconds, 2 * cost) : seconds;
+}
+
 }  // namespace
 
 DraftLength::DraftLength(DraftLimits limits)
@@ -54,13 +61,12 @@ void DraftLength::Pause() {
 }
 
 void DraftLength::PlainStep(double seconds) {
-  cost_[1] = cost_[1] > 0 ? kDecay * cost_[1] + (1 - kDecay) * seconds : seconds;
+  Update(cost_[1], seconds);
   if (pause_left_ > 0) --pause_left_;
 }
 
 void DraftLength::Verified(int32_t drafted, int32_t accepted, double seconds) {
-  double& cost = cost_[drafted + 1];
-  cost = cost > 0 ? kDecay * cost + (1 - kDecay) * seconds : seconds;
+  Update(cost_[drafted + 1], seconds);
   kept_ = kDecay * kept_ + accepted;
   rejected_ = kDecay * rejected_ + (accepted < drafted ? 1 : 0);
   if (accepted > 0) {
