@@ -1,6 +1,6 @@
 // Prompt lookup (n-gram) drafting: the last n tokens of the context are looked up earlier in the
-// context, and what followed their most recent earlier occurrence is proposed as the
-// continuation. No second model: it pays off where the output repeats its input (quoting or
+// context, and what followed their most recent earlier occurrence (with enough tokens after it)
+// is proposed as the continuation. No second model: it pays off where the output repeats its input (quoting or
 // summarising a given passage, editing code, a structured answer), and costs a scan of the
 // context otherwise. n runs from ngram_max down to ngram_min: a longer match is stronger
 // evidence, so it wins. Genie's "lade" (lookahead) dialog and llama.cpp's prompt-lookup and

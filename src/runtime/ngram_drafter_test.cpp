@@ -28,6 +28,13 @@ TEST(NgramDrafter, PrefersTheMostRecentOccurrence) {
   EXPECT_EQ(Propose(drafter, context, 1), (std::vector<int32_t>{7}));
 }
 
+TEST(NgramDrafter, ARunOfOneTokenGivesAFullDraft) {
+  NgramDrafter drafter(2, 4);
+  const std::vector<int32_t> context = {9, 5, 5, 5, 5, 5, 5, 5};
+  // The most recent "5 5 5 5" is one token back; one three tokens back has three after it.
+  EXPECT_EQ(Propose(drafter, context, 3), (std::vector<int32_t>{5, 5, 5}));
+}
+
 TEST(NgramDrafter, ProposesNothingBelowNgramMin) {
   NgramDrafter drafter(2, 4);
   EXPECT_TRUE(Propose(drafter, {1, 2, 3, 4, 5, 3}, 4).empty());  // only "3" repeats
