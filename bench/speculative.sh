@@ -10,10 +10,12 @@
 #   2. demo model, n-gram drafts from 1-grams on held-out fortunes: drafts mostly rejected, the
 #      back-off case (must stay within 5% of plain).
 #   3. demo model (F16) with its own Q8_0 quantization as draft model.
-#   4. a `kite synth` llama-3.2-1b Q4_0 (random weights: its greedy output falls into loops, so
-#      repetitive text), n-gram drafts — a memory-bound target, where a pass of k + 1 tokens costs
-#      closer to one decode step.
-#   5. with --big: that shape in F16 as target, its own Q4_0 (same seed, same weights) as draft.
+#   4. a `kite synth` smollm2-135m Q8_0 (random weights: its greedy output from "The quick brown
+#      fox" falls into one repeated token after a few, so repetitive text), n-gram drafts — a
+#      memory-bound target, where a pass of k + 1 tokens costs closer to one decode step.
+#   5. the same with the llama-3.2-1b shape in Q4_0, from the default extractive prompt.
+#   6. with --big: the smollm2-135m shape in F16 as target, its own Q4_0 (same seed, so the same
+#      weights rounded) as draft model.
 set -euo pipefail
 
 kite=build/kite
@@ -36,16 +38,20 @@ bench() { "$kite" bench -t 2 -r "$reps" "$@" | grep '^| '; }
 # The first 450 bytes of held-out fortunes: text the demo model never saw, few repeats.
 head -c 450 "$demo/heldout.txt" >"$work/heldout_prompt.txt"
 [[ -f "$work/demo_q8_0.gguf" ]] || "$kite" quantize "$demo" --type q8_0 --pure -o "$work/demo_q8_0.gguf" >/dev/null 2>&1
-[[ -f "$work/llama1b_q4_0.gguf" ]] ||
-  "$kite" synth --preset llama-3.2-1b --type q4_0 -o "$work/llama1b_q4_0.gguf" -q
+for preset in smollm2-135m:q8_0 smollm2-135m:q4_0 llama-3.2-1b:q4_0; do
+  file="$work/${preset%%:*}_${preset##*:}.gguf"
+  [[ -f "$file" ]] || "$kite" synth --preset "${preset%%:*}" --type "${preset##*:}" -o "$file" -q
+done
+echo "The quick brown fox" >"$work/fox.txt"
 
 bench -m "$demo" --spec ngram -f "$here/bench/speculative_quote.txt" -n "$n_gen"
 bench -m "$demo" --spec ngram --ngram-min 1 -f "$work/heldout_prompt.txt" -n 100 | tail -1
 bench -m "$demo" --draft "$work/demo_q8_0.gguf" -f "$here/bench/speculative_quote.txt" -n "$n_gen" | tail -1
-bench -m "$work/llama1b_q4_0.gguf" --spec ngram -n 64 | tail -1
+bench -m "$work/smollm2-135m_q8_0.gguf" --spec ngram -f "$work/fox.txt" -n "$n_gen" | tail -1
+bench -m "$work/llama-3.2-1b_q4_0.gguf" --spec ngram -n 64 | tail -1
 if ((big)); then
-  [[ -f "$work/llama1b_f16.gguf" ]] ||
-    "$kite" synth --preset llama-3.2-1b --type f16 -o "$work/llama1b_f16.gguf" -q
-  bench -m "$work/llama1b_f16.gguf" --draft "$work/llama1b_q4_0.gguf" -n 64 | tail -1
+  [[ -f "$work/smollm2-135m_f16.gguf" ]] ||
+    "$kite" synth --preset smollm2-135m --type f16 -o "$work/smollm2-135m_f16.gguf" -q
+  bench -m "$work/smollm2-135m_f16.gguf" --draft "$work/smollm2-135m_q4_0.gguf" -n 64 | tail -1
 fi
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $(date -u +%F)"
