@@ -52,7 +52,17 @@ struct GenieReader {
     }
     if (field == "type") {
       if (!value.is_string()) return InvalidInput(path + ": \"" + name + "\": expected a string");
-      if (value.get<std::string>() != "basic") NotUsed(field + " \"" + value.get<std::string>() + "\"");
+      const std::string type = value.get<std::string>();
+      // Genie's speculative dialogs: "spd" drafts with a smaller model (Kite takes it from
+      // --draft), "lade" (lookahead decoding) guesses n-grams from the text, as Kite's prompt
+      // lookup does. Their own fields are named as not used, like any other.
+      if (type == "spd") {
+        settings->speculative.mode = "draft";
+      } else if (type == "lade") {
+        settings->speculative.mode = "ngram";
+      } else if (type != "basic") {
+        NotUsed(field + " \"" + type + "\"");
+      }
       return Ok();
     }
     if (field == "sampler.greedy") {

@@ -12,6 +12,8 @@
 //   dialog.tokenizer  {path}
 //   dialog.engine     {n-threads, backend {type, QnnHtp {...}}, model {type, binary {ctx-bins}}}
 //   dialog.stop-sequence, dialog.max-num-tokens (newer SDKs)
+//   dialog.type       "basic"; "spd" (a draft model: --spec draft, the model from --draft) and
+//                     "lade" (lookahead: --spec ngram) turn speculative decoding on
 // Kite runs the model in the folder holding dialog.tokenizer.path (its weights and tokenizer),
 // unless -m names one; relative paths are taken from the config file's folder.
 #pragma once
