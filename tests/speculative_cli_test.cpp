@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/cli_runner.h"
+#include "cli_runner.h"
 
 namespace kite {
 namespace {
@@ -42,9 +42,13 @@ TEST(CliSpeculative, RunGivesThePlainGreedyTokensAndSaysWhatTheDraftsDid) {
     ASSERT_FALSE(out.is_null());
     EXPECT_EQ(out["ids"], plain["ids"]) << spec[0];
     EXPECT_EQ(out["text"], plain["text"]) << spec[0];
+    // How many passes follow depends on what they cost on this machine (drafting switches off
+    // where it does not pay, as on this small model); the first always happens.
     const nlohmann::json& stats = out["stats"]["speculative"];
-    EXPECT_GT(stats["accepted_tokens"].get<int>(), 0) << stats.dump();
-    EXPECT_GT(stats["tokens_per_pass"].get<double>(), 1.0) << stats.dump();
+    EXPECT_GT(stats["drafted_tokens"].get<int>(), 0) << stats.dump();
+    if (spec[0] == "--draft") {  // the model as its own draft: every draft is kept
+      EXPECT_EQ(stats["accepted_tokens"], stats["drafted_tokens"]) << stats.dump();
+    }
   }
   // Without --json the timing line ends with the drafts' summary.
   std::vector<std::string> args = RunArgs({"--spec", "ngram"});

@@ -13,7 +13,8 @@
 //   - drafting pauses for a number of plain steps that doubles with each pause (kFirstPause up
 //     to kLongestPause) after kMissesBeforePause passes in a row that kept nothing, or when no
 //     length is expected to beat a plain step; a pass that keeps a token resets the pauses.
-// The first step is a plain one, to time it; until then the cap alone decides; lengths not yet timed are priced as
+// The first step is a plain one, to time it; until then (and when runs are given 0 seconds:
+// sampled decoding, runtime/speculator.h) the cap alone decides; lengths not yet timed are priced as
 // the longest timed one below them (optimistic, so that they get tried). So a drafter that is
 // always wrong costs a bounded number of extra passes (MaxWastedPasses) and one that is right
 // runs at the length that pays most.

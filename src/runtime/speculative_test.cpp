@@ -170,30 +170,38 @@ TEST(Speculative, AnAlwaysWrongDrafterCostsABoundedNumberOfPasses) {
   ASSERT_TRUE(result.has_value()) << result.error().message;
   EXPECT_EQ(result->ids, plain);
   EXPECT_EQ(result->speculative.accepted, 0);
-  EXPECT_GE(result->speculative.passes, DraftLength::kMissesBeforePause);
+  EXPECT_GE(result->speculative.passes, 1);  // more unless the passes' price says stop
   EXPECT_LE(result->speculative.passes, DraftLength::MaxWastedPasses(kTokens));
   EXPECT_EQ(result->speculative.passes + result->speculative.plain_steps, kTokens - 1);
 }
 
-TEST(Speculative, SampledGenerationIsReproducibleAndKeepsSomeDrafts) {
+// A seed gives the same text on every run: sampled decoding's draft lengths do not depend on
+// how long the passes took.
+TEST(Speculative, SampledGenerationIsReproducibleFromItsSeed) {
   auto engine = Load(kReference + "llama-gqa");
   ASSERT_TRUE(engine);
   Session::GenerateOptions options = Greedy(40);
   options.sampler.temperature = 0.7f;
   options.sampler.seed = 7;
-  std::vector<int32_t> first;
-  for (int run = 0; run < 2; ++run) {
-    auto draft = Load(kReference + "llama-gqa");
-    DraftModelDrafter drafter(*draft);
-    options.drafter = &drafter;
-    Session session(*engine);
-    auto result = session.Generate(kPrompt, options);
-    ASSERT_TRUE(result.has_value()) << result.error().message;
-    EXPECT_EQ(result->ids.size(), 40u);
-    // Its own draft with the same settings: p == q, every draft is kept.
-    EXPECT_EQ(result->speculative.accepted, result->speculative.drafted);
-    if (run == 0) first = result->ids;
-    else EXPECT_EQ(result->ids, first);
+  for (const char* draft_name : {"llama-gqa", "mistral"}) {
+    SCOPED_TRACE(draft_name);
+    std::vector<int32_t> first;
+    for (int run = 0; run < 3; ++run) {
+      auto draft = Load(kReference + draft_name);
+      DraftModelDrafter drafter(*draft);
+      options.drafter = &drafter;
+      Session session(*engine);
+      auto result = session.Generate(kPrompt, options);
+      ASSERT_TRUE(result.has_value()) << result.error().message;
+      EXPECT_EQ(result->ids.size(), 40u);
+      EXPECT_GT(result->speculative.drafted, 0);
+      // Its own draft with the same settings: p == q, every draft is kept.
+      if (std::string(draft_name) == "llama-gqa") {
+        EXPECT_EQ(result->speculative.accepted, result->speculative.drafted);
+      }
+      if (run == 0) first = result->ids;
+      else EXPECT_EQ(result->ids, first);
+    }
   }
 }
 

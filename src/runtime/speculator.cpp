@@ -37,7 +37,7 @@ Result<std::span<const int32_t>> Speculator::Advance(Session& session, Sampler& 
     KITE_RETURN_IF_ERROR(CheckLogitsFinite(candidates, session.n_past()));
     chosen_.push_back(sampler.Sample(candidates, session.history()));
     const double seconds = SecondsSince(start);
-    length_.PlainStep(seconds);
+    length_.PlainStep(greedy ? seconds : 0.0);
     stats_.plain_seconds += seconds;
     return std::span<const int32_t>(chosen_);
   }
@@ -81,7 +81,7 @@ Result<std::span<const int32_t>> Speculator::Advance(Session& session, Sampler& 
   }
   // The rejected draft tokens' KV rows go; `id` and the kept ones stay.
   session.Truncate(base + 1 + accepted);
-  length_.Verified(drafted, accepted, SecondsSince(start));
+  length_.Verified(drafted, accepted, greedy ? SecondsSince(start) : 0.0);
   ++stats_.passes;
   stats_.drafted += drafted;
   stats_.accepted += accepted;

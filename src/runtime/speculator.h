@@ -6,8 +6,10 @@
 // and the pass also chooses the token after the kept ones, so each pass yields 1 to k + 1
 // tokens for about the price of one decode step where decoding is memory-bound (the batched
 // kernels read each weight once for all k + 1 rows). How many tokens to draft adapts to how
-// many were kept (runtime/draft_length.h). Session::Generate drives it when
-// GenerateOptions::speculative is set.
+// many were kept and, for greedy decoding, on what the passes cost (runtime/draft_length.h).
+// Sampled decoding gives DraftLength no times: its draws depend on which passes happen, so for a
+// seed to give the same text on every run the lengths must not depend on the machine's load.
+// Session::Generate drives it when GenerateOptions::drafter is set.
 #pragma once
 
 #include <cstdint>
