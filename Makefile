@@ -4,6 +4,7 @@ SHELL := /bin/bash
 BUILD ?= build
 SAN_BUILD ?= build-san
 TSAN_BUILD ?= build-tsan
+ARM_BUILD ?= build-arm
 JOBS ?= $(shell nproc)
 # ccache (a Debian package, installed with the others) keeps compiled objects between builds and
 # clones: paths are taken relative to the checkout, so a fresh clone reuses what an earlier build
@@ -24,8 +25,11 @@ SAN_PACKAGES := clang-19 libclang-rt-19-dev
 # Qwen3/Gemma/Phi-3 reference models and goldens tests/arch_reference_test.cpp checks; chromium: `kite profile --html` is rendered headless by
 # tests/profile_html_chromium.sh; python3-numpy: tools/npusim_reference.py, the npusim op goldens).
 ORACLE_PACKAGES := sentencepiece python3-sentencepiece python3-torch python3-numpy chromium
+# The Arm cross build (make test-arm): Debian's aarch64 cross compiler, qemu-user to run its
+# programs, and the arm64 builds of the two libraries the kernel tests link (multiarch).
+ARM_PACKAGES := g++-aarch64-linux-gnu qemu-user libhwy-dev:arm64 libgtest-dev:arm64
 
-.PHONY: all deps san-deps llamacpp tokenizers openai-client onnxruntime build demo test test-release test-sanitize test-tsan fuzz clean
+.PHONY: all deps san-deps arm-deps test-arm llamacpp tokenizers openai-client onnxruntime build demo test test-release test-sanitize test-tsan fuzz clean
 
 all: build
 
@@ -37,6 +41,13 @@ deps:
 san-deps:
 	@missing=$$(for p in $(SAN_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then echo "installing: $$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+
+# arm64 packages need the architecture added to dpkg (once) and apt's lists read again.
+arm-deps:
+	@missing=$$(for p in $(ARM_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then echo "installing: $$missing"; \
+	  dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 
 # llama.cpp as a test oracle (tests/llamacpp_interop_test.cpp): the pinned npm package
@@ -133,5 +144,15 @@ test-tsan: deps san-deps
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ./tests/capi/installed_test.sh $(CURDIR) \
 	  $(CURDIR)/$(TSAN_BUILD) clang-19 -fsanitize=thread "-fsanitize=thread -fsanitize-link-c++-runtime -lstdc++"
 
+# The cpu backend on Arm: the kernel layers and kite_kernel_tests (the cpu backend against ref,
+# op by op; cmake/kernels_only.cmake) cross-built for aarch64, where Highway compiles the
+# kernels for NEON/SVE, and run under qemu-user (its default CPU has SVE2, dotprod and i8mm).
+# This checks results only: speed under qemu says nothing about an Arm CPU.
+test-arm: arm-deps
+	cmake -S . -B $(ARM_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(LAUNCHER) \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DKITE_KERNELS_ONLY=ON >/dev/null
+	cmake --build $(ARM_BUILD) -j $(JOBS) --target kite_kernel_tests
+	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 $(ARM_BUILD)/kite_kernel_tests
+
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD) $(ARM_BUILD)

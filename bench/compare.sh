@@ -18,6 +18,7 @@
 # Also: peak RSS of each process, and time to first token = load + the ppP prefill (whose last
 # logits give the first token), medians over runs. llama-bench binaries report neither load time
 # nor RSS; RSS then comes from /usr/bin/time and time to first token is left out.
+# The medians and limits also go to summary.json in the --out folder (read by decode_table.sh).
 # Needs: jq, python3, node (for the node-llama-cpp peer; `npm ci` in bench/llamacpp first).
 set -euo pipefail
 
@@ -37,7 +38,7 @@ while (($#)); do
     --limits) limits="$2"; shift 2 ;;
     --backend) backend="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     -*) echo "compare.sh: unknown flag $1" >&2; exit 2 ;;
     *) [[ -z "$model" ]] || { echo "compare.sh: one model only" >&2; exit 2; }; model="$1"; shift ;;
   esac
@@ -153,7 +154,7 @@ for index, test in enumerate(data["kite"][0][0]):
     k = statistics.median(run[0][index]["avg_ts"] for run in data["kite"])
     l = statistics.median(run[0][index]["avg_ts"] for run in data["llama"])
     lim = limit["pp" if name.startswith("pp") else "tg"]
-    medians[name] = (k, l)
+    medians[name] = {"kite_ts": k, "llama_ts": l, "limit_ts": lim}
     print(f"| {name:8} | {k:10.2f} | {l:13.2f} | {k / l:10.3f} | {100 * k / lim:11.1f}% | "
           f"{100 * l / lim:12.1f}% | {lim:10.1f} |")
 
@@ -175,4 +176,10 @@ if kt is not None:
     print(f"time to first token (load + pp{n_prompt}, ms): kite {kt:.1f}, "
           f"llama.cpp {'n/a' if lt is None else f'{lt:.1f}'}")
 print(f"raw results: {out}")
+# The same medians for scripts (bench/decode_table.sh): summary.json beside the raw results.
+json.dump({"model": first["model_filename"], "model_type": model_type, "model_size": size,
+           "model_n_params": n_params, "threads": int(threads), "runs": runs,
+           "read_gb_s": bw, "peak_gmac_s": peak, "peak_kind": "int8" if quantized else "fp32",
+           "decode_bytes": decode_bytes, "figures": medians},
+          open(f"{out}/summary.json", "w"), indent=1)
 EOF

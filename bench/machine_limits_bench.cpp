@@ -28,6 +28,8 @@
 #include <thread>
 #include <vector>
 
+#include "backends/cpu/matmul_kernels.h"
+
 namespace {
 
 std::atomic<uint64_t> g_sink{0};  // keeps every kernel's result alive
@@ -276,6 +278,8 @@ int main(int argc, char** argv) {
 
   const nlohmann::ordered_json out = {
       {"cpu", CpuName()},
+      // The SIMD target Kite's matmul kernels dispatch to here (Highway's name), for the tables.
+      {"kite_kernels", kite::cpu::MatMulTargetName()},
       {"isa",
        {{"avx2", isa.avx2},
         {"avx512f", isa.avx512f},
