@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The npusim numerics (docs/npusim.md, "npusim numerics v1") in plain numpy and Python integers,
+"""The npusim numerics (docs/npusim.md, "npusim numerics v1.1") in plain numpy and Python integers,
 written from the specification's text, not from the C++ backend: the golden the backend's op
 tests compare against bit for bit.
 
@@ -18,6 +18,8 @@ import os
 import sys
 
 import numpy as np
+
+import npusim_fp16_reference  # §11, the FP16 path
 
 # ----------------------------------------------------------------------------- §3 fixed point
 
@@ -401,7 +403,7 @@ def make_cases(rng):
         cases.append({"op": "quantize", "name": name,
                       "x": [None if np.isnan(v) else float(v) for v in x], "y_enc": e,
                       "expect": y.tolist()})
-    return cases
+    return cases + npusim_fp16_reference.cases(rng)
 
 
 def bounds():
@@ -442,7 +444,7 @@ def main():
         os.makedirs(args.cases, exist_ok=True)
         path = os.path.join(args.cases, "cases.json")
         with open(path + ".tmp", "w") as f:
-            json.dump({"version": "npusim numerics v1", "cases": cases}, f)
+            json.dump({"version": "npusim numerics v1.1", "cases": cases}, f)
         os.replace(path + ".tmp", path)
     if not args.bounds and not args.cases:
         parser.error("give --cases DIR or --bounds")

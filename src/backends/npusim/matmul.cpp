@@ -190,6 +190,10 @@ void MatMul(const MatMulPlan& plan, std::span<const int32_t> x, int64_t tokens,
 // or LPBQ (docs/npusim.md §2.2).
 SupportResult Support(const MatMulAttrs&, const Graph& graph, const Node& node) {
   if (SupportResult act = EncodedActivations(graph, node, {0}); !act.ok) return act;
+  return NpuMatMulWeight(graph, node);
+}
+
+SupportResult NpuMatMulWeight(const Graph& graph, const Node& node) {
   const Value& weight = graph.value(node.inputs[1]);
   const std::string name = "matmul: weight '" + weight.name + "'";
   if (!weight.encoding) {

@@ -34,13 +34,23 @@ const bool kRegistered = RegisterBackend(
 std::span<const std::string_view> NpusimChips() { return kChips; }
 
 NpusimBackend::NpusimBackend(int32_t threads, std::string chip, ChipFeatures features)
-    : pool_(threads), chip_(std::move(chip)), target_{.chip = std::move(features)} {}
+    // A float value npusim runs is fp16 (docs/npusim.md §11), so the rules' fp16 gate refuses
+    // float nodes on a chip without FP16.
+    : pool_(threads),
+      chip_(std::move(chip)),
+      target_{.chip = std::move(features), .activations = ActivationKind::kFp16} {}
 
-// First whether npusim has an integer kernel for the node's codes, then whether the chip's NPU
-// runs it (the rules `kite inspect --placement --chip` and the cost model share).
+// First whether npusim has a kernel for the node (integer codes, or the FP16 path for a float
+// node), then whether the chip's NPU runs it (the rules `kite inspect --placement --chip` and the
+// cost model share; they refuse fp16 on v68/v69).
 SupportResult NpusimBackend::Supports(const Graph& graph, const Node& node) const {
+  const bool fp16 = npusim::Fp16Node(graph, node);
   const SupportResult kernel = std::visit(
-      [&](const auto& attrs) { return npusim::Support(attrs, graph, node); }, node.attrs);
+      [&](const auto& attrs) {
+        return fp16 ? npusim::SupportFp16(attrs, graph, node)
+                    : npusim::Support(attrs, graph, node);
+      },
+      node.attrs);
   if (!kernel.ok) return kernel;
   return NpuSupports(graph, node, target_);
 }
@@ -65,6 +75,9 @@ Result<std::unique_ptr<CompiledPartition>> NpusimBackend::Compile(
     auto step = std::visit(
         [&](const auto& attrs) -> Result<npusim::Step> {
           using Attrs = std::decay_t<decltype(attrs)>;
+          if constexpr (requires { npusim::PrepareFp16(attrs, context); }) {
+            if (npusim::Fp16Node(graph, node)) return npusim::PrepareFp16(attrs, context);
+          }
           if constexpr (requires { npusim::Prepare(attrs, context); }) {
             return npusim::Prepare(attrs, context);
           } else {

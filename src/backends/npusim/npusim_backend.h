@@ -1,8 +1,8 @@
 // npusim: the simulated NPU. It runs quantized graphs in integer arithmetic exactly as
-// docs/npusim.md ("npusim numerics v1") specifies, so a model's accuracy on an integer-only
-// accelerator can be checked on any x86 or Arm machine. Nodes without codes on both sides, or
-// without an integer kernel, are declined with a reason and run on the next backend of the
-// preference list (`--backend npusim,cpu`).
+// docs/npusim.md ("npusim numerics v1.1") specifies, so a model's accuracy on an integer-only
+// accelerator can be checked on any x86 or Arm machine; on chips with fp16 (v73 and later) it
+// runs float nodes on the FP16 path (§11). Other nodes are declined with a reason and run on the
+// next backend of the preference list (`--backend npusim,cpu`).
 #pragma once
 
 #include <string>

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/npusim/fp16_kernels.h"
 #include "backends/npusim/kernels.h"
+#include "base/half.h"
 #include "graph/ops.h"
 
 namespace kite::npusim {
@@ -50,6 +52,22 @@ std::vector<T> Values(const json& j) {
     }
   }
   return out;
+}
+
+// §11's f16 values; the reference writes an overflow as "inf" / "-inf".
+std::vector<float> Floats(const json& j) {
+  std::vector<float> out;
+  for (const json& v : j) {
+    out.push_back(v.is_string() ? (v.get<std::string>() == "inf" ? INFINITY : -INFINITY)
+                                : v.get<float>());
+  }
+  return out;
+}
+
+Fp16Function Fp16Of(const std::string& name) {
+  if (name == "silu") return Fp16Function::kSilu;
+  if (name == "gelu_tanh") return Fp16Function::kGeluTanh;
+  return Fp16Function::kGeluErf;
 }
 
 TableFunction Function(const std::string& name) {
@@ -267,6 +285,134 @@ TEST_F(NpusimOpsTest, QuantizeEqualsReference) {
     std::vector<int32_t> q(x.size());
     QuantizeF32(Enc(c.at("y_enc")), x, q);
     EXPECT_EQ(q, Ints(c.at("expect")));
+  }
+}
+
+// ---------------------------------------------------------------- the FP16 path (§11)
+
+TEST_F(NpusimOpsTest, Fp16MatMulEqualsReference) {
+  ASSERT_FALSE(Cases("fp16_matmul").empty());
+  for (const json& c : Cases("fp16_matmul")) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const auto shape = Values<int64_t>(c.at("shape"));  // T, K, N
+    Fp16MatMulPlan plan{.n = shape[2], .k = shape[1]};
+    const auto codes = Ints(c.at("codes"));
+    const auto mults = Ints(c.at("mults"));
+    const int64_t block = c.at("block").get<int64_t>();
+    for (int64_t i = 0; i < plan.n * plan.k; ++i) {
+      const int32_t mult = block > 0 ? mults[i / plan.k * (plan.k / block) + i % plan.k / block] : 1;
+      plan.codes.push_back(static_cast<int16_t>(codes[i] * mult));
+    }
+    for (float s : Floats(c.at("scales"))) plan.scales.push_back(s);
+    for (float b : Floats(c.at("bias"))) plan.bias.push_back(b);
+    const auto x = Floats(c.at("x"));
+    std::vector<float> y(shape[0] * shape[2]);
+    Fp16MatMul(plan, x, shape[0], y, nullptr);
+    EXPECT_EQ(y, Floats(c.at("expect")));
+    ThreadPool pool(2);
+    std::vector<float> threaded(y.size());
+    Fp16MatMul(plan, x, shape[0], threaded, &pool);
+    EXPECT_EQ(threaded, y);
+  }
+}
+
+TEST_F(NpusimOpsTest, Fp16AddMulEqualReference) {
+  for (const std::string op : {"add", "mul"}) {
+    ASSERT_FALSE(Cases("fp16_" + op).empty());
+    for (const json& c : Cases("fp16_" + op)) {
+      SCOPED_TRACE(c.at("name").get<std::string>());
+      const Broadcast shape =
+          MakeBroadcast(Values<int64_t>(c.at("a_shape")), Values<int64_t>(c.at("b_shape")));
+      const auto expect = Floats(c.at("expect"));
+      std::vector<float> y(expect.size());
+      Fp16AddMul(op == "mul", shape, Floats(c.at("a")), Floats(c.at("b")), y);
+      EXPECT_EQ(y, expect);
+    }
+  }
+}
+
+TEST_F(NpusimOpsTest, Fp16ActivationsEqualReference) {
+  ASSERT_FALSE(Cases("fp16_activation").empty());
+  for (const json& c : Cases("fp16_activation")) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const auto x = Floats(c.at("x"));
+    std::vector<float> y(x.size());
+    Fp16Activation(Fp16Of(c.at("function")), x, y);
+    EXPECT_EQ(y, Floats(c.at("expect")));
+  }
+  ASSERT_FALSE(Cases("fp16_gated").empty());
+  for (const json& c : Cases("fp16_gated")) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const auto g = Floats(c.at("g"));
+    std::vector<float> y(g.size());
+    Fp16Gated(Fp16Of(c.at("function")), g, Floats(c.at("u")), y);
+    EXPECT_EQ(y, Floats(c.at("expect")));
+  }
+}
+
+TEST_F(NpusimOpsTest, Fp16RmsNormAndRopeEqualReference) {
+  ASSERT_FALSE(Cases("fp16_rms_norm").empty());
+  for (const json& c : Cases("fp16_rms_norm")) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const auto x = Floats(c.at("x"));
+    std::vector<float> y(x.size());
+    Fp16RmsNorm(Floats(c.at("w")), c.at("eps").get<float>(), x, y);
+    EXPECT_EQ(y, Floats(c.at("expect")));
+  }
+  ASSERT_FALSE(Cases("fp16_rope").empty());
+  for (const json& c : Cases("fp16_rope")) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const auto shape = Values<int64_t>(c.at("shape"));
+    const RopeAttrs attrs{.mode = c.at("neox").get<bool>() ? RopeMode::kNeox
+                                                           : RopeMode::kInterleaved,
+                          .theta = c.at("theta").get<float>(),
+                          .rotary_dim = c.at("rotary_dim").get<int32_t>()};
+    std::vector<double> inv_freq;
+    for (int64_t i = 0; i < attrs.rotary_dim / 2; ++i) {
+      inv_freq.push_back(RopeInverseFrequency(attrs, i));
+    }
+    const auto x = Floats(c.at("x"));
+    std::vector<float> y(x.size());
+    Fp16Rope(inv_freq, attrs.mode == RopeMode::kNeox, 1.0f, x, Ints(c.at("positions")), shape[1],
+             shape[2], y);
+    EXPECT_EQ(y, Floats(c.at("expect")));
+  }
+}
+
+TEST_F(NpusimOpsTest, Fp16AttentionEqualsReference) {
+  ASSERT_FALSE(Cases("fp16_attention").empty());
+  for (const json& c : Cases("fp16_attention")) {
+    SCOPED_TRACE(c.at("name").get<std::string>());
+    const auto q_shape = Values<int64_t>(c.at("q_shape"));    // T, Hq, D
+    const auto kv_shape = Values<int64_t>(c.at("kv_shape"));  // P, Hkv, D
+    // The cache as an f16 KV cache holds it: f16 bits, [P, Hkv, D].
+    auto store = [](const std::vector<float>& x) {
+      std::vector<uint16_t> bits;
+      for (float v : x) bits.push_back(F32ToF16(v));
+      return bits;
+    };
+    const auto keys = store(Floats(c.at("k")));
+    const auto values = store(Floats(c.at("v")));
+    const int64_t row = kv_shape[1] * kv_shape[2];
+    const auto q = Floats(c.at("q"));
+    const auto positions = Ints(c.at("positions"));
+    std::vector<float> y(q.size());
+    std::vector<double> weights(kv_shape[0]);
+    const int64_t group = q_shape[1] / kv_shape[1];
+    for (int64_t t = 0; t < q_shape[0]; ++t) {
+      for (int64_t h = 0; h < q_shape[1]; ++h) {
+        const int64_t head = h / group * kv_shape[2];
+        const Fp16Cache cache{
+            .f16 = true,
+            .key = [&](int64_t j) -> const void* { return keys.data() + j * row + head; },
+            .value = [&](int64_t j) -> const void* { return values.data() + j * row + head; }};
+        const int64_t at = (t * q_shape[1] + h) * q_shape[2];
+        Fp16AttendRow(c.at("scale").get<float>(), c.at("window").get<int32_t>(), cache,
+                      positions[t], std::span(q).subspan(at, q_shape[2]), weights,
+                      std::span(y).subspan(at, q_shape[2]));
+      }
+    }
+    EXPECT_EQ(y, Floats(c.at("expect")));
   }
 }
 

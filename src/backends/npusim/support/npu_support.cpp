@@ -1,5 +1,6 @@
 #include "backends/npusim/support/npu_support.h"
 
+#include "backends/npusim/node_io.h"
 #include "backends/npusim/support/rules.h"
 
 namespace kite {
@@ -55,6 +56,16 @@ SupportResult Fp16Gate(const Graph& graph, const Node& node, const NpuTarget& ta
                                ": fp16 activations need FP16, which " + target.chip.Label() +
                                " lacks; quantize the activations to 16 bits (--recipe w8a16)");
     }
+  }
+  // A float output no quantize reads is an fp16 value too (a float graph's embedding has no
+  // activation input); the convert ops' outputs are the integer side's.
+  const Value& out = graph.value(node.output);
+  const bool convert = node.op() == OpKind::kQuantize || node.op() == OpKind::kDequantize;
+  if (!convert && out.dtype == DType::kF32 && target.activations == ActivationKind::kFp16 &&
+      npusim::OutputEncoding(graph, node) == nullptr) {
+    return SupportResult::No(std::string(node.op_name()) + ": fp16 output '" + out.name +
+                             "' needs FP16, which " + target.chip.Label() +
+                             " lacks; quantize the activations to 16 bits (--recipe w8a16)");
   }
   return SupportResult::Yes();
 }
