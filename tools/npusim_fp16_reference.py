@@ -87,12 +87,13 @@ def rope(x, positions, inv_freq, neox, factor=1.0):
     for t in range(T):
         for i in range(half):
             angle = float(positions[t]) * inv_freq[i]
-            c, s = math.cos(angle), math.sin(angle)
+            # The decomposed form (decompose_rope): f16 table entries, products and sum in f16.
+            c, s = f16(math.cos(angle) * factor), f16(math.sin(angle) * factor)
             i0, i1 = (i, i + half) if neox else (2 * i, 2 * i + 1)
             for h in range(H):
                 x0, x1 = float(x[t, h, i0]), float(x[t, h, i1])
-                out[t, h, i0] = f16((x0 * c - x1 * s) * factor)
-                out[t, h, i1] = f16((x0 * s + x1 * c) * factor)
+                out[t, h, i0] = f16(f16(x0 * c) - f16(x1 * s))
+                out[t, h, i1] = f16(f16(x1 * c) + f16(x0 * s))
     return out
 
 

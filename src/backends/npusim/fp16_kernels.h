@@ -50,6 +50,9 @@ void Fp16RmsNorm(std::span<const float> weight, float eps, std::span<const float
                  std::span<float> y);
 
 // ------------------------------------- RoPE: x [T, H, D] -> y; inv_freq [rotary_dim / 2]
+// The numbers of graph/passes/decompose_rope.h's form on the FP16 path (sin/cos tables computed
+// in f64, gathered as f16, two products and a sum each rounded to f16), fused: the angle never
+// passes through fp16.
 void Fp16Rope(std::span<const double> inv_freq, bool neox, float attention_factor,
               std::span<const float> x, std::span<const int32_t> positions, int64_t heads,
               int64_t dim, std::span<float> y);

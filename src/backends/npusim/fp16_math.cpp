@@ -113,13 +113,16 @@ void Fp16Rope(std::span<const double> inv_freq, bool neox, float attention_facto
   for (size_t t = 0; t < positions.size(); ++t) {
     for (int64_t i = 0; i < half; ++i) {
       const double angle = static_cast<double>(positions[t]) * inv_freq[i];
-      const double c = std::cos(angle), s = std::sin(angle);
+      // decompose_rope's table entries (f64, stored f32), read as f16 by the gather.
+      const double c = F16Result(std::cos(angle) * factor);
+      const double s = F16Result(std::sin(angle) * factor);
       const int64_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t base = (static_cast<int64_t>(t) * heads + h) * dim;
         const double x0 = x[base + i0], x1 = x[base + i1];
-        y[base + i0] = F16Result((x0 * c - x1 * s) * factor);
-        y[base + i1] = F16Result((x0 * s + x1 * c) * factor);
+        // x ⊙ cos + rotate(x) ⊙ sin, each product and the sum rounded to f16.
+        y[base + i0] = F16Result(static_cast<double>(F16Result(x0 * c)) - F16Result(x1 * s));
+        y[base + i1] = F16Result(static_cast<double>(F16Result(x1 * c)) + F16Result(x0 * s));
       }
     }
     for (int64_t h = 0; h < heads; ++h) {

@@ -52,7 +52,11 @@ SupportResult NpusimBackend::Supports(const Graph& graph, const Node& node) cons
       },
       node.attrs);
   if (!kernel.ok) return kernel;
-  return NpuSupports(graph, node, target_);
+  const NpuVerdict verdict = NpuRule(graph, node, target_);
+  // The rule refuses fp16 RoPE in its vendor form (sin/cos of fp16 angles) and sends it to
+  // decompose_rope; npusim's fp16 rope computes that decomposition's numbers (fp16_kernels.h).
+  if (fp16 && verdict.decomposition == Decomposition::kRopeTables) return SupportResult::Yes();
+  return verdict.support;
 }
 
 uint64_t NpusimBackend::ScratchBytes(const Graph& graph, const Node& node) const {
