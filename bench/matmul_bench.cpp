@@ -3,9 +3,11 @@
 // of repeated runs; for GEMV the weights cycle through enough copies to exceed the caches, as
 // a decode step's 1-2 GB of weights do. On a shared machine the wall-clock rate is the share of
 // the CPUs the benchmark got; "cpu GB/s" divides by the process's CPU time per thread instead,
-// which ranks tile shapes by how fast a running core streams (with 1 thread: exactly that).
-//   matmul_bench [threads=2] [type filter, e.g. q4_0] [streams prefetch: a decode tile shape to
-//                try instead of this CPU's (backends/cpu/tile_shape.h), e.g. 4 512]
+// which ranks tile shapes by how fast a running core streams (with 1 thread: exactly that), and
+// "gemm128 cpu GF/s" is the prefill rate per CPU-second a thread (steady while the wall clock's
+// swings with the neighbours).
+//   matmul_bench [threads=2] [type filter, e.g. q4_0, or all] [streams prefetch: a decode tile
+//                shape to try instead of this CPU's (backends/cpu/tile_shape.h), e.g. 4 512]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -69,7 +71,7 @@ Seconds Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix
     job.x_stride = w.cols();
     job.tokens = tokens;
     job.out = out.data();
-    job.tile = tile ? *tile : cpu::DecodeTileFor(w.layout().family);
+    job.tile = tile ? *tile : cpu::DecodeTileFor(w.layout());
     const auto start = Clock::now();
     const double cpu_start = CpuNow();
     if (w.layout().family != cpu::PackFamily::kFloat) {
@@ -84,7 +86,13 @@ Seconds Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix
 
 int Main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
-  const std::string filter = argc > 2 ? argv[2] : "";
+  const std::string filter = argc > 2 && std::string(argv[2]) != "all" ? argv[2] : "";
+  if (argc == 4) {
+    std::fprintf(stderr,
+                 "matmul_bench: a decode tile shape is STREAMS and PREFETCH, got only '%s'\n",
+                 argv[3]);
+    return 2;
+  }
   std::optional<cpu::DecodeTile> tile;
   if (argc > 4) tile = cpu::DecodeTile{std::atoi(argv[3]), std::atoi(argv[4])};
   ThreadPool pool(threads);
@@ -94,11 +102,11 @@ int Main(int argc, char** argv) {
                       std::to_string(tile->prefetch))
                          .c_str()
                    : cpu::DecodeTileSource().c_str());
-  std::printf("%-5s %-11s %9s %9s %10s %12s %12s\n", "type", "N x K", "MB", "gemv GB/s",
-              "gemv GF/s", "gemm128 GF/s", "gemv cpu GB/s");
-  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
-                         DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL,
-                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+  std::printf("%-6s %-11s %9s %9s %10s %12s %13s %17s\n", "type", "N x K", "MB", "gemv GB/s",
+              "gemv GF/s", "gemm128 GF/s", "gemv cpu GB/s", "gemm128 cpu GF/s");
+  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16,  DType::kQ8_0,   DType::kQ4_0,
+                         DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,  DType::kIQ4_NL, DType::kQ4_K,
+                         DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS};
   const Shape shapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}};
   for (DType dtype : types) {
     if (!filter.empty() && filter != DTypeName(dtype)) continue;
@@ -122,12 +130,14 @@ int Main(int argc, char** argv) {
       const cpu::DecodeTile* shape = tile ? &*tile : nullptr;
       const Seconds gemv_s = Time(pool, copies, 1, std::max(31, 2 * count + 1), shape);
       const double gemv = gemv_s.wall;
-      const double gemm = Time(pool, std::span(copies).first(1), 128, 5, shape).wall;
-      std::printf("%-5s %5lldx%-5lld %9.1f %9.1f %10.1f %12.1f %12.1f\n",
+      const Seconds gemm_s = Time(pool, std::span(copies).first(1), 128, 5, shape);
+      const double gemm = gemm_s.wall;
+      std::printf("%-6s %5lldx%-5lld %9.1f %9.1f %10.1f %12.1f %13.1f %17.1f\n",
                   std::string(DTypeName(dtype)).c_str(), static_cast<long long>(s.n),
                   static_cast<long long>(s.k), copies[0]->bytes() / 1e6,
                   copies[0]->bytes() / gemv / 1e9, flops / gemv / 1e9, 128 * flops / gemm / 1e9,
-                  copies[0]->bytes() / (gemv_s.cpu / pool.size()) / 1e9);
+                  copies[0]->bytes() / (gemv_s.cpu / pool.size()) / 1e9,
+                  128 * flops / (gemm_s.cpu / pool.size()) / 1e9);
       std::fflush(stdout);
     }
   }

@@ -34,18 +34,16 @@ TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
       // 5-bit codes as 8-bit ones
       {DType::kQ5_0, {PackFamily::kLegacy, PackKernel::kLegacy8, 32, 8, 16, false, 512 + 32}},
       {DType::kQ5_1, {PackFamily::kLegacy, PackKernel::kLegacy8Min, 32, 8, 0, true, 512 + 64}},
-      // codes 16·256·bits/8, f32 d[16], then f32 dmin[16] and u8 sc, mn [8][16], or i8 sc[16][16]
-      {DType::kQ4_K,
-       {PackFamily::kKQuant, PackKernel::kKQuant4Min, 256, 4, 0, true, 2048 + 64 + 64 + 256}},
-      {DType::kQ5_K,
-       {PackFamily::kKQuant, PackKernel::kKQuant8Min, 256, 8, 0, true, 4096 + 64 + 64 + 256}},
-      {DType::kQ6_K,
-       {PackFamily::kKQuant, PackKernel::kKQuant8, 256, 8, 32, false, 4096 + 64 + 256}},
+      // k-quants repacked into blocks of 32 (kquant_repack.h): f16 d·scale[16] (and -dmin·min[16],
+      // or q6_K's second half's scale[16]); 5- and 6-bit codes as 6 bits
+      {DType::kQ4_K, {PackFamily::kLegacy, PackKernel::kLegacy4Min, 32, 4, 0, true, 256 + 64}},
+      {DType::kQ5_K, {PackFamily::kLegacy, PackKernel::kLegacy6Min, 32, 6, 0, true, 384 + 64}},
+      {DType::kQ6_K, {PackFamily::kLegacy, PackKernel::kLegacy6Halves, 32, 6, 32, false, 384 + 64}},
       // 4-bit level indices, looked up as level + 128: zero 128
       {DType::kIQ4_NL,
        {PackFamily::kLegacy, PackKernel::kLegacy4Levels, 32, 4, 128, false, 256 + 32}},
       {DType::kIQ4_XS,
-       {PackFamily::kKQuant, PackKernel::kKQuant4Levels, 256, 4, 128, false, 2048 + 64 + 256}},
+       {PackFamily::kLegacy, PackKernel::kLegacy4Levels, 32, 4, 128, false, 256 + 32}},
   };
   for (const DTypeRow* row : AllRows()) {
     SCOPED_TRACE(std::string(row->name));

@@ -1,5 +1,6 @@
 // Per-token dynamic quantization of a matmul's activations for the integer kernels: each block
-// of x (32 elements for the legacy layouts, 256 for k-quants) to int8 with step max|x| / 127,
+// of 32 elements of x (k-quants too: they are repacked into blocks of 32) to int8 with step
+// max|x| / 127,
 // plus the sums of codes the kernels' offsets need; and the scratch memory that holds them.
 // Compiled per SIMD target (Highway foreach_target) and dispatched at run time.
 #undef HWY_TARGET_INCLUDE
@@ -20,15 +21,14 @@ namespace kite::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Rows [begin, end) of x to int8 per block of the layout (32 legacy, 256 k-quants), with the
-// step d = max|x| / 127 and the sums of codes the kernels' offsets need.
+// Rows [begin, end) of x to int8 per block of 32, with the step d = max|x| / 127 and the sums
+// of codes the kernels' offsets need.
 void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
   const DF df;
   const hn::Rebind<int8_t, DI> d8;
   const PackLayout& l = job.w->layout();
   const int64_t k = job.w->cols();
   const int64_t blocks = k / l.block;
-  const int group = l.family == PackFamily::kKQuant && !l.has_min ? 16 : 32;
   const size_t lanes = hn::Lanes(df);
   for (int64_t t = begin; t < end; ++t) {
     const float* x = job.x + t * job.x_stride;
@@ -55,15 +55,9 @@ void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
         }
         continue;
       }
-      for (int g = 0; g < l.block / group; ++g) {
-        int32_t sum = 0;
-        for (int i = 0; i < group; ++i) sum += qb[g * group + i];
-        if (l.family == PackFamily::kLegacy) {
-          job.offset[t * blocks + b] = d * static_cast<float>(sum) * (l.has_min ? 1 : l.zero);
-        } else {
-          job.sums[(t * blocks + b) * (l.block / group) + g] = sum;
-        }
-      }
+      int32_t sum = 0;
+      for (int i = 0; i < l.block; ++i) sum += qb[i];
+      job.offset[t * blocks + b] = d * static_cast<float>(sum) * (l.has_min ? 1 : l.zero);
     }
   }
 }
@@ -88,8 +82,7 @@ uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k) {
   if (layout.family == PackFamily::kFloat) return 0;
   const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / layout.block);
-  return Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2) +
-         Align64(static_cast<uint64_t>(tokens) * (k / 16) * 4);
+  return Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2);
 }
 
 void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
@@ -101,8 +94,6 @@ void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   job->scale = reinterpret_cast<float*>(scratch);
   scratch += Align64(blocks * 4);
   job->offset = reinterpret_cast<float*>(scratch);  // one per block, or per half (half_scales)
-  scratch += Align64(blocks * 4 * 2);
-  job->sums = reinterpret_cast<int32_t*>(scratch);
 }
 
 }  // namespace kite::cpu

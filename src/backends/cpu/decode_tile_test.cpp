@@ -1,6 +1,7 @@
 // Every decode tile shape the per-CPU table (tile_shape.h) can pick, on every weight type the
 // cpu matmul runs, at awkward shapes: each output within a rigorous error bound of the exact
-// product of the dequantized weights (tensor/'s row functions, summed in double); integer
+// product of the dequantized weights (tensor/'s row functions, summed in double; k-quants with
+// the f16 rounding of the scales they are repacked with, kquant_repack.h); integer
 // weights give the same bits under every shape; and a token's row of a batch of 2-31 tokens has
 // the bits of that token alone under each shape (what BatchDecoder's promise rests on).
 #include <gtest/gtest.h>
@@ -23,18 +24,21 @@
 namespace kite {
 namespace {
 
+using testing::KQuantScaleParts;
 using testing::Random;
 
 struct TypeCase {
   DType dtype;
   int64_t act_block;  // elements the cpu quantizes activations over (0: float weights)
+  int64_t k_block;    // K must be a multiple of this (the type's block)
 };
 
 constexpr TypeCase kTypes[] = {
-    {DType::kF32, 0},     {DType::kF16, 0},     {DType::kBF16, 0},   {DType::kQ8_0, 32},
-    {DType::kQ4_0, 32},   {DType::kQ4_1, 32},   {DType::kQ5_0, 32},  {DType::kQ5_1, 32},
-    {DType::kIQ4_NL, 32}, {DType::kQ4_K, 256},  {DType::kQ5_K, 256}, {DType::kQ6_K, 256},
-    {DType::kIQ4_XS, 256},
+    {DType::kF32, 0, 1},       {DType::kF16, 0, 1},     {DType::kBF16, 0, 1},
+    {DType::kQ8_0, 32, 32},    {DType::kQ4_0, 32, 32},  {DType::kQ4_1, 32, 32},
+    {DType::kQ5_0, 32, 32},    {DType::kQ5_1, 32, 32},  {DType::kIQ4_NL, 32, 32},
+    {DType::kQ4_K, 32, 256},   {DType::kQ5_K, 32, 256}, {DType::kQ6_K, 32, 256},
+    {DType::kIQ4_XS, 32, 256},
 };
 
 // Every shape the table may hold: streams 1, 2, 4, 8 (the kernels cap it at what the SIMD
@@ -70,24 +74,28 @@ std::vector<float> RunKernels(const cpu::PackedMatrix& w, const std::vector<floa
 
 // The bound of each output against the exact product: f32 summation in any order ((K + 2)·2⁻²⁴
 // of Σ|x·w|) plus, for integer weights, the int8 rounding of each activation block (each element
-// moves by at most amax/254).
+// moves by at most amax/254), plus for k-quants 2^-11 of Σ|x|·scale_parts (KQuantScaleParts).
 std::vector<double> Bound(const std::vector<float>& x, const std::vector<float>& w, int64_t t_n,
-                          int64_t n, int64_t k, int64_t block) {
+                          int64_t n, int64_t k, int64_t block,
+                          const std::vector<float>& scale_parts) {
   std::vector<double> bound(t_n * n);
   for (int64_t t = 0; t < t_n; ++t) {
     for (int64_t r = 0; r < n; ++r) {
-      double magnitude = 0, quant = 0;
+      double magnitude = 0, quant = 0, rounding = 0;
       for (int64_t b0 = 0; b0 < k; b0 += block ? block : k) {
         const int64_t b1 = block ? b0 + block : k;
         double amax = 0, wsum = 0;
         for (int64_t i = b0; i < b1; ++i) {
           magnitude += std::abs(double{x[t * k + i]} * w[r * k + i]);
+          if (!scale_parts.empty())
+            rounding += std::abs(double{x[t * k + i]}) * scale_parts[r * k + i];
           amax = std::max(amax, std::abs(double{x[t * k + i]}));
           wsum += std::abs(double{w[r * k + i]});
         }
         if (block) quant += amax / 254.0 * wsum;
       }
-      bound[t * n + r] = (k + 2) * 0x1p-24 * magnitude + 1.01 * quant + 1e-6;
+      bound[t * n + r] =
+          (k + 2) * 0x1p-24 * magnitude + 1.01 * quant + std::ldexp(rounding, -11) + 1e-6;
     }
   }
   return bound;
@@ -104,7 +112,7 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
   uint32_t seed = 11;
   for (const TypeCase& type : kTypes) {
     for (const Shape& s : shapes) {
-      if (type.act_block == 256 && s.k % 256 != 0) continue;
+      if (s.k % type.k_block != 0) continue;
       SCOPED_TRACE(std::string(DTypeName(type.dtype)) + " N=" + std::to_string(s.n) +
                    " K=" + std::to_string(s.k));
       std::vector<float> w_f32 = Random(s.n * s.k, seed++);
@@ -113,11 +121,13 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
       ASSERT_TRUE(Quantize(type.dtype, w_f32.data(), raw.data(), s.n * s.k).has_value());
       std::vector<float> w(s.n * s.k);
       ASSERT_TRUE(Dequantize(type.dtype, raw.data(), w.data(), s.n * s.k).has_value());
+      const std::vector<float> scale_parts = KQuantScaleParts(type.dtype, raw, s.n * s.k);
       auto packed = cpu::PackedMatrix::Pack(type.dtype, raw.data(), s.n, s.k);
       ASSERT_TRUE(packed.has_value()) << packed.error().message;
       for (const int64_t tokens : {1, 3, 17}) {
         const std::vector<float> x = Random(tokens * s.k, seed++);
-        const std::vector<double> bound = Bound(x, w, tokens, s.n, s.k, type.act_block);
+        const std::vector<double> bound =
+            Bound(x, w, tokens, s.n, s.k, type.act_block, scale_parts);
         std::vector<double> exact(tokens * s.n);  // [T, N]
         for (int64_t t = 0; t < tokens; ++t) {
           for (int64_t r = 0; r < s.n; ++r) {
@@ -157,11 +167,12 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
   }
 }
 
-// The table gives every family a shape the kernels take.
+// The table gives every layout (float, legacy, 6-bit codes) a shape the kernels take.
 TEST(DecodeTile, ThisCpuHasAShapeForEveryFamily) {
-  for (const cpu::PackFamily family :
-       {cpu::PackFamily::kFloat, cpu::PackFamily::kLegacy, cpu::PackFamily::kKQuant}) {
-    const cpu::DecodeTile tile = cpu::DecodeTileFor(family);
+  for (const DType dtype : {DType::kF16, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    const auto layout = cpu::LayoutOf(dtype);
+    ASSERT_TRUE(layout.has_value()) << layout.error().message;
+    const cpu::DecodeTile tile = cpu::DecodeTileFor(*layout);
     EXPECT_TRUE(tile.streams == 1 || tile.streams == 2 || tile.streams == 4 || tile.streams == 8)
         << tile.streams;
     EXPECT_GE(tile.prefetch, 0);

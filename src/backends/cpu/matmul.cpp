@@ -30,9 +30,9 @@ SupportResult Support(const MatMulAttrs&, const Graph& graph, const Node& node) 
   if (!x.contiguous()) return SupportResult::No("input '" + x.name + "' is a strided view");
   const auto layout = WeightLayout(w);
   if (!layout) return SupportResult::No(layout.error().message);
-  if (w.shape[1] % layout->block != 0) {
+  if (w.shape[1] % layout->source_block != 0) {
     return SupportResult::No("K " + std::to_string(w.shape[1]) + " is not a multiple of " +
-                             std::to_string(layout->block));
+                             std::to_string(layout->source_block));
   }
   if (node.inputs.size() == 3 && !Traits(graph.value(node.inputs[2]).dtype).can_dequantize) {
     return SupportResult::No("bias '" + graph.value(node.inputs[2]).name + "' is " +
@@ -62,7 +62,7 @@ Status Run(const MatMulAttrs&, const KernelArgs& args) {
   job.x_stride = w.cols();
   job.tokens = x.elements() / w.cols();
   job.out = args.out.as<float>();
-  job.tile = DecodeTileFor(w.layout().family);
+  job.tile = DecodeTileFor(w.layout());
   std::byte* scratch = args.context.scratch.data();
   if (args.in.size() == 3) {
     float* bias = reinterpret_cast<float*>(scratch);

@@ -1,8 +1,8 @@
-// The integer dot products of the legacy and k-quant kernels (matmul_legacy.cpp,
-// matmul_kquant.cpp), compiled once per SIMD target: unsigned weight codes times int8
-// activations, four at a time into int32 lanes — one VNNI vpdpbusd on AVX-512 (the AVX3_DL
-// target), a portable sequence elsewhere. With the packed layout (packed_matrix.h) lane r of a
-// vector is weight row r, so a tile of 16 rows x C tokens accumulates without horizontal sums.
+// The integer dot products of the legacy kernels (matmul_legacy.cpp, which also runs the
+// k-quants repacked at load, kquant_repack.h), compiled once per SIMD target: unsigned weight codes
+// times int8 activations, four at a time into int32 lanes — one VNNI vpdpbusd on AVX-512 (the
+// AVX3_DL target), a portable sequence elsewhere. With the packed layout (packed_matrix.h) lane r
+// of a vector is weight row r, so a tile of 16 rows x C tokens accumulates without horizontal sums.
 // Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
 #if defined(KITE_BACKENDS_CPU_MATMUL_INT_DOT_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KITE_BACKENDS_CPU_MATMUL_INT_DOT_INL_H_
@@ -65,10 +65,10 @@ HWY_INLINE VI LoadI8AsI32(const uint8_t* p) {
 
 // Accumulates the int32 dot products of one sub-block of 32 codes (at codes[g], per group) of
 // 16 rows with tokens' int8 activations at act[c] (32 each): elements 0..15 into dot, 16..31 into
-// dot2 (two dependency chains instead of one; q6_K needs the halves apart anyway, for its
-// sub-blocks of 16). 4-bit codes: chunk p holds element groups p (low nibbles) and p + 4 (high
-// nibbles). kLevels: the 4-bit codes index `biased` (16 levels + 128, LevelTable), one byte
-// lookup per vector of codes.
+// dot2 (the same array when the block has one scale; apart for a scale per 16: lpbq16, q6_K).
+// 6-bit codes: matmul_codes6-inl.h. 4-bit codes: chunk p holds element groups p (low nibbles)
+// and p + 4 (high nibbles). kLevels: the 4-bit codes index `biased` (16 levels + 128, LevelTable),
+// one byte lookup per vector of codes.
 template <int C, int G, int kBits, bool kLevels = false>
 HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const int8_t* const* act,
                                       int64_t at, VI (&dot)[C][G * kVecs],

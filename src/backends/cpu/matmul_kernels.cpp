@@ -1,6 +1,6 @@
 // The matmul kernels' entry: each layout family's kernels live in their own file, compiled per
-// SIMD target (matmul_float.cpp, matmul_legacy.cpp, matmul_kquant.cpp); this picks the family
-// and names the SIMD target chosen at run time.
+// SIMD target (matmul_float.cpp; matmul_legacy.cpp, which also runs the k-quants repacked at
+// load); this picks the family and names the SIMD target chosen at run time.
 #define HWY_WANT_AVX3_DL
 // SSSE3/SSE4 machines fall back to the baseline target; skipping them halves the build time.
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
@@ -34,10 +34,9 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return FloatMatMulGroups(job, begin, end);
     case PackFamily::kLegacy:
       return LegacyMatMulGroups(job, begin, end);
-    case PackFamily::kKQuant:
-      return KQuantMatMulGroups(job, begin, end);
+    case PackFamily::kKQuant:  // repacked into the legacy layout (kquant_repack.h)
     case PackFamily::kOther:
-      return;  // LayoutOf gives no layout of this family
+      return;  // LayoutOf gives no layout of these families
   }
 }
 

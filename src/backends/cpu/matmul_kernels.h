@@ -1,7 +1,8 @@
 // The cpu backend's matmul kernels, compiled once per SIMD target with Highway and chosen at run
 // time: activation quantization (activation_quant.cpp) and the tile loops over packed weights,
-// one file per layout family (matmul_float.cpp, matmul_legacy.cpp, matmul_kquant.cpp) behind
-// MatMulGroups (matmul_kernels.cpp). matmul.cpp splits the work across threads.
+// one file per layout family (matmul_float.cpp; matmul_legacy.cpp, which also runs the k-quants
+// repacked at load) behind MatMulGroups (matmul_kernels.cpp). matmul.cpp splits the work across
+// threads.
 #pragma once
 
 #include <cstdint>
@@ -30,9 +31,9 @@ struct MatMulJob {
   float* out = nullptr;         // [T, N], contiguous
   // Integer weights: x quantized per block to int8 by QuantizeActivations (scratch memory).
   int8_t* qs = nullptr;     // [T, K]
-  float* scale = nullptr;   // [T, K / block]: the int8 step of each block
-  float* offset = nullptr;  // legacy: [T, K / 32]: d·Σq, times `zero` for symmetric types
-  int32_t* sums = nullptr;  // k-quants: [T, K / 16] (q6_K) or [T, K / 32]: Σq per group
+  float* scale = nullptr;   // [T, K / 32]: the int8 step of each block
+  // [T, K / 32] (half_scales: [T, K / 16]): d·Σq, times `zero` for symmetric types
+  float* offset = nullptr;
   DecodeTile tile;          // for T = 1, and for float weights at T < kStreamTokens
 };
 
@@ -43,7 +44,7 @@ inline constexpr int64_t kStreamTokens = 32;
 
 // Scratch bytes for the quantized activations of `tokens` rows (0 for float weights).
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k);
-// Points the job's qs/scale/offset/sums into `scratch` (64-byte aligned, at least
+// Points the job's qs/scale/offset into `scratch` (64-byte aligned, at least
 // ActivationScratchBytes).
 void AssignActivationScratch(MatMulJob* job, std::byte* scratch);
 
@@ -54,7 +55,6 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 // The same for one layout family (what MatMulGroups calls).
 void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
-void KQuantMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 
 // Runs the whole job on `pool`: the activations quantized (integer weights; the caller has
 // assigned the scratch), split by rows, then the row groups in chunks of whole decode tiles,

@@ -1,8 +1,11 @@
-// Matmul kernels of the legacy block types (block 32: q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl) and
-// of the encoded NPU layouts packed into them (int8/int4 per channel or group, LPBQ), compiled
-// per SIMD target (Highway foreach_target) and dispatched at run time.
+// Matmul kernels of the legacy block types (block 32: q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl), of
+// the k-quants repacked into them at load (q4_K as q4_1, iq4_xs as iq4_nl, q5_K and q6_K as
+// 6-bit codes: kquant_repack.h) and of the encoded NPU layouts packed into them (int8/int4 per
+// channel or group, LPBQ), compiled per SIMD target (Highway foreach_target) and dispatched at
+// run time.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #define HWY_WANT_AVX3_DL
 // SSSE3/SSE4 machines fall back to the baseline target; skipping them halves the build time.
@@ -12,7 +15,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 // clang-format off: after highway.h, once per target
-#include "backends/cpu/matmul_int_dot-inl.h"
+#include "backends/cpu/matmul_codes6-inl.h"
 // clang-format on
 
 #include "backends/cpu/matmul_kernels.h"
@@ -26,8 +29,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Legacy types (block 32): acc += d·(da·dot - offset) (+ m·offset for q4_1, whose offset is
 // da·Σq). d and m are f16, or f32 (kF32: encoded weights whose scales f16 cannot hold).
 // kLevels: non-linear 4-bit codes (iq4_nl) read through the layout's level table.
-// kHalves (4-bit, symmetric): a scale per 16 elements, d for elements 0..15 (dot) and d2 for
-// 16..31 (dot2), each with its own activation offset.
+// kHalves (symmetric: lpbq16, q6_K): a scale per 16 elements, d for elements 0..15 (dot) and d2
+// for 16..31 (dot2), each with its own activation offset. kBits 6: q5_K and q6_K as repacked.
 template <int C, int G, int kBits, bool kMin, bool kLevels = false, bool kF32 = false,
           bool kHalves = false>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
@@ -40,6 +43,8 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   const int64_t k = job.w->cols();
   const int64_t blocks = k / kQK;
   const int64_t code_bytes = kPackRows * kQK * kBits / 8;
+  // The layout's block bytes, from the template (Widen6 hands 6-bit blocks over as 8-bit ones).
+  const int64_t block_bytes = code_bytes + kPackRows * (kF32 ? 4 : 2) * (kMin || kHalves ? 2 : 1);
   const int8_t* act[C];
   const float* scale[C];
   const float* offset[C];
@@ -53,13 +58,19 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     for (int v = 0; v < R; ++v) acc[c][v] = hn::Zero(df);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* block[G];
-    for (int g = 0; g < G; ++g) block[g] = groups[g] + b * l.block_bytes;
-    if constexpr (C == 1) PrefetchAhead<G>(block, job.tile.prefetch, l.block_bytes);
+    for (int g = 0; g < G; ++g) block[g] = groups[g] + b * block_bytes;
+    if constexpr (C == 1) PrefetchAhead<G>(block, job.tile.prefetch, block_bytes);
     VI dot[C][R];
     VI dot2[C][R];
     for (int c = 0; c < C; ++c)
       for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
-    DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot2, table.biased);
+    if constexpr (kBits == 6) {
+      DotSubBlock6<C, G>(block, act, b * kQK, dot, kHalves ? dot2 : dot);
+    } else if constexpr (kHalves) {
+      DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot2, table.biased);
+    } else {  // one scale for the block: both halves into one chain (C·R chains are enough)
+      DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot, table.biased);
+    }
     if constexpr (kHalves) {
       for (int v = 0; v < R; ++v) {
         const uint8_t* tail = VecAt<G>(block, v, 2 * kLanes) + code_bytes;
@@ -76,8 +87,6 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
       }
       continue;
     }
-    for (int c = 0; c < C; ++c)
-      for (int v = 0; v < R; ++v) dot[c][v] = hn::Add(dot[c][v], dot2[c][v]);
     constexpr int kScaleBytes = kF32 ? 4 : 2;
     for (int v = 0; v < R; ++v) {
       const uint8_t* tail = VecAt<G>(block, v, kScaleBytes * kLanes) + code_bytes;
@@ -111,6 +120,25 @@ struct Legacy {
   };
 };
 
+// 6-bit codes (q5_K, q6_K): decode reads them as packed; several tokens first widen each PG
+// groups' codes to the 8-bit layout (Widen6, into this thread's scratch) and run Tile8 on them,
+// so that the unpacking is paid once per group, not once per tile of tokens.
+template <template <int, int> class Tile6, template <int, int> class Tile8,
+          int PG = kPrefillIntGroups>
+void Groups6(const MatMulJob& job, int64_t begin, int64_t end) {
+  if (job.tokens == 1) return Groups<4, Tile6>(job, begin, end);
+  const int64_t blocks = job.w->cols() / kQK;
+  const int64_t wide_bytes = blocks * kWideBlockBytes;
+  thread_local std::vector<uint8_t> wide;
+  wide.resize(PG * wide_bytes);
+  return Groups<4, Tile8, PG>(job, begin, end, [&](int64_t g, int i) HWY_ATTR {
+    uint8_t* dst = wide.data() + i * wide_bytes;
+    Widen6(reinterpret_cast<const uint8_t*>(job.w->group(g)), blocks, job.w->layout().block_bytes,
+           dst);
+    return static_cast<const uint8_t*>(dst);
+  });
+}
+
 void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   switch (job.w->layout().kernel) {
     case PackKernel::kLegacy4:
@@ -133,6 +161,11 @@ void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, Legacy<4, false, false, false, true>::Tile>(job, begin, end);
     case PackKernel::kLegacy4Levels:
       return Groups<4, Legacy<4, false, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy6Min:
+      return Groups6<Legacy<6, true>::Tile, Legacy<8, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy6Halves:
+      return Groups6<Legacy<6, false, false, false, true>::Tile,
+                     Legacy<8, false, false, false, true>::Tile>(job, begin, end);
     default:
       return;  // not a legacy layout: MatMulGroups sends only these here
   }

@@ -1,7 +1,7 @@
-// What the matmul kernel families (matmul_float.cpp, matmul_legacy.cpp, matmul_kquant.cpp)
-// share, compiled once per SIMD target: vector types, loads of the packed layout
-// (packed_matrix.h), storing a tile's rows, and the loops that walk a decode step's row groups
-// with the tile shape the CPU was given (tile_shape.h).
+// What the matmul kernel families (matmul_float.cpp, matmul_legacy.cpp) share, compiled once per
+// SIMD target: vector types, loads of the packed layout (packed_matrix.h), storing a tile's rows,
+// and the loops that walk a decode step's row groups with the tile shape the CPU was given
+// (tile_shape.h).
 // Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
 #if defined(KITE_BACKENDS_CPU_MATMUL_SIMD_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KITE_BACKENDS_CPU_MATMUL_SIMD_INL_H_
@@ -11,7 +11,9 @@
 #endif
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
@@ -105,13 +107,18 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
 }
 
 // Runs Tile over groups [begin, end) for every token of an integer matmul. Decode (one token)
-// takes the job's streams of groups at once. Several tokens take one group at a time, its
-// weights read from memory once and from L1 by every tile: C tokens, then 2, then 1 (a batched
-// decode step of any size streams the weights once). Integer dot products are exact and each
-// token's float steps are the same in every tile, so a token's row has the same bits for any T
-// and any tile shape.
-template <int C, template <int, int> class Tile>
-void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
+// takes the job's streams of groups at once. Several tokens take PG groups at a time (2 vectors
+// of rows), their weights read from memory once and from L1 by every tile: C tokens, then 2,
+// then 1 (a batched decode step of any size streams the weights once). Two vectors of rows, so
+// that each activation broadcast (a load) feeds two dot products: with one, the broadcasts bound
+// the tile before the VNNI units do. Integer dot products are exact and each token's float
+// steps are the same in every tile, so a token's row has the same bits for any T and any tile
+// shape. `group_at`(g, i), when given, supplies the codes several-token tiles read for group g
+// (slot i of PG) instead of the packed group (Groups6, matmul_legacy.cpp).
+constexpr int kPrefillIntGroups = std::max(1, 2 / kVecs);
+template <int C, template <int, int> class Tile, int PG = kPrefillIntGroups,
+          typename GroupAt = std::nullptr_t>
+void Groups(const MatMulJob& job, int64_t begin, int64_t end, GroupAt group_at = nullptr) {
   if (job.tokens == 1) {
     TokensOverGroups(
         job, 0, begin, end,
@@ -119,18 +126,30 @@ void Groups(const MatMulJob& job, int64_t begin, int64_t end) {
             HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
     return;
   }
-  for (int64_t g = begin; g < end; ++g) {
-    const uint8_t* const group[1] = {reinterpret_cast<const uint8_t*>(job.w->group(g))};
+  auto over = [&]<int NG>(int64_t g) HWY_ATTR {
+    const uint8_t* groups[NG];
+    for (int i = 0; i < NG; ++i) {
+      if constexpr (std::is_same_v<GroupAt, std::nullptr_t>) {
+        groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+      } else {
+        groups[i] = group_at(g + i, i);
+      }
+    }
     auto tile = [&]<int NC>(int64_t t0) HWY_ATTR {
-      float out[NC][kPackRows];
-      Tile<NC, 1>::Run(job, group, t0, out);
-      for (int c = 0; c < NC; ++c) StoreRows(job, t0 + c, g, out[c]);
+      float out[NC][NG * kPackRows];
+      Tile<NC, NG>::Run(job, groups, t0, out);
+      for (int c = 0; c < NC; ++c) {
+        for (int i = 0; i < NG; ++i) StoreRows(job, t0 + c, g + i, out[c] + i * kPackRows);
+      }
     };
     int64_t t = 0;
     for (; t + C <= job.tokens; t += C) tile.template operator()<C>(t);
     for (; t + 2 <= job.tokens; t += 2) tile.template operator()<2>(t);
     for (; t < job.tokens; ++t) tile.template operator()<1>(t);
-  }
+  };
+  int64_t g = begin;
+  for (; g + PG <= end; g += PG) over.template operator()<PG>(g);
+  for (; g < end; ++g) over.template operator()<1>(g);
 }
 
 }  // namespace HWY_NAMESPACE

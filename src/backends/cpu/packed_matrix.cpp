@@ -1,9 +1,11 @@
 #include "backends/cpu/packed_matrix.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <string>
 
+#include "backends/cpu/kquant_repack.h"
 #include "base/half.h"
 #include "base/mapped_file.h"
 #include "tensor/dtype_row.h"
@@ -18,7 +20,19 @@ constexpr int kSub = 32;  // elements per sub-block of codes
 
 // Writes the codes of sub-block `codes` [32] of row r into its chunks at `dst`.
 void PutCodes(const uint8_t* codes, int bits, int r, uint8_t* dst) {
-  if (bits == 4) {
+  if (bits == 6) {  // low nibbles as 4-bit codes, then the high bits (packed_matrix.h)
+    uint8_t low[kSub];
+    for (int i = 0; i < kSub; ++i) low[i] = codes[i] & 0xf;
+    PutCodes(low, 4, r, dst);
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 4; ++j) {
+        const int e = 8 * h + j;
+        dst[256 + 64 * h + 4 * r + j] =
+            static_cast<uint8_t>(codes[e] >> 4 | (codes[16 + e] >> 4) << 2 |
+                                 (codes[4 + e] >> 4) << 4 | (codes[20 + e] >> 4) << 6);
+      }
+    }
+  } else if (bits == 4) {
     for (int p = 0; p < 4; ++p) {
       for (int j = 0; j < 4; ++j) {
         dst[64 * p + 4 * r + j] =
@@ -74,7 +88,12 @@ Result<PackLayout> LayoutOf(DType dtype) {
   }
   // Integer types: any type whose codes and scales fit a kernel's layout runs on it.
   if (row->unpack == nullptr || c.code_bits < 1 || c.code_bits > 8) return no_kernel();
-  l.block = row->block_size;
+  if (c.family == PackFamily::kKQuant) {
+    const std::optional<PackLayout> repacked = RepackedKQuantLayout(*row);
+    if (!repacked) return no_kernel();
+    return *repacked;
+  }
+  l.block = l.source_block = row->block_size;
   l.code_bits = c.code_bits <= 4 ? 4 : 8;
   l.zero = c.zero;
   l.has_min = c.has_min;
@@ -90,22 +109,6 @@ Result<PackLayout> LayoutOf(DType dtype) {
                : l.has_min          ? PackKernel::kLegacy4Min
                                     : PackKernel::kLegacy4;
     l.block_bytes = CodeBytes(l) + kPackRows * 2 * (l.has_min ? 2 : 1);
-    return l;
-  }
-  if (c.family == PackFamily::kKQuant && l.block == kQKK) {
-    // With mins: 8 sub-blocks of 32, u8 scales and mins, no zero. Without: 16 sub-blocks of
-    // 16, i8 scales, codes less a zero (q6_K's 8-bit codes 32, iq4_xs's looked-up levels 128).
-    if (l.has_min && c.sub_block == 32 && l.zero == 0) {
-      l.kernel = l.code_bits == 4 ? PackKernel::kKQuant4Min : PackKernel::kKQuant8Min;
-    } else if (!l.has_min && c.sub_block == 16 && l.levels != nullptr) {
-      l.kernel = PackKernel::kKQuant4Levels;
-    } else if (!l.has_min && c.sub_block == 16 && l.code_bits == 8) {
-      l.kernel = PackKernel::kKQuant8;
-    } else {
-      return no_kernel();
-    }
-    l.block_bytes = CodeBytes(l) + kPackRows * 4 +
-                    (l.has_min ? kPackRows * 4 + 2 * 8 * kPackRows : 16 * kPackRows);
     return l;
   }
   return no_kernel();
@@ -137,7 +140,7 @@ Result<PackLayout> LayoutOfEncoded(DType dtype, const QuantEncoding& e,
   }
   PackLayout l;
   l.family = PackFamily::kLegacy;
-  l.block = kQK;
+  l.block = l.source_block = kQK;
   l.code_bits = e.bits <= 4 ? 4 : 8;
   const int32_t q_min = e.q_min();
   // With u = q - q_min: w = d·(u + offset + q_min). When offset + q_min is one value for every
@@ -188,8 +191,9 @@ Result<PackedMatrix> PackedMatrix::Pack(DType dtype, const void* w, int64_t n, i
                                         ThreadPool* pool, bool release_source) {
   const PackLayout layout = KITE_TRY(LayoutOf(dtype));
   const int64_t row_bytes = KITE_TRY(BytesFor(dtype, k));
-  const int64_t src_block_bytes =
-      layout.family == PackFamily::kFloat ? 0 : row_bytes / std::max<int64_t>(1, k / layout.block);
+  const int64_t src_block_bytes = layout.family == PackFamily::kFloat
+                                      ? 0
+                                      : row_bytes / std::max<int64_t>(1, k / layout.source_block);
   const auto* src = static_cast<const uint8_t*>(w);
   const UnpackBlockFn unpack = FindRow(dtype)->unpack;  // LayoutOf found the row
   return PackBlocks(
@@ -236,10 +240,11 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
   m.n_ = n;
   m.k_ = k;
   const PackLayout& l = m.layout_;
-  if (n <= 0 || k <= 0 || k % l.block != 0) {
+  if (n <= 0 || k <= 0 || k % l.source_block != 0) {
     return InvalidInput("cannot pack a [" + std::to_string(n) + ", " + std::to_string(k) + "] " +
                         std::string(DTypeName(dtype)) +
-                        " matrix: K must be a positive multiple of " + std::to_string(l.block));
+                        " matrix: K must be a positive multiple of " +
+                        std::to_string(l.source_block));
   }
   const int64_t blocks = k / l.block;
   m.group_bytes_ = blocks * l.block_bytes;
@@ -247,8 +252,11 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
   const auto* src = static_cast<const uint8_t*>(w);
   const int64_t elem_bytes = Traits(dtype).block_bytes;  // float types: one element a block
   const int scale_bytes = l.f32_scale ? 4 : 2;
+  // Repacked k-quants: each super-block the source gives is split into blocks of 32.
+  const int64_t per_source = l.source_block / l.block;
+  std::atomic<int64_t> out_of_range{-1};  // an element whose scale f16 cannot hold
   auto pack_groups = [&](int64_t begin, int64_t end) {
-    UnpackedBlock rb;
+    UnpackedBlock rb, super;
     for (int64_t g = begin; g < end; ++g) {
       auto* group = reinterpret_cast<uint8_t*>(m.data_.data() + g * m.group_bytes_);
       for (int r = 0; r < kPackRows && g * kPackRows + r < n; ++r) {
@@ -263,7 +271,14 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
           continue;
         }
         for (int64_t b = 0; b < blocks; ++b) {
-          source(row_index, b, &rb);
+          if (per_source == 1) {
+            source(row_index, b, &rb);
+          } else {
+            if (b % per_source == 0) source(row_index, b / per_source, &super);
+            if (!ToLegacyBlock(super, static_cast<int>(b % per_source), l, &rb)) {
+              out_of_range.store(row_index * k + b * l.block);
+            }
+          }
           uint8_t* block = group + b * l.block_bytes;
           const int64_t sub_bytes = CodeBytes(l) / (l.block / kSub);
           for (int s = 0; s < l.block / kSub; ++s) {
@@ -312,6 +327,12 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
       ReleaseFilePages(src + first * kPackRows * row_bytes,
                        (row_end - first * kPackRows) * row_bytes);
     }
+  }
+  if (const int64_t at = out_of_range.load(); at >= 0) {
+    return InvalidInput("cannot pack the " + std::string(DTypeName(dtype)) +
+                        " matrix: the scale of row " + std::to_string(at / k) + ", elements " +
+                        std::to_string(at % k) + ".." + std::to_string(at % k + l.block - 1) +
+                        " is past the f16 range the cpu backend repacks k-quant scales into");
   }
   return m;
 }

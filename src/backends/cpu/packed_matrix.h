@@ -7,8 +7,9 @@
 // Integer types keep their codes and scales, exactly (no requantization):
 //   legacy (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl), per block of 32: codes, f16 scale d[16]
 //   (q4_1, q5_1: then f16 m[16]);
-//   k-quants (q4_K, q5_K, q6_K, iq4_xs), per super-block of 256: 8 sub-blocks of codes, f32 d[16],
-//   (q4_K, q5_K: f32 dmin[16], u8 scale[8][16], u8 min[8][16]; q6_K: i8 scale[16][16]).
+//   k-quants (q4_K, q5_K, q6_K, iq4_xs) are repacked into the legacy layout (kquant_repack.h):
+//   per block of 32, codes and f16 d[16] = d·scale (q4_K, q5_K: then f16 m[16] = -dmin·min;
+//   q6_K: f16 d2[16] for the second half, its sub-blocks being 16).
 // Encoded weights (integer codes under a QuantEncoding: NPU layouts, graph/encoding.h) are
 // packed into the legacy layout, exactly: per block of 32 of a row, unsigned codes u = q - q_min,
 // d = the block's scale (LPBQ: channel scale × multiplier) and, when an offset makes it nonzero,
@@ -17,8 +18,12 @@
 // 16 (lpbq16) keep two f16 scales per block of 32, one per half (kLegacy4Halves).
 // Codes of one sub-block of 32 for 16 rows: 4-bit codes (q4_0, q4_1, q4_K) fill 4 chunks of 64
 // bytes, chunk p holding for each row r (4 bytes at 4r) elements 4p..4p+3 in the low nibbles
-// and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned, q5_0, q5_1, q5_K,
-// q6_K) fill 8 chunks, chunk g holding elements 4g..4g+3. Codes are unsigned; w = d·(code - zero) (+ min).
+// and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned, q5_0, q5_1) fill 8
+// chunks, chunk g holding elements 4g..4g+3. 6-bit codes (q5_K, q6_K) are their low nibbles as
+// 4-bit codes, then 2 vectors of high bits: byte j of row r (at 4r) in vector h holds, from bit
+// 0 up, those of elements 8h+j, 16+8h+j, 8h+4+j, 20+8h+j (chunks 2h and 2h+1, low then high
+// nibble), so that one shift and mask puts them over a chunk's nibbles. Codes are unsigned;
+// w = d·(code - zero) (+ min).
 // The iq4 types keep their 4-bit level indices as 4-bit codes, which the kernels map through a
 // 16-byte table (one byte shuffle) to level + 128, with zero 128.
 #pragma once
@@ -45,20 +50,21 @@ using PackFamily = BlockFamily;
 // The matmul kernel a layout runs on (matmul_kernels.cpp).
 enum class PackKernel : uint8_t {
   kF32, kF16, kBF16,                   // float element types
-  kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1, q8_0 and q5_0
+  kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1 (and q4_K), q8_0 and q5_0
   kLegacy8Min,                         // q5_1, encoded 8-bit weights with offsets
   kLegacy4F32, kLegacy4MinF32,         // encoded weights whose scales f16 cannot hold
   kLegacy8F32, kLegacy8MinF32,
   kLegacy4Halves,                      // encoded 4-bit weights with a scale per 16 (lpbq16)
-  kKQuant4Min, kKQuant8Min, kKQuant8,  // q4_K, q5_K, q6_K
-  kLegacy4Levels, kKQuant4Levels,      // iq4_nl, iq4_xs: 4-bit indices into 16 levels
+  kLegacy6Min, kLegacy6Halves,         // q5_K, q6_K (repacked)
+  kLegacy4Levels,                      // iq4_nl, iq4_xs: 4-bit indices into 16 levels
 };
 
 struct PackLayout {
   PackFamily family = PackFamily::kFloat;
   PackKernel kernel = PackKernel::kF32;
-  int32_t block = 1;        // elements per block (1 float, 32 legacy, 256 k-quants)
-  int32_t code_bits = 8;    // 4 or 8 (integer families)
+  int32_t block = 1;         // elements per block (1 float, 32 integer types)
+  int32_t source_block = 1;  // elements per block of the source rows (256 repacked k-quants)
+  int32_t code_bits = 8;     // 4, 6 or 8 (integer families)
   int32_t zero = 0;         // subtracted from codes (8 q4_0, 128 q8_0, 32 q6_K)
   bool has_min = false;     // q4_1 (f16 m), q4_K and q5_K (dmin · min)
   // Non-linear codes (iq4_nl, iq4_xs): the kernel reads code q as levels[q] + 128 (zero 128).

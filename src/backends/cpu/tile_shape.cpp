@@ -32,12 +32,14 @@ CpuKey ReadCpuKey() {
   return key;
 }
 
-// One row of the table: the CPUs it covers and their tile per layout family.
+// One row of the table: the CPUs it covers and their tile per kind of kernel: float weights,
+// legacy blocks of 32 (q4_K and iq4_xs too, repacked as q4_1 and iq4_nl), and 6-bit codes
+// (q5_K and q6_K repacked), whose unpacking needs registers that more streams would take.
 struct TileRow {
   const char* vendor;  // nullptr: any (the default row, last)
   unsigned family_min, family_max;
   const char* name;
-  DecodeTile float_tile, legacy_tile, kquant_tile;
+  DecodeTile float_tile, legacy_tile, codes6_tile;
 };
 
 // Measured with bench/tile_sweep.sh (matmul_bench's GEMV GB/s over the 1B shapes, streams
@@ -47,7 +49,9 @@ struct TileRow {
 // AMD family 0x1a (Zen 5 EPYC, 2 vCPUs, shared): 4 streams with 2 KB of software prefetch read
 // f16 ~18%, bf16 ~12%, q4_0 ~10% and q8_0 ~9% faster than the default (8 or 4 streams, none);
 // the hardware prefetchers alone keep fewer lines in flight per stream than the memory needs.
-// Family 0x19 (Zen 3/4) shares the row until measured apart.
+// Family 0x19 (Zen 3/4) shares the row until measured apart. 6-bit codes: 4 streams, measured
+// faster than 8 with matmul_bench when they were added (branch h-kquant); software prefetch
+// for them is not yet measured.
 constexpr TileRow kTable[] = {
     {"AuthenticAMD", 0x19, 0x1a, "AMD family 0x19-0x1a (Zen 3-5)", {4, 2048}, {4, 2048}, {4, 0}},
     {nullptr, 0, ~0u, "default", {4, 0}, {8, 0}, {4, 0}},
@@ -71,16 +75,10 @@ const TileRow& ThisCpu() {
 
 }  // namespace
 
-DecodeTile DecodeTileFor(PackFamily family) {
+DecodeTile DecodeTileFor(const PackLayout& layout) {
   const TileRow& row = ThisCpu();
-  switch (family) {
-    case PackFamily::kLegacy:
-      return row.legacy_tile;
-    case PackFamily::kKQuant:
-      return row.kquant_tile;
-    default:
-      return row.float_tile;
-  }
+  if (layout.family == PackFamily::kFloat) return row.float_tile;
+  return layout.code_bits == 6 ? row.codes6_tile : row.legacy_tile;
 }
 
 std::string DecodeTileSource() {

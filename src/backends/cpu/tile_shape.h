@@ -1,6 +1,6 @@
-// The decode tile shape (matmul_kernels.h's DecodeTile) for this CPU and each layout family,
-// from a table keyed by the CPU's vendor and family (x86 CPUID; other CPUs take the default
-// row). The rows were measured with bench/tile_sweep.sh.
+// The decode tile shape (matmul_kernels.h's DecodeTile) for this CPU and each kind of kernel
+// (float, legacy blocks, 6-bit codes), from a table keyed by the CPU's vendor and family (x86
+// CPUID; other CPUs take the default row). The rows were measured with bench/tile_sweep.sh.
 #pragma once
 
 #include <string>
@@ -9,8 +9,8 @@
 
 namespace kite::cpu {
 
-// This CPU's decode tile for weights of `family` (computed once).
-DecodeTile DecodeTileFor(PackFamily family);
+// This CPU's decode tile for weights packed as `layout` (the table row is computed once).
+DecodeTile DecodeTileFor(const PackLayout& layout);
 // Which table row this CPU took, e.g. "AMD family 0x1a (Zen 5)" (for reports and benchmarks).
 std::string DecodeTileSource();
 

@@ -183,13 +183,12 @@ void UnpackIQ4_NL(const void* block, UnpackedBlock* out) {
   UnpackIndices(b.qs, 32, out->codes);
 }
 
-// One int8 scale per 16 elements (each sub-block's twice), as q6_K's layout has them.
+// One signed scale per sub-block of 32 (as bytes).
 void UnpackIQ4_XS(const void* block, UnpackedBlock* out) {
   const auto b = ReadBlock<BlockIQ4_XS>(block);
   out->d = F16ToF32(b.d);
   for (int ib = 0; ib < 8; ++ib) {
-    const auto sc = static_cast<uint8_t>(static_cast<int8_t>(SubBlockScaleXS(b, ib)));
-    out->sc[2 * ib] = out->sc[2 * ib + 1] = sc;
+    out->sc[ib] = static_cast<uint8_t>(static_cast<int8_t>(SubBlockScaleXS(b, ib)));
   }
   UnpackIndices(b.qs, kQKK, out->codes);
 }
@@ -223,7 +222,7 @@ constexpr DTypeRow kRows[] = {
                .code_bits = 4,
                .zero = 0,
                .has_min = false,
-               .sub_block = 16,
+               .sub_block = kQK,
                .levels = kIQ4Levels},
      .unpack = UnpackIQ4_XS,
      .file_type = 30,  // LLAMA_FTYPE_MOSTLY_IQ4_XS
