@@ -64,7 +64,7 @@ TEST_F(NpusimFp16ModelTest, AChipWithoutFp16RefusesTheRecipeAndDeclinesFloatNode
             std::string::npos)
       << refused.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/888.gguf"));
-  // The same weights without `kite compile`'s chip check: npusim on v68 declines every float
+  // The same weights without `kite compile`'s chip check: npusim on the 888 declines every float
   // node with the chip rules' reason, and the CPU runs them.
   const std::string file = dir_ + "/demo-int4.gguf";
   ASSERT_EQ(RunKite({"quantize", SourcePath("models/demo"), "-o", file, "--type", "int4", "-q"})

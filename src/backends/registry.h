@@ -26,7 +26,9 @@ namespace kite {
 // What a backend may be configured with; each takes what applies to it.
 struct BackendOptions {
   int32_t threads = 0;  // backends with a thread pool; 0: every CPU this process may use
-  std::string chip = "";  // npusim: the chip generation to simulate; empty = the backend's default (v75)
+  // npusim: the chip to simulate, a chip file's name (chips/8gen3.json: "8gen3"); empty = the
+  // backend's default (8gen3).
+  std::string chip = "";
 };
 
 struct BackendRegistration {

@@ -157,7 +157,7 @@ Result<CompileReport> CompileModel(const std::string& input, const std::string& 
                .prefill_chunk = target.prefill_chunk,
                .session_limit = target.session_limit,
                .backend = report.placed_on,
-               .hexagon = chip.hexagon,
+               .chip = chip.name,
                .activation_bytes = WidthBytes(recipe->activation_bits),
                .kv_bytes = WidthBytes(recipe->activation_bits > 0 ? recipe->kv_bits : 0)}));
   target.graphs = report.graphs.dump();

@@ -77,7 +77,7 @@ std::string UnitOfBackend(const std::string& backend) {
 Result<Json> PlanGraphs(const Model& model, const GraphPlanOptions& options) {
   // One thread: placing asks the backends what they support, it runs nothing.
   const auto made =
-      KITE_TRY(MakeBackends(options.backend, {.threads = 1, .chip = options.hexagon}));
+      KITE_TRY(MakeBackends(options.backend, {.threads = 1, .chip = options.chip}));
   std::vector<Backend*> backends;
   for (const auto& backend : made) backends.push_back(backend.get());
   Json graphs = Json::array();

@@ -20,7 +20,7 @@ struct GraphPlanOptions {
   int32_t prefill_chunk = 128;    // the prefill graph's tokens (at most each context)
   uint64_t session_limit = 0;
   std::string backend;          // preference list (backends/registry.h): "npusim,cpu"
-  std::string hexagon;          // BackendOptions::chip: the generation a simulating backend models
+  std::string chip;             // BackendOptions::chip: the chip file a simulating backend models
   double activation_bytes = 2;  // per activation element on the NPU
   double kv_bytes = 2;          // per KV cache element
 };

@@ -20,7 +20,8 @@ Result<CompiledRun> ResolveCompiledRun(const ModelConfig& config, const std::str
                                        int32_t context) {
   if (!config.compiled) {
     if (chip.empty()) return CompiledRun{"", context};
-    return CompiledRun{KITE_TRY(ReadChipFile(DefaultChipsDir(), chip)).features.hexagon, context};
+    KITE_RETURN_IF_ERROR(ReadChipFile(DefaultChipsDir(), chip));  // NotFound listing the chips
+    return CompiledRun{chip, context};
   }
   const CompiledTarget& compiled = *config.compiled;
   if (!chip.empty() && chip != compiled.chip) {
@@ -29,7 +30,7 @@ Result<CompiledRun> ResolveCompiledRun(const ModelConfig& config, const std::str
                        "); this run targets " + target.name + " (" + target.hexagon +
                        "): compile it again with kite compile --chip " + target.name);
   }
-  CompiledRun run{compiled.hexagon, compiled.contexts.back()};
+  CompiledRun run{compiled.chip, compiled.contexts.back()};
   if (context > 0) {
     run.context = compiled.ContextFor(context);
     if (run.context == 0) {

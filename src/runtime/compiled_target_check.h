@@ -13,9 +13,9 @@
 namespace kite {
 
 struct CompiledRun {
-  // What BackendOptions::chip gets: the chip's Hexagon generation ("v75"), which is what a
-  // simulating backend models; "" : the backend's default.
-  std::string hexagon;
+  // What BackendOptions::chip gets: the chip file's name ("8gen3"), the chip a simulating
+  // backend models; "" : the backend's default.
+  std::string chip;
   int32_t context = 0;  // the engine's context; 0: the caller's rule
 };
 

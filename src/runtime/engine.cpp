@@ -158,7 +158,7 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOpt
 
   std::vector<std::unique_ptr<Backend>> backends =
       KITE_TRY(MakeBackends(options.backend,
-                            BackendOptions{.threads = options.threads, .chip = compiled.hexagon}));
+                            BackendOptions{.threads = options.threads, .chip = compiled.chip}));
   std::unique_ptr<Engine> engine(new Engine(std::move(files), options, context, std::move(*pool),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));

@@ -48,8 +48,7 @@ struct EngineOptions {
   // (ref) follow. See AvailableBackends().
   std::string backend = "cpu";
   int32_t threads = 0;           // cpu backend threads; 0: every CPU this process may use
-  // The chip (chips/NAME.json) a simulating backend (npusim) models: its Hexagon generation is
-  // BackendOptions::chip. "" : a compiled model's own chip, else the backend's default. A
+  // The chip (chips/NAME.json) a simulating backend (npusim) models (BackendOptions::chip). "" : a compiled model's own chip, else the backend's default. A
   // compiled model (`kite compile`) is refused for another chip.
   std::string chip;
   bool check_tensors = false;    // scan every weight for NaN/Inf at load (models/check_tensors.h)

@@ -1,7 +1,6 @@
 #include "backends/npusim/npusim_backend.h"
 
 #include <algorithm>
-#include <array>
 #include <type_traits>
 
 #include "backends/node_by_node.h"
@@ -12,37 +11,26 @@ namespace kite {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kChips = {"v68", "v69", "v73", "v75", "v79", "v81"};
-constexpr std::string_view kDefaultChip = "v75";
-
 const bool kRegistered = RegisterBackend(
     {.name = "npusim",
      .make = [](const BackendOptions& options) -> Result<std::unique_ptr<Backend>> {
-       const std::string chip = options.chip.empty() ? std::string(kDefaultChip) : options.chip;
-       if (std::find(kChips.begin(), kChips.end(), chip) == kChips.end()) {
-         std::string known;
-         for (std::string_view c : kChips) known += (known.empty() ? "" : ", ") + std::string(c);
-         return InvalidInput("npusim: unknown chip generation '" + chip + "' (one of " + known +
-                             ")");
-       }
-       ChipFeatures features = KITE_TRY(GenerationFeatures(DefaultChipsDir(), chip));
-       return std::make_unique<NpusimBackend>(options.threads, chip, std::move(features));
+       const std::string chip =
+           options.chip.empty() ? std::string(kNpusimDefaultChip) : options.chip;
+       ChipFile file = KITE_TRY(ReadChipFile(DefaultChipsDir(), chip));
+       return std::make_unique<NpusimBackend>(options.threads, std::move(file.features));
      }});
 
 }  // namespace
 
-std::span<const std::string_view> NpusimChips() { return kChips; }
-
-NpusimBackend::NpusimBackend(int32_t threads, std::string chip, ChipFeatures features)
+NpusimBackend::NpusimBackend(int32_t threads, ChipFeatures features)
     // A float value npusim runs is fp16 (docs/npusim.md §11), so the rules' fp16 gate refuses
     // float nodes on a chip without FP16.
     : pool_(threads),
-      chip_(std::move(chip)),
       target_{.chip = std::move(features), .activations = ActivationKind::kFp16} {}
 
 // First whether npusim has a kernel for the node (integer codes, or the FP16 path for a float
 // node), then whether the chip's NPU runs it (the rules `kite inspect --placement --chip` and the
-// cost model share; they refuse fp16 on v68/v69).
+// cost model share; they refuse fp16 on a chip without FP16).
 SupportResult NpusimBackend::Supports(const Graph& graph, const Node& node) const {
   const bool fp16 = npusim::Fp16Node(graph, node);
   const SupportResult kernel = std::visit(

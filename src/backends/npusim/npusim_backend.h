@@ -1,7 +1,7 @@
 // npusim: the simulated NPU. It runs quantized graphs in integer arithmetic exactly as
 // docs/npusim.md ("npusim numerics v1.1") specifies, so a model's accuracy on an integer-only
-// accelerator can be checked on any x86 or Arm machine; on chips with fp16 (v73 and later) it
-// runs float nodes on the FP16 path (§11). Other nodes are declined with a reason and run on the
+// accelerator can be checked on any x86 or Arm machine; on chips with FP16 (their chip file's
+// `fp16`) it runs float nodes on the FP16 path (§11). Other nodes are declined with a reason and run on the
 // next backend of the preference list (`--backend npusim,cpu`).
 #pragma once
 
@@ -15,12 +15,11 @@ namespace kite {
 
 class NpusimBackend final : public Backend {
  public:
-  // `chip`: a chip generation npusim simulates (NpusimChips); the default is v75. `features`:
-  // what that generation's NPU runs (its first chip file, chips/*.json).
-  NpusimBackend(int32_t threads, std::string chip, ChipFeatures features);
+  // `features`: the chip npusim simulates (its chips/NAME.json): what its NPU runs.
+  NpusimBackend(int32_t threads, ChipFeatures features);
 
   std::string_view name() const override { return "npusim"; }
-  const std::string& chip() const { return chip_; }
+  const ChipFeatures& chip() const { return target_.chip; }
 
   SupportResult Supports(const Graph& graph, const Node& node) const override;
   uint64_t ScratchBytes(const Graph& graph, const Node& node) const override;
@@ -30,11 +29,10 @@ class NpusimBackend final : public Backend {
 
  private:
   mutable ThreadPool pool_;  // the integer matmul's rows; the pool is safe to share
-  std::string chip_;
   NpuTarget target_;  // the support rules' view of the chip (backends/npusim/support/)
 };
 
-// The chip generations npusim knows, oldest first: "v68", "v69", "v73", "v75", "v79", "v81".
-std::span<const std::string_view> NpusimChips();
+// The chip a run without --chip simulates (chips/8gen3.json, Hexagon v75).
+inline constexpr std::string_view kNpusimDefaultChip = "8gen3";
 
 }  // namespace kite

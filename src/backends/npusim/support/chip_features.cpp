@@ -70,15 +70,4 @@ Result<ChipFile> ReadChipFile(const std::string& dir, const std::string& name) {
   return chip;
 }
 
-Result<ChipFeatures> GenerationFeatures(const std::string& dir, const std::string& hexagon) {
-  std::vector<std::string> seen;
-  for (const std::string& name : KITE_TRY(ListChips(dir))) {
-    const ChipFile chip = KITE_TRY(ReadChipFile(dir, name));
-    if (chip.features.hexagon == hexagon) return chip.features;
-    seen.push_back(name + " (" + chip.features.hexagon + ")");
-  }
-  return NotFound("no chip file of generation " + hexagon + " in " + dir +
-                  "; the chips are: " + Joined(seen));
-}
-
 }  // namespace kite

@@ -43,8 +43,5 @@ Result<ChipFile> ParseChipFile(std::string_view text, const std::string& file);
 // `dir`/`name`.json. NotFound listing the chips when there is no such file; InvalidInput when its
 // name field is not its stem.
 Result<ChipFile> ReadChipFile(const std::string& dir, const std::string& name);
-// The features of the first chip (by name) under `dir` of Hexagon generation `hexagon` ("v75":
-// 8gen3), for a backend configured by generation. NotFound naming the generations there are.
-Result<ChipFeatures> GenerationFeatures(const std::string& dir, const std::string& hexagon);
 
 }  // namespace kite

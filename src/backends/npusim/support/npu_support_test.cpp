@@ -200,20 +200,30 @@ TEST(NpuSupportTest, ActivationWidthComesFromTheEncodingBeforeADequantize) {
   EXPECT_TRUE(NpuSupports(graph, graph.nodes().back(), v68).ok);
 }
 
-// The npusim backend is configured by generation; its rules take that generation's first chip
-// file, so every generation it knows has one.
-TEST(NpuSupportTest, EveryNpusimGenerationHasAChipFile) {
-  for (std::string_view generation : NpusimChips()) {
-    auto features = GenerationFeatures(DefaultChipsDir(), std::string(generation));
-    ASSERT_TRUE(features.has_value()) << features.error().message;
-    EXPECT_EQ(features->hexagon, generation);
-    auto backends = MakeBackends("npusim", BackendOptions{.chip = std::string(generation)});
-    EXPECT_TRUE(backends.has_value()) << backends.error().message;
+// The npusim backend is configured by chip file, so two chips of one generation keep their own
+// features: the 888 and the SA8295P are both v68, and only the SA8295P runs fp16.
+TEST(NpuSupportTest, EveryChipFileMakesAnNpusimBackendWithItsFeatures) {
+  auto names = ListChips(DefaultChipsDir());
+  ASSERT_TRUE(names.has_value()) << names.error().message;
+  ASSERT_GE(names->size(), 8u);
+  for (const std::string& name : *names) {
+    auto backends = MakeBackends("npusim", BackendOptions{.chip = name});
+    ASSERT_TRUE(backends.has_value()) << name << ": " << backends.error().message;
+    const auto* npusim = dynamic_cast<const NpusimBackend*>(backends->front().get());
+    ASSERT_NE(npusim, nullptr) << name;
+    EXPECT_EQ(npusim->chip().name, name);
   }
-  EXPECT_EQ(GenerationFeatures(DefaultChipsDir(), "v68")->name, "888");
-  auto none = GenerationFeatures(DefaultChipsDir(), "v99");
-  ASSERT_FALSE(none.has_value());
-  EXPECT_TRUE(Contains(none.error().message, "no chip file of generation v99"));
+  auto sa8295p = MakeBackends("npusim", BackendOptions{.chip = "sa8295p"});
+  auto s888 = MakeBackends("npusim", BackendOptions{.chip = "888"});
+  ASSERT_TRUE(sa8295p.has_value() && s888.has_value());
+  const auto& a = dynamic_cast<const NpusimBackend&>(*sa8295p->front()).chip();
+  const auto& b = dynamic_cast<const NpusimBackend&>(*s888->front()).chip();
+  EXPECT_EQ(a.hexagon, b.hexagon);
+  EXPECT_TRUE(a.fp16);
+  EXPECT_FALSE(b.fp16);
+  auto unknown = MakeBackends("npusim", BackendOptions{.chip = "v75"});
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_TRUE(Contains(unknown.error().message, "unknown chip 'v75'; the chips are: 888, "));
 }
 
 TEST(NpuSupportTest, UnknownChipListsTheChips) {
