@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "base/status.h"
+#include "tensor/dtype.h"
 
 namespace kite {
 
@@ -29,6 +30,10 @@ struct BackendOptions {
   // npusim: the chip to simulate, a chip file's name (chips/8gen3.json: "8gen3"); empty = the
   // backend's default (8gen3).
   std::string chip = "";
+  // The run's KV cache: the positions it holds and its element type (npusim's VTCM rule,
+  // backends/npusim/support/attention_rule.cpp); context 0: not known, not checked.
+  int64_t context = 0;
+  DType kv_dtype = DType::kF16;
 };
 
 struct BackendRegistration {

@@ -75,11 +75,10 @@ Result<Json> InspectNpuPlacement(const std::string& path, const EngineOptions& o
   EngineOptions graphs_only = options;
   graphs_only.backend = "ref";
   auto engine = KITE_TRY(Engine::Load(path, graphs_only));
-  const uint64_t kv_bytes = KITE_TRY(BytesFor(options.kv_dtype, 1024)) / 1024;
   const NpuTarget target{.chip = chip.features,
                          .activations = ActivationKind::kInt16,
                          .context = engine->context_length(),
-                         .kv_bytes = static_cast<int>(std::max<uint64_t>(kv_bytes, 1))};
+                         .kv_bytes = KITE_TRY(NpuKvBytes(options.kv_dtype))};
   Json graphs = Json::array();
   {  // Each lease is held while its graph is read, one at a time.
     const Engine::GraphLease decode = KITE_TRY(engine->LeaseGraph(1, false));

@@ -75,13 +75,17 @@ std::string UnitOfBackend(const std::string& backend) {
 }
 
 Result<Json> PlanGraphs(const Model& model, const GraphPlanOptions& options) {
-  // One thread: placing asks the backends what they support, it runs nothing.
-  const auto made =
-      KITE_TRY(MakeBackends(options.backend, {.threads = 1, .chip = options.chip}));
-  std::vector<Backend*> backends;
-  for (const auto& backend : made) backends.push_back(backend.get());
   Json graphs = Json::array();
   for (int32_t context : options.contexts) {
+    // One thread: placing asks the backends what they support, it runs nothing. Made per
+    // context: whether attention's KV fits in VTCM depends on it.
+    const auto made = KITE_TRY(MakeBackends(
+        options.backend, {.threads = 1,
+                          .chip = options.chip,
+                          .context = context,
+                          .kv_dtype = options.kv_bytes > 1 ? DType::kF16 : DType::kI8}));
+    std::vector<Backend*> backends;
+    for (const auto& backend : made) backends.push_back(backend.get());
     const int32_t chunk = std::min(options.prefill_chunk, context);
     // A chunk of one token is the decode step: no prefill graph of its own.
     const std::vector<int32_t> phases =

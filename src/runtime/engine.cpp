@@ -158,7 +158,10 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOpt
 
   std::vector<std::unique_ptr<Backend>> backends =
       KITE_TRY(MakeBackends(options.backend,
-                            BackendOptions{.threads = options.threads, .chip = compiled.chip}));
+                            BackendOptions{.threads = options.threads,
+                                           .chip = compiled.chip,
+                                           .context = context,
+                                           .kv_dtype = options.kv_dtype}));
   std::unique_ptr<Engine> engine(new Engine(std::move(files), options, context, std::move(*pool),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));

@@ -1,11 +1,13 @@
 // Fuzzes the GGUF reader: any input must parse to an error value or to a file whose every value
-// and tensor view can be read in bounds, and that the writer reproduces.
+// and tensor view can be read in bounds, and that the writer reproduces; and the reader of
+// `kite compile`'s keys (models/compiled_gguf.h) on whatever parses.
 #include <cstdint>
 #include <cstdlib>
 #include <span>
 #include <vector>
 
 #include "format/gguf.h"
+#include "models/compiled_gguf.h"
 
 namespace {
 
@@ -69,6 +71,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto* begin = static_cast<const uint8_t*>(view.data);
     Check(begin >= data && begin + view.bytes <= data + size);
     for (uint64_t i = 0; i < view.bytes; ++i) sink = sink + begin[i];
+  }
+
+  // The compile keys read to a target whose contexts ascend and hold the prefill chunk, or to an
+  // error naming the file.
+  auto compiled = kite::ReadCompiledKeys(*file);
+  if (!compiled) {
+    Check(compiled.error().message.starts_with("fuzz.gguf: "));
+  } else if (*compiled) {
+    const kite::CompiledTarget& target = **compiled;
+    Check(!target.contexts.empty() && target.prefill_chunk >= 1 &&
+          target.prefill_chunk <= target.contexts.back());
+    for (size_t i = 1; i < target.contexts.size(); ++i) {
+      Check(target.contexts[i - 1] < target.contexts[i]);
+    }
   }
 
   // Whatever the reader accepts, the writer must write, and writing what it reads back must give

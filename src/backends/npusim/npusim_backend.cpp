@@ -17,16 +17,19 @@ const bool kRegistered = RegisterBackend(
        const std::string chip =
            options.chip.empty() ? std::string(kNpusimDefaultChip) : options.chip;
        ChipFile file = KITE_TRY(ReadChipFile(DefaultChipsDir(), chip));
-       return std::make_unique<NpusimBackend>(options.threads, std::move(file.features));
+       // A float value npusim runs is fp16 (docs/npusim.md §11), so the rules' fp16 gate refuses
+       // float nodes on a chip without FP16.
+       return std::make_unique<NpusimBackend>(
+           options.threads, NpuTarget{.chip = std::move(file.features),
+                                      .activations = ActivationKind::kFp16,
+                                      .context = options.context,
+                                      .kv_bytes = KITE_TRY(NpuKvBytes(options.kv_dtype))});
      }});
 
 }  // namespace
 
-NpusimBackend::NpusimBackend(int32_t threads, ChipFeatures features)
-    // A float value npusim runs is fp16 (docs/npusim.md §11), so the rules' fp16 gate refuses
-    // float nodes on a chip without FP16.
-    : pool_(threads),
-      target_{.chip = std::move(features), .activations = ActivationKind::kFp16} {}
+NpusimBackend::NpusimBackend(int32_t threads, NpuTarget target)
+    : pool_(threads), target_(std::move(target)) {}
 
 // First whether npusim has a kernel for the node (integer codes, or the FP16 path for a float
 // node), then whether the chip's NPU runs it (the rules `kite inspect --placement --chip` and the

@@ -15,8 +15,9 @@ namespace kite {
 
 class NpusimBackend final : public Backend {
  public:
-  // `features`: the chip npusim simulates (its chips/NAME.json): what its NPU runs.
-  NpusimBackend(int32_t threads, ChipFeatures features);
+  // `target`: the chip npusim simulates (its chips/NAME.json) and the run's context: what its
+  // NPU runs.
+  NpusimBackend(int32_t threads, NpuTarget target);
 
   std::string_view name() const override { return "npusim"; }
   const ChipFeatures& chip() const { return target_.chip; }

@@ -32,6 +32,11 @@ ActivationKind ActivationOf(const Graph& graph, ValueId id, const NpuTarget& tar
   return target.activations;
 }
 
+Result<int> NpuKvBytes(DType kv_dtype) {
+  const uint64_t bytes = KITE_TRY(BytesFor(kv_dtype, 1024)) / 1024;
+  return static_cast<int>(std::max<uint64_t>(bytes, 1));
+}
+
 std::string_view ActivationName(ActivationKind kind) {
   switch (kind) {
     case ActivationKind::kInt8:

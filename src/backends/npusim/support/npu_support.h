@@ -48,6 +48,10 @@ struct NpuVerdict {
   std::string runtime;
 };
 
+// NpuTarget::kv_bytes for a KV cache of `kv_dtype`: its whole bytes per element (q8_0's 34 bytes
+// per 32 count as 1). InvalidInput for a type that cannot hold a KV cache.
+Result<int> NpuKvBytes(DType kv_dtype);
+
 // The rule for `node` (not a view) of `graph` on `target`.
 NpuVerdict NpuRule(const Graph& graph, const Node& node, const NpuTarget& target);
 // The backend's answer: NpuRule's, without the decomposition.

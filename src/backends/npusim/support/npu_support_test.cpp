@@ -149,6 +149,33 @@ TEST(NpuSupportTest, KvCacheMustFitInVtcm) {
   EXPECT_EQ(block.Reasons(v75).at("attn"), "");
 }
 
+// The backend applies the same VTCM rule at the context and KV type a run gives it (the engine
+// passes its own; kite compile each compiled context).
+TEST(NpuSupportTest, TheNpusimBackendChecksVtcmAtTheRunsContext) {
+  const Block block;  // float values: npusim's FP16 path on 8gen3
+  const Node* attention = nullptr;
+  for (const Node& node : block.graph.nodes()) {
+    if (node.name == "attn") attention = &node;
+  }
+  ASSERT_NE(attention, nullptr);
+  auto verdict = [&](int64_t context, DType kv_dtype) {
+    auto made =
+        MakeBackends("npusim", {.chip = "8gen3", .context = context, .kv_dtype = kv_dtype});
+    EXPECT_TRUE(made.has_value()) << made.error().message;
+    return made ? made->front()->Supports(block.graph, *attention) : SupportResult::Yes();
+  };
+  const SupportResult fits = verdict(16384, DType::kF16);
+  EXPECT_TRUE(fits.ok) << fits.reason;
+  const SupportResult spills = verdict(32768, DType::kF16);
+  EXPECT_FALSE(spills.ok);
+  EXPECT_TRUE(Contains(spills.reason, "exceeds 8gen3 (v75)'s VTCM (8 MB); compile for a context "
+                                      "of at most 16384 or an 8-bit KV cache"))
+      << spills.reason;
+  const SupportResult eight_bit = verdict(32768, DType::kQ8_0);
+  EXPECT_TRUE(eight_bit.ok) << eight_bit.reason;
+  EXPECT_TRUE(verdict(0, DType::kF16).ok);  // context unknown: not checked
+}
+
 // fp16 sin/cos lose the angle at large positions: with fp16 activations a rope is decomposed
 // into tables computed in double; with integer activations it runs as it is.
 TEST(NpuSupportTest, Fp16RopeIsDecomposed) {
