@@ -110,7 +110,12 @@ struct Pair {
 class ConsistencyTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    auto backends = MakeBackends(GetParam(), {.threads = 2});
+    // npusim runs float nodes only on its FP16 path (docs/npusim.md §11), which rounds every
+    // value to f16: outside these f32 tolerances by design. It is checked bit for bit against the
+    // spec's numpy reference instead (NpusimOpsTest.Fp16*), so here it models the 888, which has
+    // no FP16 and declines float graphs.
+    auto backends =
+        MakeBackends(GetParam(), {.threads = 2, .chip = GetParam() == "npusim" ? "888" : ""});
     ASSERT_TRUE(backends.has_value()) << backends.error().message;
     backends_ = std::move(*backends);
     backend_ = backends_[0].get();
