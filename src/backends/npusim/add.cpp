@@ -23,12 +23,11 @@ Result<AddPlan> PlanAdd(const ActEncoding& a, const ActEncoding& b, const ActEnc
 void Add(const AddPlan& plan, const Broadcast& shape, std::span<const int32_t> a,
          std::span<const int32_t> b, std::span<int32_t> y) {
   ForEachBroadcast(shape, [&](int64_t i, int64_t ia, int64_t ib) {
-    const Int128 acc = Int128{a[ia] + plan.a.offset} * plan.ma +
-                       Int128{b[ib] + plan.b.offset} * plan.mb;
+    const Int128 acc =
+        Int128{a[ia] + plan.a.offset} * plan.ma + Int128{b[ib] + plan.b.offset} * plan.mb;
     y[i] = plan.y.Clamp(RoundShift(acc, plan.r) - plan.y.offset);
   });
 }
-
 
 SupportResult Support(const AddAttrs&, const Graph& graph, const Node& node) {
   return EncodedActivations(graph, node, {0, 1});
@@ -37,20 +36,10 @@ SupportResult Support(const AddAttrs&, const Graph& graph, const Node& node) {
 Result<Step> Prepare(const AddAttrs&, const NodeContext& c) {
   auto plan = std::make_shared<const AddPlan>(
       KITE_TRY(PlanAdd(KITE_TRY(c.Input(0)), KITE_TRY(c.Input(1)), KITE_TRY(c.Output()))));
-  auto shape = std::make_shared<const Broadcast>(
-      MakeBroadcast(c.Arg(0).shape, c.Arg(1).shape));
-  return Step([plan, shape](std::span<const TensorArg> in, const TensorArg& out,
-                            const ExecContext& context) -> Status {
-    ScratchArena arena(context.scratch);
-    const std::span<int32_t> a = arena.Take<int32_t>(in[0].elements());
-    const std::span<int32_t> b = arena.Take<int32_t>(in[1].elements());
-    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
-    ReadCodes(in[0], plan->a, a);
-    ReadCodes(in[1], plan->b, b);
-    Add(*plan, *shape, a, b, y);
-    WriteCodes(y, plan->y, out);
-    return Ok();
-  });
+  auto shape = std::make_shared<const Broadcast>(MakeBroadcast(c.Arg(0).shape, c.Arg(1).shape));
+  return TwoInputCodesStep(plan->a, plan->b, plan->y,
+                           [plan, shape](std::span<const int32_t> a, std::span<const int32_t> b,
+                                         std::span<int32_t> y) { Add(*plan, *shape, a, b, y); });
 }
 
 }  // namespace kite::npusim

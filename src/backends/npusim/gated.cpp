@@ -20,26 +20,24 @@ void Gated(const GatedPlan& plan, std::span<const int32_t> gate, std::span<const
   }
 }
 
+namespace {
+
+Result<Step> PrepareGated(TableFunction function, const NodeContext& c) {
+  auto plan = std::make_shared<const GatedPlan>(KITE_TRY(
+      PlanGated(function, KITE_TRY(c.Input(0)), KITE_TRY(c.Input(1)), KITE_TRY(c.Output()))));
+  return TwoInputCodesStep(plan->gate, plan->up, plan->y,
+                           [plan](std::span<const int32_t> gate, std::span<const int32_t> up,
+                                  std::span<int32_t> y) { Gated(*plan, gate, up, y); });
+}
+
+}  // namespace
 
 SupportResult Support(const SwiGluAttrs&, const Graph& graph, const Node& node) {
   return EncodedActivations(graph, node, {0, 1});
 }
 
 Result<Step> Prepare(const SwiGluAttrs&, const NodeContext& c) {
-  auto plan = std::make_shared<const GatedPlan>(KITE_TRY(
-      PlanGated(TableFunction::kSilu, KITE_TRY(c.Input(0)), KITE_TRY(c.Input(1)), KITE_TRY(c.Output()))));
-  return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
-                     const ExecContext& context) -> Status {
-    ScratchArena arena(context.scratch);
-    const std::span<int32_t> gate = arena.Take<int32_t>(in[0].elements());
-    const std::span<int32_t> up = arena.Take<int32_t>(in[1].elements());
-    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
-    ReadCodes(in[0], plan->gate, gate);
-    ReadCodes(in[1], plan->up, up);
-    Gated(*plan, gate, up, y);
-    WriteCodes(y, plan->y, out);
-    return Ok();
-  });
+  return PrepareGated(TableFunction::kSilu, c);
 }
 
 SupportResult Support(const GeGluAttrs&, const Graph& graph, const Node& node) {
@@ -47,20 +45,7 @@ SupportResult Support(const GeGluAttrs&, const Graph& graph, const Node& node) {
 }
 
 Result<Step> Prepare(const GeGluAttrs&, const NodeContext& c) {
-  auto plan = std::make_shared<const GatedPlan>(KITE_TRY(
-      PlanGated(TableFunction::kGeluTanh, KITE_TRY(c.Input(0)), KITE_TRY(c.Input(1)), KITE_TRY(c.Output()))));
-  return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
-                     const ExecContext& context) -> Status {
-    ScratchArena arena(context.scratch);
-    const std::span<int32_t> gate = arena.Take<int32_t>(in[0].elements());
-    const std::span<int32_t> up = arena.Take<int32_t>(in[1].elements());
-    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
-    ReadCodes(in[0], plan->gate, gate);
-    ReadCodes(in[1], plan->up, up);
-    Gated(*plan, gate, up, y);
-    WriteCodes(y, plan->y, out);
-    return Ok();
-  });
+  return PrepareGated(TableFunction::kGeluTanh, c);
 }
 
 }  // namespace kite::npusim

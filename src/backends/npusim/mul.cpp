@@ -16,7 +16,6 @@ void Mul(const MulPlan& plan, const Broadcast& shape, std::span<const int32_t> a
   });
 }
 
-
 SupportResult Support(const MulAttrs&, const Graph& graph, const Node& node) {
   return EncodedActivations(graph, node, {0, 1});
 }
@@ -24,20 +23,10 @@ SupportResult Support(const MulAttrs&, const Graph& graph, const Node& node) {
 Result<Step> Prepare(const MulAttrs&, const NodeContext& c) {
   auto plan = std::make_shared<const MulPlan>(
       KITE_TRY(PlanMul(KITE_TRY(c.Input(0)), KITE_TRY(c.Input(1)), KITE_TRY(c.Output()))));
-  auto shape = std::make_shared<const Broadcast>(
-      MakeBroadcast(c.Arg(0).shape, c.Arg(1).shape));
-  return Step([plan, shape](std::span<const TensorArg> in, const TensorArg& out,
-                            const ExecContext& context) -> Status {
-    ScratchArena arena(context.scratch);
-    const std::span<int32_t> a = arena.Take<int32_t>(in[0].elements());
-    const std::span<int32_t> b = arena.Take<int32_t>(in[1].elements());
-    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
-    ReadCodes(in[0], plan->a, a);
-    ReadCodes(in[1], plan->b, b);
-    Mul(*plan, *shape, a, b, y);
-    WriteCodes(y, plan->y, out);
-    return Ok();
-  });
+  auto shape = std::make_shared<const Broadcast>(MakeBroadcast(c.Arg(0).shape, c.Arg(1).shape));
+  return TwoInputCodesStep(plan->a, plan->b, plan->y,
+                           [plan, shape](std::span<const int32_t> a, std::span<const int32_t> b,
+                                         std::span<int32_t> y) { Mul(*plan, *shape, a, b, y); });
 }
 
 }  // namespace kite::npusim

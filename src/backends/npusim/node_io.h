@@ -70,4 +70,23 @@ void ReadCodes(const TensorArg& in, const ActEncoding& encoding, std::span<int32
 void WriteCodes(std::span<const int32_t> codes, const ActEncoding& encoding,
                 const TensorArg& out);
 
+// The step of an op of two encoded inputs (add, mul, swiglu, geglu): reads both inputs' codes
+// under `a` and `b`, runs compute(a codes, b codes, y codes), writes y under `y`.
+template <typename Compute>
+Step TwoInputCodesStep(const ActEncoding& a, const ActEncoding& b, const ActEncoding& y,
+                       Compute compute) {
+  return [a, b, y, compute](std::span<const TensorArg> in, const TensorArg& out,
+                            const ExecContext& context) -> Status {
+    ScratchArena arena(context.scratch);
+    const std::span<int32_t> a_codes = arena.Take<int32_t>(in[0].elements());
+    const std::span<int32_t> b_codes = arena.Take<int32_t>(in[1].elements());
+    const std::span<int32_t> y_codes = arena.Take<int32_t>(out.elements());
+    ReadCodes(in[0], a, a_codes);
+    ReadCodes(in[1], b, b_codes);
+    compute(a_codes, b_codes, y_codes);
+    WriteCodes(y_codes, y, out);
+    return Ok();
+  };
+}
+
 }  // namespace kite::npusim
