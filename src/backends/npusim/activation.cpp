@@ -15,7 +15,6 @@ void Activation(const ActivationPlan& plan, std::span<const int32_t> x, std::spa
   for (size_t i = 0; i < x.size(); ++i) y[i] = Requantize(plan.table.entries[x[i]], plan.m, plan.y);
 }
 
-
 SupportResult Support(const SiluAttrs&, const Graph& graph, const Node& node) {
   return EncodedActivations(graph, node, {0});
 }
@@ -23,16 +22,9 @@ SupportResult Support(const SiluAttrs&, const Graph& graph, const Node& node) {
 Result<Step> Prepare(const SiluAttrs&, const NodeContext& c) {
   auto plan = std::make_shared<const ActivationPlan>(
       KITE_TRY(PlanActivation(TableFunction::kSilu, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
-  return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
-                     const ExecContext& context) -> Status {
-    ScratchArena arena(context.scratch);
-    const std::span<int32_t> x = arena.Take<int32_t>(in[0].elements());
-    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
-    ReadCodes(in[0], plan->x, x);
-    Activation(*plan, x, y);
-    WriteCodes(y, plan->y, out);
-    return Ok();
-  });
+  return OneInputCodesStep(
+      plan->x, plan->y,
+      [plan](std::span<const int32_t> x, std::span<int32_t> y) { Activation(*plan, x, y); });
 }
 
 SupportResult Support(const GeluAttrs&, const Graph& graph, const Node& node) {
@@ -40,18 +32,12 @@ SupportResult Support(const GeluAttrs&, const Graph& graph, const Node& node) {
 }
 
 Result<Step> Prepare(const GeluAttrs& attrs, const NodeContext& c) {
-  auto plan = std::make_shared<const ActivationPlan>(
-      KITE_TRY(PlanActivation(attrs.approx == GeluApprox::kErf ? TableFunction::kGeluErf : TableFunction::kGeluTanh, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
-  return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
-                     const ExecContext& context) -> Status {
-    ScratchArena arena(context.scratch);
-    const std::span<int32_t> x = arena.Take<int32_t>(in[0].elements());
-    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
-    ReadCodes(in[0], plan->x, x);
-    Activation(*plan, x, y);
-    WriteCodes(y, plan->y, out);
-    return Ok();
-  });
+  auto plan = std::make_shared<const ActivationPlan>(KITE_TRY(PlanActivation(
+      attrs.approx == GeluApprox::kErf ? TableFunction::kGeluErf : TableFunction::kGeluTanh,
+      KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
+  return OneInputCodesStep(
+      plan->x, plan->y,
+      [plan](std::span<const int32_t> x, std::span<int32_t> y) { Activation(*plan, x, y); });
 }
 
 }  // namespace kite::npusim

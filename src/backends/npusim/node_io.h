@@ -67,8 +67,23 @@ class ScratchArena {
 // An f32 activation (any strides) on `encoding`'s grid -> its codes, row-major (§2.4).
 void ReadCodes(const TensorArg& in, const ActEncoding& encoding, std::span<int32_t> codes);
 // Codes -> the contiguous f32 output, on the grid (§2.5's dequantize).
-void WriteCodes(std::span<const int32_t> codes, const ActEncoding& encoding,
-                const TensorArg& out);
+void WriteCodes(std::span<const int32_t> codes, const ActEncoding& encoding, const TensorArg& out);
+
+// The step of an op of one encoded input (silu, gelu, rms_norm): reads its codes under `x`, runs
+// compute(x codes, y codes), writes y under `y`.
+template <typename Compute>
+Step OneInputCodesStep(const ActEncoding& x, const ActEncoding& y, Compute compute) {
+  return [x, y, compute](std::span<const TensorArg> in, const TensorArg& out,
+                         const ExecContext& context) -> Status {
+    ScratchArena arena(context.scratch);
+    const std::span<int32_t> x_codes = arena.Take<int32_t>(in[0].elements());
+    const std::span<int32_t> y_codes = arena.Take<int32_t>(out.elements());
+    ReadCodes(in[0], x, x_codes);
+    compute(x_codes, y_codes);
+    WriteCodes(y_codes, y, out);
+    return Ok();
+  };
+}
 
 // The step of an op of two encoded inputs (add, mul, swiglu, geglu): reads both inputs' codes
 // under `a` and `b`, runs compute(a codes, b codes, y codes), writes y under `y`.

@@ -14,7 +14,8 @@ Result<RmsNormPlan> PlanRmsNorm(std::span<const float> weight, float eps, const 
   plan.dim = static_cast<int64_t>(weight.size());
   plan.x = x;
   plan.y = y;
-  plan.eps_codes = static_cast<int64_t>(std::nearbyint(static_cast<double>(eps) / (x.scale * x.scale)));
+  plan.eps_codes =
+      static_cast<int64_t>(std::nearbyint(static_cast<double>(eps) / (x.scale * x.scale)));
   const double root = std::sqrt(static_cast<double>(plan.dim));
   for (float w : weight) {
     plan.columns.push_back(
@@ -46,7 +47,6 @@ void RmsNorm(const RmsNormPlan& plan, std::span<const int32_t> x, std::span<int3
   }
 }
 
-
 SupportResult Support(const RmsNormAttrs&, const Graph& graph, const Node& node) {
   if (!Traits(graph.value(node.inputs[1]).dtype).can_dequantize) {
     return SupportResult::No("rms_norm: cannot read the weight '" +
@@ -61,16 +61,9 @@ Result<Step> Prepare(const RmsNormAttrs& attrs, const NodeContext& c) {
   KITE_RETURN_IF_ERROR(Dequantize(w.dtype, w.data, weight.data(), w.elements()));
   auto plan = std::make_shared<const RmsNormPlan>(
       KITE_TRY(PlanRmsNorm(weight, attrs.eps, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
-  return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
-                     const ExecContext& context) -> Status {
-    ScratchArena arena(context.scratch);
-    const std::span<int32_t> x = arena.Take<int32_t>(in[0].elements());
-    const std::span<int32_t> y = arena.Take<int32_t>(out.elements());
-    ReadCodes(in[0], plan->x, x);
-    RmsNorm(*plan, x, y);
-    WriteCodes(y, plan->y, out);
-    return Ok();
-  });
+  return OneInputCodesStep(
+      plan->x, plan->y,
+      [plan](std::span<const int32_t> x, std::span<int32_t> y) { RmsNorm(*plan, x, y); });
 }
 
 }  // namespace kite::npusim
