@@ -898,7 +898,9 @@ TEST_P(ConsistencyTest, EmbeddingScale) {
       },
       {I32("ids", {4, 0, 4})});
   ExpectNear(p, 0, 0, "scaled embedding");
-  if (!p.skipped) EXPECT_FLOAT_EQ(p.ref[dim + 3], table[3] * std::sqrt(96.0f));
+  if (!p.skipped) {
+    EXPECT_FLOAT_EQ(p.ref[dim + 3], table[3] * std::sqrt(96.0f));
+  }
 }
 
 TEST_P(ConsistencyTest, AttentionSlidingWindowAndSoftcap) {

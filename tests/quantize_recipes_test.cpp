@@ -165,7 +165,7 @@ TEST(QuantizeRecipesTest, GptqKeepsATiedHeadTied) {
 // f32 weights the file's perplexity is the float one: on a tied synth model (whose head becomes
 // output.weight) and on a folder (whose q/k rows the file permutes).
 TEST(QuantizeRecipesTest, SmoothQuantAndHadamardKeepTheFunctionThroughTheFile) {
-  for (const std::string in : {Synth(), SourcePath("models/demo")}) {
+  for (const std::string& in : {Synth(), SourcePath("models/demo")}) {
     SCOPED_TRACE(in);
     const std::string out = Dir() + "/function.gguf";
     const auto run =

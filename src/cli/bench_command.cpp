@@ -75,9 +75,9 @@ struct BenchTest {
   int32_t n_prompt = 0;
   int32_t n_gen = 0;
   int32_t parallel = 0;  // > 0: n_gen batched steps of this many sessions
-  std::vector<uint64_t> samples_ns;
+  std::vector<uint64_t> samples_ns = {};
   uint64_t peak_rss_bytes = 0;
-  std::vector<OpProfile::Row> profile;  // over the timed repetitions, with --profile
+  std::vector<OpProfile::Row> profile = {};  // over the timed repetitions, with --profile
 };
 
 struct ModelFacts {

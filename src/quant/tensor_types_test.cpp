@@ -115,8 +115,9 @@ TEST(TensorTypesTest, PureAndOverrides) {
   auto pure = ChooseTensorTypes(plan.tensors, plan.context, options);
   ASSERT_TRUE(pure.has_value());
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
-    if (plan.tensors[i].shape.size() == 2)
+    if (plan.tensors[i].shape.size() == 2) {
       EXPECT_EQ((*pure)[i].dtype, DType::kQ4_K) << plan.tensors[i].name;
+    }
   }
   const auto types = Choose("q4_k_m", {"blk\\.(0|1)\\.ffn_.*=q8_0", "ffn_down=Q5_K"});
   EXPECT_EQ(types.at("blk.0.ffn_down.weight"), DType::kQ8_0);  // the first match wins

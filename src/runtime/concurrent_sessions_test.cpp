@@ -104,7 +104,9 @@ TEST(ConcurrentSessions, AlternatingSessionsNeverRecomputeEachOthersHistory) {
       const int32_t new_tokens = result->prompt_tokens - result->reused_tokens;
       EXPECT_EQ(engine->tokens_computed() - before, static_cast<uint64_t>(new_tokens + 2))
           << "turn " << turn;
-      if (turn > 0) EXPECT_EQ(new_tokens, 3) << "turn " << turn;  // last reply token + 2 new
+      if (turn > 0) {  // last reply token + 2 new
+        EXPECT_EQ(new_tokens, 3) << "turn " << turn;
+      }
       history->insert(history->end(), result->ids.begin(), result->ids.end());
       history->insert(history->end(), {600 + turn, 650 + turn});
     }

@@ -25,9 +25,9 @@ float F16Result(double y);
 // ------------------------------------- matmul: y[t, n] = Σ_k x[t, k] · w[n, k] + bias[n]
 struct Fp16MatMulPlan {
   int64_t n = 0, k = 0;
-  std::vector<int16_t> codes;   // [N, K] weight codes, LPBQ block multipliers folded in
-  std::vector<double> scales;   // [N] s_w[n] (LPBQ: the channel scale)
-  std::vector<double> bias;     // [N] or empty
+  std::vector<int16_t> codes = {};  // [N, K] weight codes, LPBQ block multipliers folded in
+  std::vector<double> scales = {};  // [N] s_w[n] (LPBQ: the channel scale)
+  std::vector<double> bias = {};    // [N] or empty
 };
 // x [T, K] f16 values -> y [T, N]; rows of N split over `pool` (null: the caller's thread).
 void Fp16MatMul(const Fp16MatMulPlan& plan, std::span<const float> x, int64_t tokens,

@@ -36,7 +36,7 @@ Partner PartnerOf(RopeMode mode, int64_t rotary, int64_t d) {
 struct Tables {
   RopeAttrs attrs;
   int64_t dim = 0;
-  ValueId cos, sin, rotate;
+  ValueId cos = {}, sin = {}, rotate = {};
 };
 
 }  // namespace

@@ -45,7 +45,7 @@ struct NpuVerdict {
   // Set when the NPU could run the node but a deployment runs it in the runtime, on the CPU, and
   // why (the token embedding's gather): the backend runs it (npusim computes the same numbers,
   // docs/npusim.md §10), the cost model prices it on the CPU.
-  std::string runtime;
+  std::string runtime = {};
 };
 
 // NpuTarget::kv_bytes for a KV cache of `kv_dtype`: its whole bytes per element (q8_0's 34 bytes

@@ -16,7 +16,7 @@ namespace kite {
 
 struct NpuGraph {
   Graph graph;
-  std::vector<std::string> passes;  // one summary line per pass that changed something
+  std::vector<std::string> passes = {};  // one summary line per pass that changed something
 };
 
 // `store` keeps the decompositions' tables and must outlive the graph. The decomposition of a

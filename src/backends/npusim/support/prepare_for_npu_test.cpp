@@ -21,7 +21,7 @@ namespace {
 
 struct Inputs {
   std::vector<float> x;
-  std::vector<int32_t> positions;
+  std::vector<int32_t> positions = {};
 };
 
 std::vector<float> RunOnRef(Graph graph, const Inputs& in) {
@@ -31,7 +31,9 @@ std::vector<float> RunOnRef(Graph graph, const Inputs& in) {
   EXPECT_TRUE(runner.has_value()) << runner.error().message;
   if (!runner) return {};
   EXPECT_TRUE(runner->SetInput("x", in.x).has_value());
-  if (!in.positions.empty()) EXPECT_TRUE(runner->SetInput("positions", in.positions).has_value());
+  if (!in.positions.empty()) {
+    EXPECT_TRUE(runner->SetInput("positions", in.positions).has_value());
+  }
   const Status ran = runner->Run();
   EXPECT_TRUE(ran.has_value()) << ran.error().message;
   auto out = runner->OutputF32(0);
@@ -143,8 +145,14 @@ TEST(DecomposeSoftcapTest, KeepsTheRefOutput) {
 
 // x -> quantize (u8) -> silu "act" (u8 in, u16 out: refused by the NPU) -> dequantize.
 TEST(ExplicitFallbackTest, ConvertsAtEachBoundaryComputeThePlainArithmetic) {
-  QuantEncoding u8{.bits = 8, .scales = {0.04f}, .offsets = {-128}};
-  QuantEncoding u16{.bits = 16, .scales = {0.0001f}, .offsets = {-20000}};
+  QuantEncoding u8;
+  u8.bits = 8;
+  u8.scales = {0.04f};
+  u8.offsets = {-128};
+  QuantEncoding u16;
+  u16.bits = 16;
+  u16.scales = {0.0001f};
+  u16.offsets = {-20000};
   GraphBuilder b;
   const ValueId x = *b.Input("x", DType::kF32, {4, 33});
   const ValueId q = *b.Quantize("x.quantize", x, u8);
@@ -206,7 +214,9 @@ TEST(PrepareForNpuTest, DecomposesWhatTheRulesSay) {
   ASSERT_EQ(prepared->passes.size(), 1u);
   EXPECT_NE(prepared->passes[0].find("decompose_rope"), std::string::npos);
   for (const Node& node : prepared->graph.nodes()) {
-    if (!node.is_view()) EXPECT_TRUE(NpuSupports(prepared->graph, node, fp16).ok) << node.name;
+    if (!node.is_view()) {
+      EXPECT_TRUE(NpuSupports(prepared->graph, node, fp16).ok) << node.name;
+    }
   }
   auto int16 = PrepareForNpu(graph, NpuTarget{.chip = chip("888"), .context = 128}, &store);
   ASSERT_TRUE(int16.has_value());
