@@ -102,9 +102,9 @@ Status Serve(const GenerationFlags& generation, const ServeFlags& flags) {
         return std::unexpected(load_status.error());
       }
       const ServiceState& state = service->state();
-      std::fprintf(stderr, "kite serve: ready: %s, context %d, parallel %d\n",
+      std::fprintf(stderr, "kite serve: ready: %s, context %d, parallel %d, speculative %s\n",
                    state.model_id.c_str(), state.engine->context_length(),
-                   options.settings.engine.parallel);
+                   options.settings.engine.parallel, state.speculative->mode().c_str());
       announced = true;
     }
   }
@@ -175,7 +175,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       "seed, max_tokens, stop, ...) override them. A request without \"seed\" draws its own, as "
       "OpenAI's do; one without max_tokens runs until an end-of-text token or the context is "
       "full, unless -n sets a limit. --parallel sets how many requests run at once (each can "
-      "fill --ctx).");
+      "fill --ctx). --spec ngram|draft (with --draft MODEL, --draft-max, --draft-min, --ngram-min, "
+      "--ngram-max) decodes every request speculatively but those asking for logprobs; "
+      "responses then carry timings.draft_n and timings.draft_n_accepted.");
   command->callback([command, generation, flags, exit_code] {
     flags->n_predict_given = command->get_option("--n-predict")->count() > 0;
     if (auto status = Serve(*generation, *flags); !status) *exit_code = ReportError(status.error());

@@ -117,6 +117,10 @@ class Session {
   // rest with their cache pages, e.g. what a cancelled request added after its prompt. Keeps
   // none when a sliding window released KV rows the kept prefix's next query would see.
   void Truncate(int32_t length);
+  // Sliding-window layers keep `tokens` KV rows more than the next query sees, so that a
+  // Truncate of that many tokens loses no row of the window: speculative decoding driven from
+  // outside Generate (the server's scheduler) sets its --draft-max. Generate sets its own.
+  void set_rollback_reserve(int32_t tokens) { rollback_reserve_ = tokens; }
   const std::vector<int32_t>& history() const { return history_; }
   const Engine& engine() const { return engine_; }
   int32_t n_past() const { return static_cast<int32_t>(history_.size()); }

@@ -98,6 +98,13 @@ struct Usage {
   int32_t completion_tokens = 0;  // sampled tokens, a final end-of-text token excluded
 };
 
+// What speculative decoding did for one request (llama-server's timings.draft_n and
+// draft_n_accepted): tokens drafted and verified, and how many of them were kept.
+struct DraftUsage {
+  int64_t drafted = 0;
+  int64_t accepted = 0;
+};
+
 struct RequestEnd {
   FinishReason reason = FinishReason::kStop;
   Failure failure = Failure::kNone;  // kNone unless reason is kError
@@ -107,6 +114,9 @@ struct RequestEnd {
   double queue_seconds = 0.0;
   double prefill_seconds = 0.0;
   double decode_seconds = 0.0;
+  // Set when the request was decoded speculatively (the service runs with --spec and the
+  // request asked for no logprobs).
+  std::optional<DraftUsage> speculative;
 };
 
 class RequestSink {

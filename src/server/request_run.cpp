@@ -35,7 +35,8 @@ RequestRun::RequestRun(RequestId id, ServeRequest request, std::shared_ptr<Reque
   usage_.prompt_tokens = static_cast<int32_t>(request_.prompt.size());
 }
 
-void RequestRun::Start(const Engine& engine, int32_t slot, int32_t cached) {
+void RequestRun::Start(const Engine& engine, int32_t slot, int32_t cached, Drafter* drafter,
+                       const DraftLimits& limits) {
   const Tokenizer& tokenizer = engine.tokenizer();
   phase_ = Phase::kPrefill;
   slot_ = slot;
@@ -48,6 +49,10 @@ void RequestRun::Start(const Engine& engine, int32_t slot, int32_t cached) {
   previous_token_ = request_.prompt.back();
   if (previous_token_ < tokenizer.vocab_size()) (void)decoder_->Push(previous_token_);
   if (request_.logprobs) logprobs_.emplace(tokenizer, request_.top_logprobs);
+  if (drafter != nullptr && !request_.logprobs) {
+    drafter->Begin(request_.sampler);
+    speculator_.emplace(*drafter, limits, tokenizer.vocab_size());
+  }
 }
 
 std::span<const int32_t> RequestRun::NextChunk(int32_t position, int32_t chunk) const {
@@ -70,12 +75,39 @@ bool RequestRun::Accept(std::span<const float> logits, const Session& session,
     return false;
   }
   const int32_t id = sampler_->Sample(candidates, session.history());
+  if (logprobs_ && (request_.ignore_eos || !engine.IsEos(id))) {
+    pending_logprobs_.push_back(logprobs_->Report(candidates, previous_token_, id));
+  }
+  return Take(id, session.n_past(), engine);
+}
+
+Result<bool> RequestRun::Speculate(Session& session, const Engine& engine) {
+  const int32_t base = session.n_past();
+  // Room for the pending token and a draft: the context left and the tokens still wanted
+  // (the pending token is counted already), as Session::Generate gives it.
+  int32_t room = engine.context_length() - base;
+  if (request_.max_tokens >= 0)
+    room = std::min(room, request_.max_tokens - usage_.completion_tokens);
+  const std::span<const int32_t> chosen =
+      KITE_TRY(speculator_->Advance(session, *sampler_, pending_token_, std::max(room, 1)));
+  // Token i was chosen after the pending token and the i kept draft tokens before it.
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    if (!Take(chosen[i], base + 1 + static_cast<int32_t>(i), engine)) return false;
+  }
+  return true;
+}
+
+DraftUsage RequestRun::draft_usage() const {
+  if (!speculator_) return {};
+  return {.drafted = speculator_->stats().drafted, .accepted = speculator_->stats().accepted};
+}
+
+bool RequestRun::Take(int32_t id, int32_t n_past, const Engine& engine) {
   if (!request_.ignore_eos && engine.IsEos(id)) {
     Finish(FinishReason::kStop);
     return false;
   }
   ++usage_.completion_tokens;
-  if (logprobs_) pending_logprobs_.push_back(logprobs_->Report(candidates, previous_token_, id));
   previous_token_ = id;
   Result<std::string> piece = decoder_->Push(id);
   if (!piece) {
@@ -88,7 +120,7 @@ bool RequestRun::Accept(std::span<const float> logits, const Session& session,
     return false;
   }
   if ((request_.max_tokens > 0 && usage_.completion_tokens >= request_.max_tokens) ||
-      session.n_past() >= engine.context_length()) {
+      n_past >= engine.context_length()) {
     Finish(FinishReason::kLength);
     return false;
   }
@@ -134,6 +166,7 @@ void RequestRun::End(RequestEnd end) {
   if (phase_ == Phase::kEnded) return;
   const Clock::time_point now = Clock::now();
   end.usage = usage_;
+  if (speculator_) end.speculative = draft_usage();
   if (phase_ == Phase::kQueued) {
     end.queue_seconds = Seconds(now - submitted_);
   } else {

@@ -1,7 +1,7 @@
 // One request's run state, from Submit to its end event: the sampler, the streaming text
-// (UTF-8 held whole, stop strings held back), logprobs, usage and timing, and the guarantee of
-// exactly one end event. The scheduler's loop thread drives it; only the cancel flag is touched
-// by other threads.
+// (UTF-8 held whole, stop strings held back), logprobs, usage and timing, speculative decoding's
+// per-request state, and the guarantee of exactly one end event. The scheduler's loop thread
+// drives it; only the cancel flag is touched by other threads.
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,7 @@
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/speculator.h"
 #include "runtime/stop_strings.h"
 #include "server/logprobs.h"
 #include "server/request.h"
@@ -45,8 +46,12 @@ class RequestRun {
     return request_.deadline && now >= *request_.deadline;
   }
 
-  // Admitted into `slot`, whose session already holds `cached` tokens of the prompt.
-  void Start(const Engine& engine, int32_t slot, int32_t cached);
+  // Admitted into `slot`, whose session already holds `cached` tokens of the prompt. With a
+  // `drafter` (the slot's, which must outlive the run) the request decodes speculatively,
+  // unless it asked for logprobs: a verification pass keeps the logits of its rows only while
+  // it judges them, so those requests decode plainly.
+  void Start(const Engine& engine, int32_t slot, int32_t cached, Drafter* drafter = nullptr,
+             const DraftLimits& limits = {});
   // The prompt tokens the next prefill chunk feeds: [position, min(size, position + chunk)).
   std::span<const int32_t> NextChunk(int32_t position, int32_t chunk) const;
 
@@ -55,6 +60,19 @@ class RequestRun {
   // on. `session` holds everything fed so far. Returns false once the request has ended.
   // Errors (non-finite logits) end it with Failure::kInternal and return false.
   bool Accept(std::span<const float> logits, const Session& session, const Engine& engine);
+
+  // Whether decode steps go through Speculate instead of the scheduler's batched step.
+  bool speculating() const { return speculator_.has_value(); }
+  // A speculative decode step (kDecode, speculating()): feeds the pending token with a draft
+  // in one verification pass (runtime/speculator.h), with the request's own sampler, never
+  // past the context or max_tokens, and takes every token chosen as Accept takes a sampled
+  // one. The session may then hold tokens past where the request ended (a draft fed beyond an
+  // end-of-text token or a stop string): its first prompt + completion_tokens() are what the
+  // request produced. Returns false once the request has ended; an engine error is returned
+  // for the caller to end the request with.
+  Result<bool> Speculate(Session& session, const Engine& engine);
+  // Drafted and kept tokens so far (zero when not speculating).
+  DraftUsage draft_usage() const;
 
   // Ends the request now (cancel, deadline, shutdown, an engine error): no further text.
   void Fail(FinishReason reason, Failure failure, std::string message);
@@ -66,6 +84,9 @@ class RequestRun {
   FinishReason finish_reason() const { return finish_reason_; }
 
  private:
+  // Streams the chosen token `id` and decides whether to go on; `n_past` is the number of
+  // tokens before it (the history plain decoding would have when it was sampled).
+  bool Take(int32_t id, int32_t n_past, const Engine& engine);
   // The end of a completed generation: flushes the held text, then the end event.
   void Finish(FinishReason reason);
   void Emit(std::string text);
@@ -80,6 +101,7 @@ class RequestRun {
   int32_t slot_ = -1;
 
   std::optional<Sampler> sampler_;
+  std::optional<Speculator> speculator_;  // with a drafter: this request's draft lengths, stats
   std::optional<Tokenizer::StreamDecoder> decoder_;
   StopStringFilter filter_;
   std::optional<LogprobsReporter> logprobs_;

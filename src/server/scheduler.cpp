@@ -30,7 +30,9 @@ Failure FailureOf(const Error& error) {
 // callers under mutex_ (the queue, the live requests, the counters).
 class Scheduler::Loop {
  public:
-  Loop(const Engine& engine, const SchedulerOptions& options);
+  // `drafters`: one per slot (speculative decoding), or none.
+  Loop(const Engine& engine, const SchedulerOptions& options,
+       std::vector<std::unique_ptr<Drafter>> drafters, DraftLimits limits);
   ~Loop() { Shutdown(); }
 
   std::expected<RequestId, SubmitRefusal> Submit(ServeRequest request,
@@ -42,6 +44,8 @@ class Scheduler::Loop {
  private:
   struct Slot {
     std::unique_ptr<Session> session;
+    // Null: plain decoding. Before `run`, whose Speculator refers to it: it goes after the run.
+    std::unique_ptr<Drafter> drafter;
     std::shared_ptr<RequestRun> run;  // null while idle
     uint64_t last_used = 0;
   };
@@ -55,6 +59,8 @@ class Scheduler::Loop {
   // Ends running requests that were cancelled or whose deadline passed.
   void EndCancelled();
   void DecodeStep();
+  // One verification pass of every running request that decodes speculatively.
+  void SpeculativeSteps();
   void PrefillTurn();
   // The slot's request has had its end event: the slot becomes idle. Unless it finished
   // normally, the KV rows of its generated tokens go back to the pool and only its prompt's
@@ -70,6 +76,7 @@ class Scheduler::Loop {
   const Engine& engine_;
   const SchedulerOptions options_;
   const int32_t chunk_;  // prompt tokens per prefill turn
+  const DraftLimits draft_limits_;
 
   // Loop thread only.
   std::vector<Slot> slots_;
@@ -91,13 +98,21 @@ class Scheduler::Loop {
   std::thread thread_;  // last: starts once everything above exists
 };
 
-Scheduler::Loop::Loop(const Engine& engine, const SchedulerOptions& options)
+Scheduler::Loop::Loop(const Engine& engine, const SchedulerOptions& options,
+                      std::vector<std::unique_ptr<Drafter>> drafters, DraftLimits limits)
     : engine_(engine),
       options_(options),
       chunk_(options.prefill_chunk > 0 ? options.prefill_chunk : engine.options().prefill_chunk),
+      draft_limits_(limits),
       decoder_(engine) {
   slots_.resize(engine.options().parallel);
-  for (Slot& slot : slots_) slot.session = std::make_unique<Session>(engine);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    slots_[i].session = std::make_unique<Session>(engine);
+    if (i < drafters.size()) {
+      slots_[i].drafter = std::move(drafters[i]);
+      slots_[i].session->set_rollback_reserve(limits.draft_max);
+    }
+  }
   batch_sessions_.reserve(slots_.size());
   batch_tokens_.reserve(slots_.size());
   batch_slots_.reserve(slots_.size());
@@ -270,7 +285,7 @@ void Scheduler::Loop::StartRun(std::shared_ptr<RequestRun> run) {
   if (reused < 0) reused = session.ReusePrefix(prompt);  // in place (or the copy failed)
   slots_[choice.slot].run = run;
   slots_[choice.slot].last_used = ++use_counter_;
-  run->Start(engine_, choice.slot, reused);
+  run->Start(engine_, choice.slot, reused, slots_[choice.slot].drafter.get(), draft_limits_);
   const int64_t cached = CachedTokens();
   std::lock_guard lock(mutex_);
   counters_.cached_prefix_tokens = cached;
@@ -282,8 +297,13 @@ void Scheduler::Loop::Release(int32_t slot) {
   std::shared_ptr<RequestRun> run = std::move(slots_[slot].run);
   Session& session = *slots_[slot].session;
   const FinishReason reason = run->finish_reason();
+  const int32_t prompt = static_cast<int32_t>(run->request().prompt.size());
   if (reason == FinishReason::kCancelled || reason == FinishReason::kError) {
-    session.Truncate(static_cast<int32_t>(run->request().prompt.size()));
+    session.Truncate(prompt);
+  } else if (session.n_past() > prompt + run->completion_tokens()) {
+    // A verification pass fed draft tokens past where the request ended (an end-of-text token,
+    // a stop string): the cache keeps what it produced, as plain decoding's does.
+    session.Truncate(prompt + run->completion_tokens());
   }
   const int64_t cached = CachedTokens();
   std::lock_guard lock(mutex_);
@@ -320,7 +340,7 @@ void Scheduler::Loop::DecodeStep() {
   batch_slots_.clear();
   for (size_t i = 0; i < slots_.size(); ++i) {
     const RequestRun* run = slots_[i].run.get();
-    if (!run || run->phase() != RequestRun::Phase::kDecode) continue;
+    if (!run || run->phase() != RequestRun::Phase::kDecode || run->speculating()) continue;
     batch_sessions_.push_back(slots_[i].session.get());
     batch_tokens_.push_back(run->pending_token());
     batch_slots_.push_back(static_cast<int32_t>(i));
@@ -344,6 +364,31 @@ void Scheduler::Loop::DecodeStep() {
   std::lock_guard lock(mutex_);
   ++counters_.decode_steps;
   decode_rate_.Add(static_cast<int64_t>(batch_slots_.size()));
+}
+
+void Scheduler::Loop::SpeculativeSteps() {
+  int64_t tokens = 0, drafted = 0, accepted = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    RequestRun* run = slots_[i].run.get();
+    if (!run || run->phase() != RequestRun::Phase::kDecode || !run->speculating()) continue;
+    const int32_t before = run->completion_tokens();
+    const DraftUsage usage = run->draft_usage();
+    Result<bool> going = run->Speculate(*slots_[i].session, engine_);
+    tokens += run->completion_tokens() - before;
+    drafted += run->draft_usage().drafted - usage.drafted;
+    accepted += run->draft_usage().accepted - usage.accepted;
+    if (!going) {
+      FailRun(static_cast<int32_t>(i), FinishReason::kError, FailureOf(going.error()),
+              going.error().message);
+    } else if (!*going) {
+      Release(static_cast<int32_t>(i));
+    }
+  }
+  if (tokens == 0 && drafted == 0) return;
+  std::lock_guard lock(mutex_);
+  counters_.draft_tokens += drafted;
+  counters_.draft_tokens_accepted += accepted;
+  decode_rate_.Add(tokens);
 }
 
 void Scheduler::Loop::PrefillTurn() {
@@ -393,6 +438,7 @@ void Scheduler::Loop::Run() {
   while (Admit()) {
     EndCancelled();
     DecodeStep();
+    SpeculativeSteps();
     PrefillTurn();
   }
   // Shutdown: every request still queued or running gets its end event.
@@ -416,7 +462,8 @@ void Scheduler::Loop::Run() {
 }
 
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Engine& engine,
-                                                     const SchedulerOptions& options) {
+                                                     const SchedulerOptions& options,
+                                                     const SpeculativeSetup* speculative) {
   if (options.max_queue < 0) {
     return InvalidInput("max_queue " + std::to_string(options.max_queue) + ": must be >= 0");
   }
@@ -429,7 +476,16 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(const Engine& engine,
     return InvalidInput("retry_after_seconds " + std::to_string(options.retry_after_seconds) +
                         ": must be >= 0");
   }
-  return std::unique_ptr<Scheduler>(new Scheduler(engine, std::make_unique<Loop>(engine, options)));
+  std::vector<std::unique_ptr<Drafter>> drafters;
+  DraftLimits limits;
+  if (speculative != nullptr && speculative->enabled()) {
+    limits = speculative->limits();
+    for (int32_t i = 0; i < engine.options().parallel; ++i) {
+      drafters.push_back(KITE_TRY(speculative->NewDrafter()));
+    }
+  }
+  return std::unique_ptr<Scheduler>(
+      new Scheduler(engine, std::make_unique<Loop>(engine, options, std::move(drafters), limits)));
 }
 
 Scheduler::Scheduler(const Engine& engine, std::unique_ptr<Loop> loop)

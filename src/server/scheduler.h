@@ -23,6 +23,11 @@
 //     its slot, for a retry, until another request takes the slot).
 //   - Determinism: with greedy sampling a request's tokens do not depend on what else runs (the
 //     batched step computes each sequence's logits as a step of it alone would).
+//   - Speculative decoding (with a SpeculativeSetup whose mode is not none): each slot holds a
+//     drafter (a draft model's keeps a KV sequence of the draft engine per slot), and a request
+//     decoding speculatively runs its own verification pass (runtime/speculator.h) after the
+//     batched step of the others, each pass choosing 1 to k + 1 tokens. Greedy output is the
+//     same tokens as without it. Requests with logprobs decode in the batch.
 //
 // Thread safety: Submit, Cancel and Status may be called from any thread, concurrently, and
 // from inside a RequestSink callback. Shutdown (and the destructor, which calls it) from any
@@ -35,6 +40,7 @@
 #include <string>
 
 #include "runtime/engine.h"
+#include "runtime/speculative_setup.h"
 #include "server/request.h"
 
 namespace kite {
@@ -86,13 +92,19 @@ struct SchedulerStatus {
   uint64_t cached_prompt_tokens = 0;
   uint64_t completion_tokens = 0;
   uint64_t decode_steps = 0;  // batched graph runs of the decode loop
+  // Speculative decoding: draft tokens verified, and how many of them were kept.
+  uint64_t draft_tokens = 0;
+  uint64_t draft_tokens_accepted = 0;
 };
 
 class Scheduler {
  public:
-  // Starts the loop thread. The engine must outlive the scheduler.
+  // Starts the loop thread. The engine, and `speculative` when given, must outlive the
+  // scheduler; `speculative` (null, or mode none: plain decoding) makes one drafter per slot,
+  // OutOfResources when its draft engine has fewer sequences than the engine's `parallel`.
   static Result<std::unique_ptr<Scheduler>> Create(const Engine& engine,
-                                                   const SchedulerOptions& options);
+                                                   const SchedulerOptions& options,
+                                                   const SpeculativeSetup* speculative = nullptr);
   ~Scheduler();  // Shutdown()
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

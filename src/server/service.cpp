@@ -109,9 +109,17 @@ Status Service::Load() {
 }
 
 Status Service::Adopt(std::unique_ptr<Engine> engine) {
+  // The draft model (--spec draft) loads with the engine's own options, so that its KV pool
+  // holds a sequence for every slot; outside the lock, so a Shutdown need not wait for it.
+  RunSettings settings = state_.options.settings;
+  settings.engine = engine->options();
+  std::unique_ptr<SpeculativeSetup> speculative =
+      KITE_TRY(SpeculativeSetup::Create(settings, *engine));
   std::lock_guard lock(mutex_);
   if (shut_down_) return Unsupported("serve: shut down while the model was loading");
-  state_.scheduler = KITE_TRY(Scheduler::Create(*engine, state_.options.scheduler));
+  state_.scheduler =
+      KITE_TRY(Scheduler::Create(*engine, state_.options.scheduler, speculative.get()));
+  state_.speculative = std::move(speculative);
   auto chat_template =
       SelectChatTemplate(engine->tokenizer(), state_.options.settings.chat_template);
   if (chat_template) {

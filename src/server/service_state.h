@@ -14,13 +14,15 @@
 #include "chat/chat_template.h"
 #include "runtime/engine.h"
 #include "runtime/settings.h"
+#include "runtime/speculative_setup.h"
 #include "server/http_server.h"
 #include "server/scheduler.h"
 
 namespace kite {
 
 struct ServeOptions {
-  RunSettings settings;  // the model, the engine's options, the sampler's defaults
+  // The model, the engine's options, the sampler's defaults, speculative decoding.
+  RunSettings settings;
   std::string host = "127.0.0.1";
   uint16_t port = 8080;
   bool tcp = true;        // false: the Unix socket only
@@ -41,6 +43,7 @@ struct ServiceState {
   std::atomic<bool> ready{false};
   // Set before `ready`:
   std::unique_ptr<Engine> engine;
+  std::unique_ptr<SpeculativeSetup> speculative;  // before the scheduler, which uses it
   std::unique_ptr<Scheduler> scheduler;
   std::optional<ChatTemplate> chat_template;  // none: the model has no template
   std::string chat_template_error;            // why, for a chat request
