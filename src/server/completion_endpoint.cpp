@@ -63,7 +63,9 @@ class StreamSink final : public RequestSink {
   void OnEnd(RequestEnd end) override {
     Begin();
     if (end.reason == FinishReason::kStop || end.reason == FinishReason::kLength) {
-      reply_->Write(SseEvent(ChunkJson(head_, "", false, OpenAiFinishReason(end.reason), nullptr)));
+      Json last = ChunkJson(head_, "", false, OpenAiFinishReason(end.reason), nullptr);
+      last["timings"] = TimingsJson(end);  // as llama-server's last chunk has them
+      reply_->Write(SseEvent(last));
       if (include_usage_) reply_->Write(SseEvent(UsageChunkJson(head_, end.usage)));
     } else {
       reply_->Write(SseEvent(ErrorJson(EndError(end))));

@@ -135,6 +135,9 @@ void HandleStatus(ServiceState& state, const HttpRequest&, std::shared_ptr<HttpR
                         {"cached_prompt", s.cached_prompt_tokens},
                         {"completion", s.completion_tokens},
                         {"decode_steps", s.decode_steps}};
+    status["tokens"]["draft"] = s.draft_tokens;
+    status["tokens"]["draft_accepted"] = s.draft_tokens_accepted;
+    status["speculative"] = state.speculative ? state.speculative->mode() : "none";
   }
   reply->Send(JsonResponse(200, status));
 }
@@ -179,6 +182,10 @@ void HandleMetrics(ServiceState& state, const HttpRequest&, std::shared_ptr<Http
            s.cached_prompt_tokens);
     metric("completion_tokens_total", "counter", "Generated tokens.", s.completion_tokens);
     metric("decode_steps_total", "counter", "Batched decode steps.", s.decode_steps);
+    metric("draft_tokens_total", "counter", "Speculative decoding: draft tokens verified.",
+           s.draft_tokens);
+    metric("draft_tokens_accepted_total", "counter",
+           "Speculative decoding: draft tokens the model kept.", s.draft_tokens_accepted);
   }
   reply->Send(HttpResponse{200, {{"Content-Type", "text/plain; version=0.0.4"}}, text});
 }

@@ -92,6 +92,24 @@ Json LogprobsJson(CompletionKind kind, const std::vector<TokenLogprobs>& tokens,
               {"text_offset", std::move(offsets)}};
 }
 
+Json TimingsJson(const RequestEnd& end) {
+  auto per_second = [](int64_t n, double seconds) { return seconds > 0 ? n / seconds : 0.0; };
+  const int32_t computed = end.usage.prompt_tokens - end.usage.cached_tokens;
+  Json timings = {
+      {"cache_n", end.usage.cached_tokens},
+      {"prompt_n", computed},
+      {"prompt_ms", end.prefill_seconds * 1e3},
+      {"prompt_per_second", per_second(computed, end.prefill_seconds)},
+      {"predicted_n", end.usage.completion_tokens},
+      {"predicted_ms", end.decode_seconds * 1e3},
+      {"predicted_per_second", per_second(end.usage.completion_tokens, end.decode_seconds)}};
+  if (end.speculative) {
+    timings["draft_n"] = end.speculative->drafted;
+    timings["draft_n_accepted"] = end.speculative->accepted;
+  }
+  return timings;
+}
+
 Json CompletionJson(const CompletionHead& head, const std::string& text, const RequestEnd& end,
                     const std::optional<std::vector<TokenLogprobs>>& logprobs) {
   Json response = Head(head, /*chunk=*/false);
@@ -105,6 +123,7 @@ Json CompletionJson(const CompletionHead& head, const std::string& text, const R
   choice["finish_reason"] = OpenAiFinishReason(end.reason);
   response["choices"] = Json::array({std::move(choice)});
   response["usage"] = UsageJson(end.usage);
+  response["timings"] = TimingsJson(end);
   return response;
 }
 

@@ -30,6 +30,11 @@ struct CompletionHead {
 };
 
 nlohmann::ordered_json UsageJson(const Usage& usage);
+// llama-server's `timings` object, beside `usage` in a whole response and in a stream's last
+// chunk: cache_n, prompt_n (computed), prompt_ms, prompt_per_second, predicted_n,
+// predicted_ms, predicted_per_second and, when the request was decoded speculatively, draft_n
+// (tokens drafted and verified) and draft_n_accepted (of which kept).
+nlohmann::ordered_json TimingsJson(const RequestEnd& end);
 // "stop" or "length" (an end that is not an error).
 const char* OpenAiFinishReason(FinishReason reason);
 

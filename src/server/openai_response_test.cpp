@@ -46,6 +46,29 @@ TEST(OpenAiResponse, ChatCompletionObject) {
   EXPECT_EQ(response["usage"]["prompt_tokens_details"]["cached_tokens"], 4);
 }
 
+// llama-server's timings object (its server's result_timings): the draft fields only for a
+// request that was decoded speculatively.
+TEST(OpenAiResponse, TimingsAsLlamaServerGivesThem) {
+  RequestEnd end;
+  end.usage = {.prompt_tokens = 20, .cached_tokens = 4, .completion_tokens = 10};
+  end.prefill_seconds = 0.5;
+  end.decode_seconds = 2.0;
+  const Json plain = CompletionJson(kText, "x", end, std::nullopt)["timings"];
+  EXPECT_EQ(Keys(plain),
+            (std::set<std::string>{"cache_n", "prompt_n", "prompt_ms", "prompt_per_second",
+                                   "predicted_n", "predicted_ms", "predicted_per_second"}));
+  EXPECT_EQ(plain["cache_n"], 4);
+  EXPECT_EQ(plain["prompt_n"], 16);
+  EXPECT_DOUBLE_EQ(plain["prompt_ms"].get<double>(), 500.0);
+  EXPECT_DOUBLE_EQ(plain["prompt_per_second"].get<double>(), 32.0);
+  EXPECT_EQ(plain["predicted_n"], 10);
+  EXPECT_DOUBLE_EQ(plain["predicted_per_second"].get<double>(), 5.0);
+  end.speculative = DraftUsage{.drafted = 12, .accepted = 9};
+  const Json spec = TimingsJson(end);
+  EXPECT_EQ(spec["draft_n"], 12);
+  EXPECT_EQ(spec["draft_n_accepted"], 9);
+}
+
 TEST(OpenAiResponse, ChatChunks) {
   const Json first = ChunkJson(kChat, "", true, nullptr, nullptr);
   EXPECT_EQ(first["object"], "chat.completion.chunk");

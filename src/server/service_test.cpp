@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "server/http_test_client.h"
@@ -63,6 +65,7 @@ class ServiceTest : public ::testing::Test {
     options.unix_path = dir_ + "/kite.sock";
     options.api_key = api_key;
     options.scheduler.max_queue = max_queue;
+    options.settings.speculative.mode = spec_mode_;
     auto service = Service::Listen(options);
     ASSERT_TRUE(service) << service.error().message;
     service_ = std::move(*service);
@@ -78,6 +81,7 @@ class ServiceTest : public ::testing::Test {
   Json Status() { return Json::parse(Call("GET", "/status").body); }
 
   std::string dir_;
+  std::string spec_mode_ = "none";  // --spec
   std::unique_ptr<Service> service_;
 };
 
@@ -139,6 +143,53 @@ TEST_F(ServiceTest, ChatWholeAndStreamedAgree) {
     EXPECT_EQ(finish_reasons, 1);
     EXPECT_EQ(usage_chunks, usage ? 1 : 0);
   }
+}
+
+TEST_F(ServiceTest, SpeculativeNgramGivesThePlainTextAndDraftTimings) {
+  // A passage and then its start: the greedy continuation copies it, n-gram drafts find it.
+  std::ifstream file(KITE_SOURCE_DIR "/bench/speculative_quote.txt");
+  std::stringstream quote;
+  quote << file.rdbuf();
+  Json request = {
+      {"prompt", quote.str()}, {"max_tokens", 48}, {"temperature", 0}, {"ignore_eos", true}};
+  Start();
+  const Answer plain = Call("POST", "/v1/completions", request.dump());
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const Json plain_response = Json::parse(plain.body);
+  EXPECT_FALSE(plain_response["timings"].contains("draft_n"));
+  service_.reset();
+
+  spec_mode_ = "ngram";
+  Start();
+  const Answer whole = Call("POST", "/v1/completions", request.dump());
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  const Json response = Json::parse(whole.body);
+  EXPECT_EQ(response["choices"][0]["text"], plain_response["choices"][0]["text"]);
+  EXPECT_EQ(response["usage"]["completion_tokens"], 48);
+  const Json& timings = response["timings"];
+  EXPECT_EQ(timings["predicted_n"], 48);
+  EXPECT_GT(timings["draft_n"].get<int>(), 0);
+  EXPECT_GT(timings["draft_n_accepted"].get<int>(), 0);
+  EXPECT_LE(timings["draft_n_accepted"].get<int>(), timings["draft_n"].get<int>());
+
+  // Streamed: the same text, the timings in the chunk with the finish_reason.
+  request["stream"] = true;
+  const Answer stream = Call("POST", "/v1/completions", request.dump());
+  ASSERT_EQ(stream.status, 200);
+  ASSERT_GE(stream.events.size(), 2u);
+  std::string streamed;
+  for (size_t i = 0; i + 1 < stream.events.size(); ++i)
+    streamed += stream.events[i]["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(streamed, response["choices"][0]["text"]);
+  const Json& last = stream.events[stream.events.size() - 2];
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
+  EXPECT_GT(last["timings"]["draft_n_accepted"].get<int>(), 0);
+
+  EXPECT_EQ(Status()["speculative"], "ngram");
+  EXPECT_GT(Status()["tokens"]["draft_accepted"].get<int>(), 0);
+  const std::string metrics = Call("GET", "/metrics").body;
+  EXPECT_NE(metrics.find("kite_draft_tokens_total "), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("kite_draft_tokens_accepted_total "), std::string::npos);
 }
 
 TEST_F(ServiceTest, CompletionsAndTokenizer) {
