@@ -180,7 +180,9 @@ TEST(SchedulerSpeculative, MaxTokensAndStopStringsCutWherePlainDecodingCuts) {
         EXPECT_EQ(spec[i].end.usage.completion_tokens, requests[i].max_tokens);
         // A pass never feeds past max_tokens: with drafts always kept (nothing fed twice) the
         // model computes what plain decoding does, the prompt and every token but the last.
-        if (mode == "draft") EXPECT_EQ(spec[i].computed, plain[i].computed);
+        if (mode == "draft") {
+          EXPECT_EQ(spec[i].computed, plain[i].computed);
+        }
       } else {
         EXPECT_EQ(spec[i].text, text.substr(0, text.find(requests[i].stop[0])));
       }
