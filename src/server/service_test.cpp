@@ -180,7 +180,7 @@ TEST_F(ServiceTest, SpeculativeNgramGivesThePlainTextAndDraftTimings) {
   std::string streamed;
   for (size_t i = 0; i + 1 < stream.events.size(); ++i)
     streamed += stream.events[i]["choices"][0]["text"].get<std::string>();
-  EXPECT_EQ(streamed, response["choices"][0]["text"]);
+  EXPECT_EQ(streamed, response["choices"][0]["text"].get<std::string>());
   const Json& last = stream.events[stream.events.size() - 2];
   EXPECT_EQ(last["choices"][0]["finish_reason"], "length");
   EXPECT_GT(last["timings"]["draft_n_accepted"].get<int>(), 0);
