@@ -22,7 +22,9 @@ try {
   process.exit(77);
 }
 
-const [kite, model] = process.argv.slice(2);
+const [kite, model, firstTokenLimit] = process.argv.slice(2);
+// The slowest first token of the 16 concurrent streams below (ms); CMake gives a sanitizer build more.
+const firstTokenLimitMs = Number(firstTokenLimit ?? 2000);
 const dir = mkdtempSync(path.join(os.tmpdir(), "kite-openai-"));
 const socketPath = path.join(dir, "kite.sock");
 const apiKey = "test-key";
@@ -149,7 +151,7 @@ check("16 concurrent clients (8 per transport) each equal to the request alone",
   assert.ok(new Set(alone).size > 1, "the prompts should give different texts");
   firstTokens.sort((a, b) => a - b);
   figures.first_token_ms = { min: Number(firstTokens[0].toFixed(1)), max: Number(firstTokens.at(-1).toFixed(1)) };
-  assert.ok(firstTokens.at(-1) < 2000, `first token after ${firstTokens.at(-1)} ms`);
+  assert.ok(firstTokens.at(-1) < firstTokenLimitMs, `first token after ${firstTokens.at(-1)} ms`);
 });
 
 check("32 simultaneous connects on the Unix socket, none refused", async () => {
