@@ -271,7 +271,11 @@ TEST(CompileCliTest, ARecipeTheChipLacksIsRefusedNamingTheFeature) {
 }
 
 TEST(CompileCliTest, BadFlagsAreRefusedAndNothingIsHalfWritten) {
-  const std::string out = Dir() + "/demo-bad.gguf";
+  // A folder of its own: ctest runs the other compile tests beside this one, and their
+  // temporaries in Dir() while they write are not this test's leftovers.
+  const std::string dir = Dir() + "/bad_flags";
+  std::filesystem::create_directories(dir);
+  const std::string out = dir + "/demo-bad.gguf";
   std::ofstream(out) << "previous";
   const std::vector<std::vector<std::string>> bad = {
       {"--chip", "nosuch"},                                          // lists the chips
@@ -297,7 +301,7 @@ TEST(CompileCliTest, BadFlagsAreRefusedAndNothingIsHalfWritten) {
   std::ifstream in(out);
   const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(kept, "previous");
-  for (const auto& entry : std::filesystem::directory_iterator(Dir())) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     EXPECT_FALSE(Contains(entry.path().filename().string(), "kite-tmp")) << entry.path();
     EXPECT_FALSE(Contains(entry.path().filename().string(), ".kite-compile-")) << entry.path();
   }
