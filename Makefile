@@ -113,6 +113,10 @@ test-release: build llamacpp openai-client onnxruntime
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 # The whole suite again under AddressSanitizer + UBSan, then each fuzz target for a bounded time.
+# Except four npusim model tests (perplexity, fallback reasons, KV widths, a run: 1-2 min each
+# under ASan, 5.5 min together): they drive the kernels NpusimOpsTest and
+# NpusimModelTest.LogitsWithinTheDocumentedBoundOfQdq run here, and the release run runs them.
+SAN_SKIP := NpusimModelTest\.(Perplexity|DeclinedNodes|SixteenBitKv|RunGenerates)
 # -O1 with line tables only (what the sanitizers' docs advise) compiles in about half the time of
 # -O2 -g and still names file:line in every report; the benchmarks are not built.
 test-sanitize: deps san-deps llamacpp openai-client onnxruntime
@@ -122,7 +126,7 @@ test-sanitize: deps san-deps llamacpp openai-client onnxruntime
 	  -DKITE_SANITIZE=ON -DKITE_FUZZ=ON -DKITE_BENCH=OFF >/dev/null
 	cmake --build $(SAN_BUILD) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
+	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS) -E '$(SAN_SKIP)'
 	./tests/fuzz/run_fuzzers.sh $(SAN_BUILD) $${FUZZ_SECONDS:-20}
 
 # Where Kite's threads meet, under ThreadSanitizer: the thread pool (its tests run thousands of
