@@ -2,10 +2,9 @@
 // the §6.2 exp table on the score's distance from the row's maximum, and one rounded division
 // by the sum of the weights.
 #include <algorithm>
-
-#include "backends/npusim/kernels.h"
 #include <cstring>
 
+#include "backends/npusim/kernels.h"
 #include "backends/npusim/steps.h"
 #include "backends/shared_kernels.h"
 
@@ -32,8 +31,7 @@ void Attend(const AttentionPlan& plan, const KvCodes& cache, int64_t token, int6
             int64_t kv_head, std::span<const int32_t> query, std::span<int64_t> weights,
             std::span<int32_t> out) {
   const int64_t dim = static_cast<int64_t>(query.size());
-  const int64_t first =
-      plan.window > 0 && position >= plan.window ? position - plan.window + 1 : 0;
+  const int64_t first = plan.window > 0 && position >= plan.window ? position - plan.window + 1 : 0;
   // 1. a_j = Σ_d (q_d + o_q)(k_jd + o_k), kept in `weights` until step 3 replaces it.
   int64_t top = INT64_MIN;
   for (int64_t j = first; j <= position; ++j) {
@@ -79,11 +77,11 @@ void AttendRow(const AttentionPlan& plan, const KvCodes& cache, int64_t token, i
   }
 }
 
-
 SupportResult Support(const AttentionAttrs& attrs, const Graph& graph, const Node& node) {
   if (attrs.softcap > 0.0f) {
-    return SupportResult::No("attention: soft-capped scores (Gemma 2) have no integer form in "
-                             "npusim v1 (docs/npusim.md §7.2)");
+    return SupportResult::No(
+        "attention: soft-capped scores (Gemma 2) have no integer form in "
+        "npusim v1 (docs/npusim.md §7.2)");
   }
   return EncodedActivations(graph, node, {0, 1, 2});
 }
@@ -118,11 +116,11 @@ Result<Step> Prepare(const AttentionAttrs& attrs, const NodeContext& c) {
                        "-bit codes and v " + std::to_string(v.bits) +
                        "; npusim's cache holds one width per layer");
   }
-  auto plan = std::make_shared<const AttentionPlan>(KITE_TRY(PlanAttention(
-      attrs.scale, attrs.window, KITE_TRY(c.Input(0)), k, v, KITE_TRY(c.Output()))));
+  auto plan = std::make_shared<const AttentionPlan>(KITE_TRY(
+      PlanAttention(attrs.scale, attrs.window, KITE_TRY(c.Input(0)), k, v, KITE_TRY(c.Output()))));
   ThreadPool* pool = c.pool;
   return Step([plan, attrs, pool](std::span<const TensorArg> in, const TensorArg& out,
-                            const ExecContext& context) -> Status {
+                                  const ExecContext& context) -> Status {
     KITE_RETURN_IF_ERROR(CheckAttentionCache(attrs, context, in[1]));
     const KvCacheView& cache = *context.kv_cache;
     ScratchArena arena(context.scratch);
@@ -133,10 +131,7 @@ Result<Step> Prepare(const AttentionAttrs& attrs, const NodeContext& c) {
     ReadCodes(in[0], plan->q, q);
     ReadCodes(in[1], plan->k, k);
     ReadCodes(in[2], plan->v, v);
-    const TensorArg& positions = in[3];
-    auto position = [&](int64_t t) {
-      return positions.as<const int32_t>()[t * positions.strides[0]];
-    };
+    auto position = [&](int64_t t) { return PositionAt(in[3], t); };
     const int64_t tokens = in[0].shape[0];
     const int64_t q_heads = in[0].shape[1];
     const int64_t dim = in[0].shape[2];
@@ -161,15 +156,14 @@ Result<Step> Prepare(const AttentionAttrs& attrs, const NodeContext& c) {
       StoreRow(layer, v.subspan(t * row, row), plan->v.bits, layer.value(position(t)));
       longest = std::max<int64_t>(longest, position(t) + 1);
     }
-    const KvCodes codes{
-        .key = [&](int64_t t, int64_t j, int64_t h) -> const void* {
-          const KvLayerView& layer = cache.layer(t, attrs.layer);
-          return layer.key(j) + h * layer.head_bytes;
-        },
-        .value = [&](int64_t t, int64_t j, int64_t h) -> const void* {
-          const KvLayerView& layer = cache.layer(t, attrs.layer);
-          return layer.value(j) + h * layer.head_bytes;
-        }};
+    const KvCodes codes{.key = [&](int64_t t, int64_t j, int64_t h) -> const void* {
+                          const KvLayerView& layer = cache.layer(t, attrs.layer);
+                          return layer.key(j) + h * layer.head_bytes;
+                        },
+                        .value = [&](int64_t t, int64_t j, int64_t h) -> const void* {
+                          const KvLayerView& layer = cache.layer(t, attrs.layer);
+                          return layer.value(j) + h * layer.head_bytes;
+                        }};
     // Rows (token, query head) split over the pool; each thread's softmax weights and output
     // sums are its own, as long as the longest visible history plus one head.
     const int64_t group = q_heads / in[1].shape[1];
@@ -179,8 +173,8 @@ Result<Step> Prepare(const AttentionAttrs& attrs, const NodeContext& c) {
       for (int64_t row = begin; row < end; ++row) {
         const int64_t t = row / q_heads;
         const int64_t at = row * dim;
-        AttendRow(*plan, codes, t, position(t), row % q_heads / group, q.subspan(at, dim),
-                  weights, y.subspan(at, dim));
+        AttendRow(*plan, codes, t, position(t), row % q_heads / group, q.subspan(at, dim), weights,
+                  y.subspan(at, dim));
       }
     };
     pool->ParallelForChunks(tokens * q_heads, 4, rows);

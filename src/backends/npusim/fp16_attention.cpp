@@ -45,10 +45,7 @@ Result<Step> PrepareFp16(const AttentionAttrs& attrs, const NodeContext& c) {
       qkv[i] = arena.Take<float>(in[i].elements());
       ReadF16(in[i], qkv[i]);
     }
-    const TensorArg& positions = in[3];
-    auto position = [&](int64_t t) {
-      return positions.as<const int32_t>()[t * positions.strides[0]];
-    };
+    auto position = [&](int64_t t) { return PositionAt(in[3], t); };
     const int64_t tokens = in[0].shape[0];
     const int64_t q_heads = in[0].shape[1];
     const int64_t dim = in[0].shape[2];
@@ -78,14 +75,13 @@ Result<Step> PrepareFp16(const AttentionAttrs& attrs, const NodeContext& c) {
         const int64_t t = r / q_heads;
         const int64_t kv_head = r % q_heads / group;
         const KvLayerView& layer = cache.layer(t, attrs.layer);
-        const Fp16Cache heads{
-            .f16 = layer.dtype == DType::kF16,
-            .key = [&](int64_t j) -> const void* {
-              return layer.key(j) + kv_head * layer.head_bytes;
-            },
-            .value = [&](int64_t j) -> const void* {
-              return layer.value(j) + kv_head * layer.head_bytes;
-            }};
+        const Fp16Cache heads{.f16 = layer.dtype == DType::kF16,
+                              .key = [&](int64_t j) -> const void* {
+                                return layer.key(j) + kv_head * layer.head_bytes;
+                              },
+                              .value = [&](int64_t j) -> const void* {
+                                return layer.value(j) + kv_head * layer.head_bytes;
+                              }};
         Fp16AttendRow(attrs.scale, attrs.window, heads, position(t), qkv[0].subspan(r * dim, dim),
                       weights, {y + r * dim, static_cast<size_t>(dim)});
       }

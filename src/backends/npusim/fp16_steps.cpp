@@ -75,8 +75,9 @@ SupportResult SupportFp16(const MatMulAttrs&, const Graph& graph, const Node& no
 }
 SupportResult SupportFp16(const AttentionAttrs& attrs, const Graph&, const Node&) {
   if (attrs.softcap > 0) {
-    return SupportResult::No("attention: soft-capped scores have no fp16 kernel in npusim "
-                             "(docs/npusim.md §11)");
+    return SupportResult::No(
+        "attention: soft-capped scores have no fp16 kernel in npusim "
+        "(docs/npusim.md §11)");
   }
   return SupportResult::Yes();
 }
@@ -177,32 +178,29 @@ Result<Step> PrepareFp16(const RmsNormAttrs& attrs, const NodeContext& c) {
 }
 
 Result<Step> PrepareFp16(const RopeAttrs& attrs, const NodeContext&) {
-  auto inv_freq = std::make_shared<std::vector<double>>();
-  for (int64_t i = 0; i < attrs.rotary_dim / 2; ++i) {
-    inv_freq->push_back(RopeInverseFrequency(attrs, i));
-  }
+  auto inv_freq = std::make_shared<const std::vector<double>>(RopeInverseFrequencies(attrs));
   const bool neox = attrs.mode == RopeMode::kNeox;
   const float factor = attrs.attention_factor;
-  return Rounded({0}, [inv_freq, neox, factor](auto v, auto in, std::span<float> y,
-                                               auto&) -> Status {
-    const TensorArg& positions = in[1];
-    std::vector<int32_t> at(static_cast<size_t>(positions.shape[0]));
-    for (int64_t t = 0; t < positions.shape[0]; ++t) {
-      at[t] = positions.as<const int32_t>()[t * positions.strides[0]];
-    }
-    Fp16Rope(*inv_freq, neox, factor, v[0], at, in[0].shape[1], in[0].shape[2], y);
-    return Ok();
-  });
+  return Rounded({0},
+                 [inv_freq, neox, factor](auto v, auto in, std::span<float> y, auto&) -> Status {
+                   const TensorArg& positions = in[1];
+                   std::vector<int32_t> at(static_cast<size_t>(positions.shape[0]));
+                   for (int64_t t = 0; t < positions.shape[0]; ++t) {
+                     at[t] = PositionAt(positions, t);
+                   }
+                   Fp16Rope(*inv_freq, neox, factor, v[0], at, in[0].shape[1], in[0].shape[2], y);
+                   return Ok();
+                 });
 }
 
 Result<Step> PrepareFp16(const EmbeddingAttrs& attrs, const NodeContext&) {
   const float scale = attrs.scale;
-  return Step([scale](std::span<const TensorArg> in, const TensorArg& out,
-                      const ExecContext&) -> Status {
-    KITE_RETURN_IF_ERROR(LookUpEmbedding(in[0], in[1], out, scale));
-    for (float& x : Out(out)) x = RoundToF16(x);
-    return Ok();
-  });
+  return Step(
+      [scale](std::span<const TensorArg> in, const TensorArg& out, const ExecContext&) -> Status {
+        KITE_RETURN_IF_ERROR(LookUpEmbedding(in[0], in[1], out, scale));
+        for (float& x : Out(out)) x = RoundToF16(x);
+        return Ok();
+      });
 }
 
 }  // namespace kite::npusim

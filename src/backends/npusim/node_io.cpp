@@ -48,8 +48,7 @@ SupportResult EncodedActivations(const Graph& graph, const Node& node,
     return SupportResult::No(op + ": output '" + graph.value(node.output).name +
                              "' has no activation encoding; npusim writes integer codes");
   }
-  if (auto act = ActivationEncoding(*out, "output '" + graph.value(node.output).name + "'");
-      !act) {
+  if (auto act = ActivationEncoding(*out, "output '" + graph.value(node.output).name + "'"); !act) {
     return SupportResult::No(op + ": " + act.error().message);
   }
   return SupportResult::Yes();
@@ -91,8 +90,7 @@ void ReadCodes(const TensorArg& in, const ActEncoding& encoding, std::span<int32
   }
 }
 
-void WriteCodes(std::span<const int32_t> codes, const ActEncoding& encoding,
-                const TensorArg& out) {
+void WriteCodes(std::span<const int32_t> codes, const ActEncoding& encoding, const TensorArg& out) {
   DequantizeF32(encoding, codes, {out.as<float>(), codes.size()});
 }
 
@@ -105,6 +103,14 @@ uint64_t ActivationScratch(const Graph& graph, const Node& node) {
     }
   }
   return bytes;
+}
+
+std::vector<double> RopeInverseFrequencies(const RopeAttrs& attrs) {
+  std::vector<double> inv_freq;
+  for (int64_t i = 0; i < attrs.rotary_dim / 2; ++i) {
+    inv_freq.push_back(RopeInverseFrequency(attrs, i));
+  }
+  return inv_freq;
 }
 
 }  // namespace kite::npusim

@@ -2,10 +2,9 @@
 // docs/npusim.md written from the spec: the script makes random inputs on awkward shapes and
 // its output codes when the test runs; each kernel must give the same codes, bit for bit.
 #include <gtest/gtest.h>
-
-#include <cmath>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +15,7 @@
 
 #include "backends/npusim/fp16_kernels.h"
 #include "backends/npusim/kernels.h"
+#include "backends/npusim/node_io.h"
 #include "base/half.h"
 #include "graph/ops.h"
 
@@ -64,6 +64,13 @@ std::vector<float> Floats(const json& j) {
   return out;
 }
 
+// A rope case's attributes, as the reference's cases write them.
+RopeAttrs RopeAttrsOf(const json& c) {
+  return {.mode = c.at("neox").get<bool>() ? RopeMode::kNeox : RopeMode::kInterleaved,
+          .theta = c.at("theta").get<float>(),
+          .rotary_dim = c.at("rotary_dim").get<int32_t>()};
+}
+
 Fp16Function Fp16Of(const std::string& name) {
   if (name == "silu") return Fp16Function::kSilu;
   if (name == "gelu_tanh") return Fp16Function::kGeluTanh;
@@ -81,8 +88,8 @@ class NpusimOpsTest : public ::testing::Test {
   static void SetUpTestSuite() {
     const std::filesystem::path dir =
         std::filesystem::temp_directory_path() / ("npusim_cases_" + std::to_string(getpid()));
-    const std::string command = "/usr/bin/python3 " KITE_SOURCE_DIR
-                                "/tools/npusim_reference.py --cases " + dir.string();
+    const std::string command =
+        "/usr/bin/python3 " KITE_SOURCE_DIR "/tools/npusim_reference.py --cases " + dir.string();
     if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
       skip_ = "Debian's python3-numpy is not installed (make deps)";
       return;
@@ -207,16 +214,9 @@ TEST_F(NpusimOpsTest, RopeEqualsReference) {
   for (const json& c : Cases("rope")) {
     SCOPED_TRACE(c.at("name").get<std::string>());
     const auto shape = Values<int64_t>(c.at("shape"));
-    const RopeAttrs attrs{.mode = c.at("neox").get<bool>() ? RopeMode::kNeox
-                                                           : RopeMode::kInterleaved,
-                          .theta = c.at("theta").get<float>(),
-                          .rotary_dim = c.at("rotary_dim").get<int32_t>()};
-    std::vector<double> inv_freq;
-    for (int64_t i = 0; i < attrs.rotary_dim / 2; ++i) {
-      inv_freq.push_back(RopeInverseFrequency(attrs, i));
-    }
-    auto plan = PlanRope(std::move(inv_freq), attrs.mode == RopeMode::kNeox, attrs.rotary_dim,
-                         1.0f, Enc(c.at("x_enc")), Enc(c.at("y_enc")));
+    const RopeAttrs attrs = RopeAttrsOf(c);
+    auto plan = PlanRope(RopeInverseFrequencies(attrs), attrs.mode == RopeMode::kNeox,
+                         attrs.rotary_dim, 1.0f, Enc(c.at("x_enc")), Enc(c.at("y_enc")));
     ASSERT_TRUE(plan);
     const auto x = Ints(c.at("x"));
     std::vector<int32_t> y(x.size());
@@ -252,13 +252,12 @@ TEST_F(NpusimOpsTest, AttentionEqualsReference) {
     const auto keys = store(Ints(c.at("k")));
     const auto values = store(Ints(c.at("v")));
     const int64_t row = kv_shape[1] * kv_shape[2];
-    const KvCodes cache{
-        .key = [&](int64_t, int64_t j, int64_t h) -> const void* {
-          return keys.data() + (j * row + h * kv_shape[2]) * width;
-        },
-        .value = [&](int64_t, int64_t j, int64_t h) -> const void* {
-          return values.data() + (j * row + h * kv_shape[2]) * width;
-        }};
+    const KvCodes cache{.key = [&](int64_t, int64_t j, int64_t h) -> const void* {
+                          return keys.data() + (j * row + h * kv_shape[2]) * width;
+                        },
+                        .value = [&](int64_t, int64_t j, int64_t h) -> const void* {
+                          return values.data() + (j * row + h * kv_shape[2]) * width;
+                        }};
     const auto q = Ints(c.at("q"));
     const auto positions = Ints(c.at("positions"));
     std::vector<int32_t> y(q.size());
@@ -267,9 +266,8 @@ TEST_F(NpusimOpsTest, AttentionEqualsReference) {
     for (int64_t t = 0; t < q_shape[0]; ++t) {
       for (int64_t h = 0; h < q_shape[1]; ++h) {
         const int64_t at = (t * q_shape[1] + h) * q_shape[2];
-        AttendRow(*plan, cache, t, positions[t], h / group,
-                  std::span(q).subspan(at, q_shape[2]), weights,
-                  std::span(y).subspan(at, q_shape[2]));
+        AttendRow(*plan, cache, t, positions[t], h / group, std::span(q).subspan(at, q_shape[2]),
+                  weights, std::span(y).subspan(at, q_shape[2]));
       }
     }
     EXPECT_EQ(y, Ints(c.at("expect")));
@@ -300,7 +298,8 @@ TEST_F(NpusimOpsTest, Fp16MatMulEqualsReference) {
     const auto mults = Ints(c.at("mults"));
     const int64_t block = c.at("block").get<int64_t>();
     for (int64_t i = 0; i < plan.n * plan.k; ++i) {
-      const int32_t mult = block > 0 ? mults[i / plan.k * (plan.k / block) + i % plan.k / block] : 1;
+      const int32_t mult =
+          block > 0 ? mults[i / plan.k * (plan.k / block) + i % plan.k / block] : 1;
       plan.codes.push_back(static_cast<int16_t>(codes[i] * mult));
     }
     for (float s : Floats(c.at("scales"))) plan.scales.push_back(s);
@@ -363,18 +362,11 @@ TEST_F(NpusimOpsTest, Fp16RmsNormAndRopeEqualReference) {
   for (const json& c : Cases("fp16_rope")) {
     SCOPED_TRACE(c.at("name").get<std::string>());
     const auto shape = Values<int64_t>(c.at("shape"));
-    const RopeAttrs attrs{.mode = c.at("neox").get<bool>() ? RopeMode::kNeox
-                                                           : RopeMode::kInterleaved,
-                          .theta = c.at("theta").get<float>(),
-                          .rotary_dim = c.at("rotary_dim").get<int32_t>()};
-    std::vector<double> inv_freq;
-    for (int64_t i = 0; i < attrs.rotary_dim / 2; ++i) {
-      inv_freq.push_back(RopeInverseFrequency(attrs, i));
-    }
+    const RopeAttrs attrs = RopeAttrsOf(c);
     const auto x = Floats(c.at("x"));
     std::vector<float> y(x.size());
-    Fp16Rope(inv_freq, attrs.mode == RopeMode::kNeox, 1.0f, x, Ints(c.at("positions")), shape[1],
-             shape[2], y);
+    Fp16Rope(RopeInverseFrequencies(attrs), attrs.mode == RopeMode::kNeox, 1.0f, x,
+             Ints(c.at("positions")), shape[1], shape[2], y);
     EXPECT_EQ(y, Floats(c.at("expect")));
   }
 }

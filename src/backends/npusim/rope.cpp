@@ -44,19 +44,14 @@ void Rope(const RopePlan& plan, std::span<const int32_t> x, std::span<const int3
   }
 }
 
-
 SupportResult Support(const RopeAttrs&, const Graph& graph, const Node& node) {
   return EncodedActivations(graph, node, {0});
 }
 
 Result<Step> Prepare(const RopeAttrs& attrs, const NodeContext& c) {
-  std::vector<double> inv_freq;
-  for (int64_t i = 0; i < attrs.rotary_dim / 2; ++i) {
-    inv_freq.push_back(RopeInverseFrequency(attrs, i));
-  }
-  auto plan = std::make_shared<const RopePlan>(
-      KITE_TRY(PlanRope(std::move(inv_freq), attrs.mode == RopeMode::kNeox, attrs.rotary_dim,
-                        attrs.attention_factor, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
+  auto plan = std::make_shared<const RopePlan>(KITE_TRY(
+      PlanRope(RopeInverseFrequencies(attrs), attrs.mode == RopeMode::kNeox, attrs.rotary_dim,
+               attrs.attention_factor, KITE_TRY(c.Input(0)), KITE_TRY(c.Output()))));
   return Step([plan](std::span<const TensorArg> in, const TensorArg& out,
                      const ExecContext& context) -> Status {
     ScratchArena arena(context.scratch);
@@ -66,7 +61,7 @@ Result<Step> Prepare(const RopeAttrs& attrs, const NodeContext& c) {
     const TensorArg& positions = in[1];
     const std::span<int32_t> at = arena.Take<int32_t>(positions.shape[0]);
     for (int64_t t = 0; t < positions.shape[0]; ++t) {
-      at[t] = positions.as<const int32_t>()[t * positions.strides[0]];
+      at[t] = PositionAt(positions, t);
     }
     Rope(*plan, x, at, in[0].shape[1], in[0].shape[2], y);
     WriteCodes(y, plan->y, out);
