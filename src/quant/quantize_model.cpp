@@ -4,15 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
 
-#include "base/atomic_output.h"
-#include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "export/convert.h"
 #include "export/llama_gguf.h"
@@ -27,8 +24,11 @@
 #include "quant/hadamard.h"
 #include "quant/imatrix_file.h"
 #include "quant/layer_algorithms.h"
+#include "quant/encodings_files.h"
 #include "quant/mix_search.h"
+#include "quant/size_target.h"
 #include "quant/npu_gguf.h"
+#include "quant/npu_layout_choice.h"
 #include "quant/npu_weights.h"
 #include "quant/quantize_source.h"
 #include "quant/tensor_types.h"
@@ -99,157 +99,6 @@ void Add(TypeTotals* totals, const QuantizedTensorReport& tensor) {
   ++totals->tensors;
   totals->elements += tensor.elements;
   totals->bytes += tensor.bytes;
-}
-
-// The block linears' types for --target-bpw / --target-size (mix_search.h): every quantizable
-// "blk." weight the user did not pin with --override is measured and solved for; the head, the
-// embedding and pinned weights keep their types and count against a size target.
-Status SolveTarget(const Source& source, const GgufWriter& metadata,
-                   const std::map<std::string, std::vector<float>>& importance,
-                   const QuantizeModelOptions& options, std::vector<TensorTypeChoice>* choices,
-                   QuantizeReport* report) {
-  if (options.target_bpw > 0 && options.target_size > 0) {
-    return InvalidInput("--target-bpw and --target-size: give one budget, not both");
-  }
-  const std::string flag = options.target_bpw > 0 ? "--target-bpw" : "--target-size";
-  std::vector<size_t> solved;
-  std::vector<MixTensor> mix;
-  uint64_t linear_elements = 0, pinned_bytes = 0;
-  for (size_t i = 0; i < source.tensors.size(); ++i) {
-    const SourceTensorInfo& info = source.tensors[i];
-    if (!info.name.starts_with("blk.") || !QuantizableWeight(info.name, info.shape)) continue;
-    const uint64_t elements = KITE_TRY(ElementCount(info.shape));
-    linear_elements += elements;
-    if ((*choices)[i].reason.starts_with("--override")) {
-      pinned_bytes += KITE_TRY(BytesFor((*choices)[i].dtype, elements));
-      continue;
-    }
-    const int64_t columns = info.shape.back(), rows = static_cast<int64_t>(elements) / columns;
-    const auto weights = importance.find(info.name);
-    const ReadRows& read = source.rows[i];
-    const std::vector<DType> types = MixCandidateTypes(columns);
-    MixTensor tensor{
-        info.name,
-        KITE_TRY(MeasureCandidates(
-            [&read](int64_t row, float* out) { return read(row, 1, out); }, rows, columns,
-            weights != importance.end() ? weights->second.data() : nullptr, types))};
-    mix.push_back(std::move(tensor));
-    solved.push_back(i);
-  }
-  uint64_t budget = 0;
-  if (options.target_bpw > 0) {
-    const double bits = options.target_bpw * static_cast<double>(linear_elements) / 8.0;
-    budget =
-        static_cast<uint64_t>(bits) > pinned_bytes ? static_cast<uint64_t>(bits) - pinned_bytes : 0;
-    char bpw[32];
-    std::snprintf(bpw, sizeof(bpw), "%g", options.target_bpw);
-    report->target = flag + " " + bpw + " (block linears)";
-  } else {
-    // The file less the solved tensors (the header's size does not depend on their types), and
-    // up to 31 bytes of alignment padding after each of them.
-    std::vector<StreamedTensor> planned;
-    uint64_t solved_padded = 0;
-    for (size_t i = 0; i < source.tensors.size(); ++i) {
-      const SourceTensorInfo& info = source.tensors[i];
-      planned.push_back({info.name, (*choices)[i].dtype, info.shape,
-                         [](int64_t, int64_t, std::span<uint8_t>) { return Ok(); }});
-    }
-    for (size_t i : solved) {
-      const uint64_t bytes =
-          KITE_TRY(BytesFor((*choices)[i].dtype, KITE_TRY(ElementCount(source.tensors[i].shape))));
-      solved_padded += (bytes + 31) / 32 * 32;
-    }
-    const uint64_t rest = KITE_TRY(StreamedGgufSize(metadata, planned)) - solved_padded;
-    const uint64_t reserved = rest + 32 * solved.size();
-    if (options.target_size <= reserved) {
-      return InvalidInput(flag + ": infeasible: the file without the block linears already takes " +
-                          std::to_string(rest) + " bytes of the " +
-                          std::to_string(options.target_size) + " asked for");
-    }
-    budget = options.target_size - reserved;
-    report->target = flag + " " + std::to_string(options.target_size) + " bytes";
-  }
-  const std::vector<size_t> picks = KITE_TRY(SolveMix(mix, budget, flag));
-  for (size_t k = 0; k < solved.size(); ++k) {
-    const MixCandidate& pick = mix[k].candidates[picks[k]];
-    (*choices)[solved[k]] = {pick.dtype, flag, pick.error};
-  }
-  return Ok();
-}
-
-// The encodings of --import-encodings, each checked against what it names: a weight of the
-// model (and its shape), or a value of the model's graph (a node's output, e.g.
-// "blk.0.attn_norm"). Names the model lacks are errors.
-Result<VendorEncodings> ImportEncodings(const std::string& path, const Source& source) {
-  const MappedFile file = KITE_TRY(MappedFile::Open(path));
-  const std::string text(reinterpret_cast<const char*>(file.bytes().data()), file.size());
-  VendorEncodings encodings = KITE_TRY(ReadVendorJson(text, path));
-  for (const auto& [name, encoding] : encodings.params) {
-    const auto tensor = std::find_if(source.tensors.begin(), source.tensors.end(),
-                                     [&](const SourceTensorInfo& t) { return t.name == name; });
-    if (tensor == source.tensors.end()) {
-      return InvalidInput(path + ": param encoding '" + name + "' names no weight of the model");
-    }
-    auto valid = ValidateEncoding(encoding, tensor->shape, StorageDType(encoding));
-    if (!valid)
-      return std::unexpected(std::move(valid.error()).WithContext(path + ": '" + name + "'"));
-  }
-  if (!encodings.activations.empty()) {
-    const Graph graph = KITE_TRY(source.model->BuildGraph(PhaseOptions{}));
-    for (const auto& [name, encoding] : encodings.activations) {
-      const bool found = std::any_of(graph.nodes().begin(), graph.nodes().end(),
-                                     [&](const Node& node) { return node.name == name; });
-      if (!found) {
-        return InvalidInput(path + ": activation encoding '" + name +
-                            "' names no value of the model's graph (node names such as "
-                            "\"blk.0.attn_norm\")");
-      }
-    }
-  }
-  return encodings;
-}
-
-Status ExportEncodings(const VendorEncodings& encodings, const QuantizeModelOptions& options,
-                       const std::string& input) {
-  const VendorFormat format = KITE_TRY(ParseVendorFormat(options.encodings_format));
-  const std::string text = KITE_TRY(WriteVendorJson(encodings, format));
-  AtomicOutput out = KITE_TRY(AtomicOutput::Create(options.export_encodings, {input}));
-  KITE_RETURN_IF_ERROR(out.Write(std::string_view(text)));
-  return out.Commit();
-}
-
-
-// The NPU layout `options.type` names (with --group applied), or nullptr for a ggml type.
-Result<const NpuWeightType*> NpuLayoutOf(const QuantizeModelOptions& options) {
-  std::string name = options.type;
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (options.group != 0) {
-    if (options.group != 32 && options.group != 64 && options.group != 128) {
-      return InvalidInput("--group " + std::to_string(options.group) +
-                          ": expected 32, 64 or 128 (group-wise int4)");
-    }
-    if (name != "int4" && name != "int4-asym") {
-      return InvalidInput("--group applies to --type int4 or int4-asym (group-wise int4), not " +
-                          options.type);
-    }
-    name = "int4-g" + std::to_string(options.group) + (name == "int4-asym" ? "-asym" : "");
-  }
-  return FindNpuWeightType(name);
-}
-
-// Whether a tensor takes the NPU layout: the block linears and an untied head the user did not
-// give another type, whose rows the layout's blocks (and 4-bit pairs) divide.
-bool TakesNpuLayout(const SourceTensorInfo& info, const TensorTypeChoice& choice,
-                    const NpuWeightType& layout, const QuantizeModelOptions& options) {
-  const bool linear = info.name.starts_with("blk.") && QuantizableWeight(info.name, info.shape);
-  const bool head = info.name == "output.weight" && options.output_tensor_type.empty();
-  if (!(linear || head) || choice.reason.starts_with("--override") || info.shape.size() != 2) {
-    return false;
-  }
-  const int64_t columns = info.shape.back();
-  if (layout.block > 0 && columns % layout.block != 0) return false;
-  return layout.bits != 4 || columns % 2 == 0;
 }
 
 // The algorithms' model of a weight's target grid (quant/weight_grid.h): the NPU layout's, else
@@ -325,7 +174,6 @@ ReadRows ModelRows(const Source& source, const TensorView* view) {
                           out, rows * columns);
       });
 }
-
 
 }  // namespace
 
@@ -505,7 +353,7 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
       return InvalidInput("--target-bpw/--target-size choose among ggml types, not with the NPU "
                           "layout --type " + options.type);
     }
-    KITE_RETURN_IF_ERROR(SolveTarget(source, metadata, importance, options, &choices, &report));
+    KITE_RETURN_IF_ERROR(SolveSizeTarget(source, metadata, importance, options, &choices, &report));
   }
   std::vector<bool> npu(source.tensors.size(), false);
   for (size_t i = 0; layout != nullptr && i < source.tensors.size(); ++i) {
