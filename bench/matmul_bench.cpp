@@ -5,7 +5,9 @@
 // the CPUs the benchmark got; "cpu GB/s" divides by the process's CPU time per thread instead,
 // which ranks tile shapes by how fast a running core streams (with 1 thread: exactly that), and
 // "gemm128 cpu GF/s" is the prefill rate per CPU-second a thread (steady while the wall clock's
-// swings with the neighbours).
+// swings with the neighbours). "gemv hot GB/s" runs one copy again and again, from the caches
+// (L3 at these sizes): the kernel's own speed with memory out of the way, so a GEMV whose
+// streaming rate is far below it waits on memory, and one near it is bound by its compute.
 //   matmul_bench [threads=2] [type filter, e.g. q4_0, or all] [streams prefetch: a decode tile
 //                shape to try instead of this CPU's (backends/cpu/tile_shape.h), e.g. 4 512]
 #include <algorithm>
@@ -74,9 +76,7 @@ Seconds Time(ThreadPool& pool, std::span<const std::unique_ptr<cpu::PackedMatrix
     job.tile = tile ? *tile : cpu::DecodeTileFor(w.layout());
     const auto start = Clock::now();
     const double cpu_start = CpuNow();
-    if (w.layout().family != cpu::PackFamily::kFloat) {
-      cpu::AssignActivationScratch(&job, scratch->data());
-    }
+    cpu::AssignActivationScratch(&job, scratch->data());
     cpu::RunMatMul(job, pool);
     seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
     cpu_seconds.push_back(CpuNow() - cpu_start);
@@ -102,8 +102,8 @@ int Main(int argc, char** argv) {
                       std::to_string(tile->prefetch))
                          .c_str()
                    : cpu::DecodeTileSource().c_str());
-  std::printf("%-6s %-11s %9s %9s %10s %12s %13s %17s\n", "type", "N x K", "MB", "gemv GB/s",
-              "gemv GF/s", "gemm128 GF/s", "gemv cpu GB/s", "gemm128 cpu GF/s");
+  std::printf("%-6s %-11s %9s %9s %10s %12s %13s %17s %13s\n", "type", "N x K", "MB", "gemv GB/s",
+              "gemv GF/s", "gemm128 GF/s", "gemv cpu GB/s", "gemm128 cpu GF/s", "gemv hot GB/s");
   const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16,  DType::kQ8_0,   DType::kQ4_0,
                          DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,  DType::kIQ4_NL, DType::kQ4_K,
                          DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS};
@@ -132,12 +132,13 @@ int Main(int argc, char** argv) {
       const double gemv = gemv_s.wall;
       const Seconds gemm_s = Time(pool, std::span(copies).first(1), 128, 5, shape);
       const double gemm = gemm_s.wall;
-      std::printf("%-6s %5lldx%-5lld %9.1f %9.1f %10.1f %12.1f %13.1f %17.1f\n",
+      const double hot = Time(pool, std::span(copies).first(1), 1, 31, shape).wall;
+      std::printf("%-6s %5lldx%-5lld %9.1f %9.1f %10.1f %12.1f %13.1f %17.1f %13.1f\n",
                   std::string(DTypeName(dtype)).c_str(), static_cast<long long>(s.n),
                   static_cast<long long>(s.k), copies[0]->bytes() / 1e6,
                   copies[0]->bytes() / gemv / 1e9, flops / gemv / 1e9, 128 * flops / gemm / 1e9,
                   copies[0]->bytes() / (gemv_s.cpu / pool.size()) / 1e9,
-                  128 * flops / (gemm_s.cpu / pool.size()) / 1e9);
+                  128 * flops / (gemm_s.cpu / pool.size()) / 1e9, copies[0]->bytes() / hot / 1e9);
       std::fflush(stdout);
     }
   }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/matmul_kernels.h"
 #include "backends/ref/ref_backend.h"
 #include "backends/registry.h"
 #include "backends/testing.h"
@@ -170,6 +171,8 @@ std::string Describe(const MatMulCase& c) {
 // (backends/cpu/kquant_repack.h): a weight d·sc·q - dmin·mn moves by at most 2^-11 of
 // |d·sc·q| + |dmin·mn| (`scale_parts`, from the tensor layer's unpacker), the output by that
 // times |x| summed; its activation blocks of 32 stay inside the bound for 256.
+// A bf16 prefill on a CPU with AVX512_BF16 (cpu::UsesBf16Pairs) rounds x to bf16: each product
+// moves by at most 2^-9 of |x·w|, so the output by 2^-9 of Σ|x·w| (allowed: 2^-8).
 // Encoded weights (NPU layouts) run on the legacy kernels: blocks of 32 (pass kEncodedBlock).
 constexpr int64_t kEncodedBlock = 32;
 std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x,
@@ -200,7 +203,10 @@ std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x
         }
         if (block) quant += amax / 254.0 * wsum;
       }
-      bound[t * c.n + n] = kF32SumRel * magnitude + 1.01 * quant + std::ldexp(rounding, -11) + 1e-6;
+      const bool bf16_x = c.dtype == DType::kBF16 &&
+                          cpu::UsesBf16Pairs(*cpu::LayoutOf(DType::kBF16), c.tokens, c.k);
+      bound[t * c.n + n] = (bf16_x ? std::ldexp(1.0, -8) : kF32SumRel) * magnitude + 1.01 * quant +
+                           std::ldexp(rounding, -11) + 1e-6;
     }
   }
   return bound;
@@ -259,11 +265,21 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
       {DType::kQ5_K, 33, 18, 512},
       {DType::kQ6_K, 35, 29, 512},
       {DType::kIQ4_XS, 32, 40, 256},
-      // float prefill: tiles of 3 groups and single groups, K over two blocks of 256 (partial
-      // sums kept between them), a leftover token
+      // float batched decode steps (fewer than kStreamTokens tokens: tiles of 2 tokens, then 1)
       {DType::kF16, 17, 150, 300, true},
       {DType::kBF16, 8, 100, 520},
       {DType::kF32, 16, 60, 257},
+      // float prefill (kStreamTokens tokens or more): tiles of 3, 2 and single groups, K over
+      // two blocks (partial sums kept between them), leftover tokens; bf16 also on the dot
+      // products of pairs where the CPU has them (tiles of 8, 4, 2, 1 tokens; K past one block
+      // of 1024; odd K keeps the f32 kernels)
+      {DType::kF16, 40, 150, 300, true},
+      {DType::kF16, 34, 40, 1030},
+      {DType::kF32, 33, 60, 257},
+      {DType::kBF16, 37, 100, 520, true},
+      {DType::kBF16, 32, 17, 66},
+      {DType::kBF16, 35, 20, 99},
+      {DType::kBF16, 33, 40, 1090},
   };
   uint32_t seed = 1;
   for (const MatMulCase& c : cases) {

@@ -80,6 +80,9 @@ uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 }  // namespace
 
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k) {
+  if (UsesBf16Pairs(layout, tokens, k)) {
+    return Align64((tokens + kBf16PairTokens - 1) / kBf16PairTokens * kBf16PairTokens * k * 2);
+  }
   if (layout.family == PackFamily::kFloat) return 0;
   const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / layout.block);
   return Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2);
@@ -88,6 +91,11 @@ uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_
 void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   const PackLayout& l = job->w->layout();
   const int64_t k = job->w->cols();
+  if (UsesBf16Pairs(l, job->tokens, k)) {
+    job->x_bf16 = reinterpret_cast<uint16_t*>(scratch);
+    return;
+  }
+  if (l.family == PackFamily::kFloat) return;
   const uint64_t blocks = static_cast<uint64_t>(job->tokens) * (k / l.block);
   job->qs = reinterpret_cast<int8_t*>(scratch);
   scratch += Align64(job->tokens * k);

@@ -70,7 +70,7 @@ Status Run(const MatMulAttrs&, const KernelArgs& args) {
     job.bias = bias;
   }
   scratch += Align64(w.rows() * sizeof(float));
-  if (w.layout().family != PackFamily::kFloat) AssignActivationScratch(&job, scratch);
+  AssignActivationScratch(&job, scratch);
   RunMatMul(job, args.pool);
   return Ok();
 }

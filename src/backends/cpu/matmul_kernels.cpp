@@ -41,7 +41,10 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
 }
 
 void RunMatMul(const MatMulJob& job, ThreadPool& pool) {
-  if (job.w->layout().family != PackFamily::kFloat) {
+  if (job.x_bf16 != nullptr) {
+    pool.ParallelFor(job.tokens,
+                     [&](int64_t begin, int64_t end) { RoundActivationsToBf16(job, begin, end); });
+  } else if (job.w->layout().family != PackFamily::kFloat) {
     if (job.tokens < 2 * pool.size()) {
       QuantizeActivations(job, 0, job.tokens);  // cheaper than waking the workers
     } else {

@@ -34,6 +34,9 @@ struct MatMulJob {
   float* scale = nullptr;   // [T, K / 32]: the int8 step of each block
   // [T, K / 32] (half_scales: [T, K / 16]): d·Σq, times `zero` for symmetric types
   float* offset = nullptr;
+  // BF16 weights, kStreamTokens or more tokens, on CPUs with AVX512_BF16: x rounded to bf16
+  // [T, K] (scratch memory) for the dot products of pairs (matmul_bf16_pairs-inl.h); else null.
+  uint16_t* x_bf16 = nullptr;
   DecodeTile tile;          // for T = 1, and for float weights at T < kStreamTokens
 };
 
@@ -42,14 +45,23 @@ struct MatMulJob {
 // sequences gives each the logits it gets alone.
 inline constexpr int64_t kStreamTokens = 32;
 
-// Scratch bytes for the quantized activations of `tokens` rows (0 for float weights).
+// Scratch bytes for the quantized (integer weights) or bf16-rounded (UsesBf16Pairs) activations
+// of `tokens` rows; 0 for other float weights.
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k);
-// Points the job's qs/scale/offset into `scratch` (64-byte aligned, at least
+// Points the job's qs/scale/offset (or x_bf16) into `scratch` (64-byte aligned, at least
 // ActivationScratchBytes).
 void AssignActivationScratch(MatMulJob* job, std::byte* scratch);
 
 // Quantizes rows [begin, end) of x (integer weights only).
 void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end);
+// Tokens a tile of the bf16 pair kernels takes; their rounded activations are laid out in
+// tiles of this many tokens (whole tiles: ActivationScratchBytes).
+inline constexpr int kBf16PairTokens = 8;
+// Whether a matmul of `tokens` rows of K = k over weights of `layout` runs on the dot products
+// of bf16 pairs: BF16 weights, at least kStreamTokens tokens, K even, a CPU with AVX512_BF16.
+bool UsesBf16Pairs(const PackLayout& layout, int64_t tokens, int64_t k);
+// Rounds rows [begin, end) of x to bf16 into job.x_bf16 (UsesBf16Pairs only).
+void RoundActivationsToBf16(const MatMulJob& job, int64_t begin, int64_t end);
 // Computes the outputs of row groups [begin, end) for every token.
 void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 // The same for one layout family (what MatMulGroups calls).

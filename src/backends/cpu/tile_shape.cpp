@@ -49,11 +49,11 @@ struct TileRow {
 // AMD family 0x1a (Zen 5 EPYC, 2 vCPUs, shared): 4 streams with 2 KB of software prefetch read
 // f16 ~18%, bf16 ~12%, q4_0 ~10% and q8_0 ~9% faster than the default (8 or 4 streams, none);
 // the hardware prefetchers alone keep fewer lines in flight per stream than the memory needs.
-// Family 0x19 (Zen 3/4) shares the row until measured apart. 6-bit codes: 4 streams, measured
-// faster than 8 with matmul_bench when they were added (branch h-kquant); software prefetch
-// for them is not yet measured.
+// Family 0x19 (Zen 3/4) shares the row until measured apart. 6-bit codes: 4 streams (faster
+// than 8 with matmul_bench when they were added), and 2 KB of software prefetch: q6_K GEMVs
+// 17-25 -> 24-27 GB/s at 1 thread, 37.7 -> 41.5 at 2 (matmul_bench, 2026-12-06, idle machine).
 constexpr TileRow kTable[] = {
-    {"AuthenticAMD", 0x19, 0x1a, "AMD family 0x19-0x1a (Zen 3-5)", {4, 2048}, {4, 2048}, {4, 0}},
+    {"AuthenticAMD", 0x19, 0x1a, "AMD family 0x19-0x1a (Zen 3-5)", {4, 2048}, {4, 2048}, {4, 2048}},
     {nullptr, 0, ~0u, "default", {4, 0}, {8, 0}, {4, 0}},
 };
 
