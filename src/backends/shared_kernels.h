@@ -22,6 +22,11 @@ Status CheckAttentionCache(const AttentionAttrs& attrs, const ExecContext& conte
 SupportResult DeclineEncoded(const Graph& graph, const Node& node, std::string_view backend,
                              bool matmul_weights = false);
 
+// Position `t` of a positions input (i32, any stride): RoPE's and attention's.
+inline int32_t PositionAt(const TensorArg& positions, int64_t t) {
+  return positions.as<const int32_t>()[t * positions.strides[0]];
+}
+
 // table [vocab, dim] (any dequantizable dtype), ids [T] i32 -> out [T, dim] f32, each row times
 // `scale` (in f32); an id outside the table is InvalidInput naming it and its index.
 Status LookUpEmbedding(const TensorArg& table, const TensorArg& ids, const TensorArg& out,

@@ -89,6 +89,8 @@ struct RopeAttrs {
 
 // inv_freq of rotary pair i after the scaling, in double: the one definition both backends use.
 double RopeInverseFrequency(const RopeAttrs& attrs, int64_t i);
+// RopeInverseFrequency of every rotary pair (rotary_dim / 2 of them).
+std::vector<double> RopeInverseFrequencies(const RopeAttrs& attrs);
 
 // Fused causal attention with grouped-query heads over the layer's KV cache. Inputs: q [T, Hq, D],
 // k [T, Hkv, D], v [T, Hkv, D] (f32), positions [T] i32; Hq a multiple of Hkv. It first writes

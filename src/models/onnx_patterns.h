@@ -26,7 +26,7 @@ struct OnnxWeight {
   bool transpose = false;
   // ONNX Runtime's MatMulNBits: `initializer` holds 4-bit codes [N, K / block, block / 2] (low
   // nibble first, zero point 8) and `scales` one float per block; Kite dequantizes them.
-  std::string scales;
+  std::string scales = {};
   int64_t k = 0, n = 0, block = 0;
 };
 

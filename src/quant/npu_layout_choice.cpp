@@ -25,9 +25,8 @@ Result<const NpuWeightType*> NpuLayoutOf(const QuantizeModelOptions& options) {
 
 bool TakesNpuLayout(const SourceTensorInfo& info, const TensorTypeChoice& choice,
                     const NpuWeightType& layout, const QuantizeModelOptions& options) {
-  const bool linear = info.name.starts_with("blk.") && QuantizableWeight(info.name, info.shape);
   const bool head = info.name == "output.weight" && options.output_tensor_type.empty();
-  if (!(linear || head) || choice.reason.starts_with("--override") || info.shape.size() != 2) {
+  if (!(IsBlockLinear(info) || head) || choice.pinned() || info.shape.size() != 2) {
     return false;
   }
   const int64_t columns = info.shape.back();

@@ -19,18 +19,18 @@
 #include "models/encoded_weight_gguf.h"
 #include "quant/activation_encodings.h"
 #include "quant/calibrate.h"
+#include "quant/encodings_files.h"
 #include "quant/fold_scales.h"
 #include "quant/grid_pack.h"
 #include "quant/hadamard.h"
 #include "quant/imatrix_file.h"
 #include "quant/layer_algorithms.h"
-#include "quant/encodings_files.h"
 #include "quant/mix_search.h"
-#include "quant/size_target.h"
 #include "quant/npu_gguf.h"
 #include "quant/npu_layout_choice.h"
 #include "quant/npu_weights.h"
 #include "quant/quantize_source.h"
+#include "quant/size_target.h"
 #include "quant/tensor_types.h"
 #include "quant/vendor_json.h"
 #include "tensor/dequantize.h"
@@ -555,9 +555,7 @@ Result<QuantizeReport> QuantizeModel(const std::string& input, const std::string
     Add(&report.all, tensor);
     if (info.name == "token_embd.weight") Add(&report.embedding, tensor);
     if (info.name == "output.weight") Add(&report.head, tensor);
-    if (info.name.starts_with("blk.") && QuantizableWeight(info.name, info.shape)) {
-      Add(&report.block_linears, tensor);
-    }
+    if (IsBlockLinear(info)) Add(&report.block_linears, tensor);
     report.tensors.push_back(std::move(tensor));
   }
   if (requantized) {

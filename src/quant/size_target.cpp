@@ -20,10 +20,10 @@ Status SolveSizeTarget(const QuantizeSource& source, const GgufWriter& metadata,
   uint64_t linear_elements = 0, pinned_bytes = 0;
   for (size_t i = 0; i < source.tensors.size(); ++i) {
     const SourceTensorInfo& info = source.tensors[i];
-    if (!info.name.starts_with("blk.") || !QuantizableWeight(info.name, info.shape)) continue;
+    if (!IsBlockLinear(info)) continue;
     const uint64_t elements = KITE_TRY(ElementCount(info.shape));
     linear_elements += elements;
-    if ((*choices)[i].reason.starts_with("--override")) {
+    if ((*choices)[i].pinned()) {
       pinned_bytes += KITE_TRY(BytesFor((*choices)[i].dtype, elements));
       continue;
     }

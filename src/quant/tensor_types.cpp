@@ -156,4 +156,8 @@ Result<std::vector<TensorTypeChoice>> ChooseTensorTypes(std::span<const SourceTe
   return choices;
 }
 
+bool IsBlockLinear(const SourceTensorInfo& info) {
+  return info.name.starts_with("blk.") && QuantizableWeight(info.name, info.shape);
+}
+
 }  // namespace kite

@@ -58,10 +58,16 @@ struct SourceTensorInfo {
   DType stored = DType::kF32;  // kept for tensors llama.cpp does not quantize (norms, biases)
 };
 
+// A weight of a block ("blk.") that llama.cpp would quantize: the linears a size target or an
+// NPU layout applies to, and the report's "block linears".
+bool IsBlockLinear(const SourceTensorInfo& info);
+
 struct TensorTypeChoice {
   DType dtype = DType::kF32;
   std::string reason;  // "mixture", "fallback from q4_K", "--override 'attn_v=q8_0'", ...
   double error = -1;   // the measured squared error when a budget chose it (quant/mix_search.h)
+  // The user's --override chose it: a size target or an NPU layout leaves it as it is.
+  bool pinned() const { return reason.starts_with("--override"); }
 };
 
 Result<std::vector<TensorTypeChoice>> ChooseTensorTypes(std::span<const SourceTensorInfo> tensors,

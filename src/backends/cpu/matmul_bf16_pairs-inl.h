@@ -46,9 +46,8 @@ bool Bf16PairsSupported() {
 }
 
 #if KITE_BF16_PAIRS
-// Tokens and row groups of one tile: 8 x 3 accumulators (24 of the 32 registers), 3 weight loads
-// and 8 broadcasts per 24 dot products of pairs.
-constexpr int kPairTokens = kBf16PairTokens;
+// Row groups of one tile, of kBf16PairTokens (8) tokens: 8 x 3 accumulators (24 of the 32
+// registers), 3 weight loads and 8 broadcasts per 24 dot products of pairs.
 constexpr int kPairGroups = 3;
 // Elements of K a tile pass covers: the weights of kPairGroups groups rearranged into pairs (96
 // KB, in L2) serve every tile of tokens. Long enough that a tile's setup and stores (24 vectors
@@ -58,10 +57,10 @@ constexpr int kPairGroups = 3;
 constexpr int64_t kPairBlock = 1024;
 
 // Where the pair of x at elements 2p, 2p+1 of token t lies in job.x_bf16: tokens in tiles of
-// kPairTokens, each tile's pairs interleaved token by token (a tile step reads 32 contiguous
-// bytes rather than kPairTokens rows K apart, which would share L1 sets).
+// kBf16PairTokens, each tile's pairs interleaved token by token (a tile step reads 32 contiguous
+// bytes rather than kBf16PairTokens rows K apart, which would share L1 sets).
 HWY_INLINE int64_t PairAt(int64_t t, int64_t p, int64_t k) {
-  return ((t / kPairTokens * (k / 2) + p) * kPairTokens + t % kPairTokens) * 2;
+  return ((t / kBf16PairTokens * (k / 2) + p) * kBf16PairTokens + t % kBf16PairTokens) * 2;
 }
 
 // Rows [begin, end) of x rounded to bf16 (nearest even) into job.x_bf16, laid out by PairAt.
@@ -105,7 +104,7 @@ KITE_BF16_ATTR void PairTile(const MatMulJob& job, const uint16_t* const (&pairs
   __m512 acc[C][NG];
   for (int c = 0; c < C; ++c)
     for (int i = 0; i < NG; ++i) acc[c][i] = _mm512_loadu_ps(out[c] + i * kPackRows);
-  const uint16_t* x[C];  // token c's pair at kk: x[c] + kk * kPairTokens
+  const uint16_t* x[C];  // token c's pair at kk: x[c] + kk * kBf16PairTokens
   for (int c = 0; c < C; ++c) x[c] = job.x_bf16 + PairAt(t0 + c, 0, k);
   for (int64_t kk = k0; kk < k1; kk += 2) {
     __m512bh w[NG];
@@ -114,7 +113,7 @@ KITE_BF16_ATTR void PairTile(const MatMulJob& job, const uint16_t* const (&pairs
     }
     for (int c = 0; c < C; ++c) {
       int32_t two;
-      std::memcpy(&two, x[c] + kk * kPairTokens, 4);
+      std::memcpy(&two, x[c] + kk * kBf16PairTokens, 4);
       const __m512bh xv = (__m512bh)_mm512_set1_epi32(two);
       for (int i = 0; i < NG; ++i) acc[c][i] = _mm512_dpbf16_ps(acc[c][i], w[i], xv);
     }
@@ -125,9 +124,9 @@ KITE_BF16_ATTR void PairTile(const MatMulJob& job, const uint16_t* const (&pairs
 
 // Groups [begin, end) of a bf16 matmul of kStreamTokens or more tokens (job.x_bf16 filled by
 // RoundRowsToBf16): blocked over K as FloatGroups is, partial sums kept in job.out between
-// blocks; tiles of kPairTokens tokens, then 4, 2 and 1 for the rest.
+// blocks; tiles of kBf16PairTokens tokens, then 4, 2 and 1 for the rest.
 KITE_BF16_ATTR void Bf16PairGroups(const MatMulJob& job, int64_t begin, int64_t end) {
-  const int64_t n = job.w->rows(), k = job.w->cols();
+  const int64_t k = job.w->cols();
   thread_local std::vector<uint16_t> converted;  // kPairGroups blocks of pairs
   converted.resize(kPairGroups * kPairBlock * kPackRows);
   auto tiles = [&]<int NG>(int64_t g, int64_t k0, int64_t k1) KITE_BF16_ATTR {
@@ -138,41 +137,23 @@ KITE_BF16_ATTR void Bf16PairGroups(const MatMulJob& job, int64_t begin, int64_t 
       pairs[i] = dst;
     }
     auto tile = [&]<int C>(int64_t t0) KITE_BF16_ATTR {
-      float out[C][NG * kPackRows] = {};
-      for (int c = 0; c < C; ++c) {
-        for (int i = 0; i < NG; ++i) {
-          const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
-          if (k0 > 0) {
-            std::memcpy(out[c] + i * kPackRows, job.out + (t0 + c) * n + (g + i) * kPackRows,
-                        rows * 4);
-          }
-        }
-      }
-      PairTile<C, NG>(job, pairs, t0, k0, k1, out);
-      for (int c = 0; c < C; ++c) {
-        for (int i = 0; i < NG; ++i) {
-          if (k1 == k) {
-            StoreRows(job, t0 + c, g + i, out[c] + i * kPackRows);
-          } else {
-            const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
-            std::memcpy(job.out + (t0 + c) * n + (g + i) * kPackRows, out[c] + i * kPackRows,
-                        rows * 4);
-          }
-        }
-      }
+      BlockedTile<C, NG>(job, t0, g, k0, k1, [&](float(&sums)[C][NG * kPackRows]) KITE_BF16_ATTR {
+        PairTile<C, NG>(job, pairs, t0, k0, k1, sums);
+      });
     };
     int64_t t = 0;
-    for (; t + kPairTokens <= job.tokens; t += kPairTokens) tile.template operator()<kPairTokens>(t);
+    for (; t + kBf16PairTokens <= job.tokens; t += kBf16PairTokens) {
+      tile.template operator()<kBf16PairTokens>(t);
+    }
     for (; t + 4 <= job.tokens; t += 4) tile.template operator()<4>(t);
     for (; t + 2 <= job.tokens; t += 2) tile.template operator()<2>(t);
     for (; t < job.tokens; ++t) tile.template operator()<1>(t);
   };
   for (int64_t k0 = 0; k0 < k; k0 += kPairBlock) {
     const int64_t k1 = std::min(k, k0 + kPairBlock);
-    int64_t g = begin;
-    for (; g + kPairGroups <= end; g += kPairGroups) tiles.template operator()<kPairGroups>(g, k0, k1);
-    if (g + 2 <= end) tiles.template operator()<2>(g, k0, k1), g += 2;
-    for (; g < end; ++g) tiles.template operator()<1>(g, k0, k1);
+    PrefillGroups<kPairGroups>(begin, end, [&]<int NG>(int64_t g) KITE_BF16_ATTR {
+      tiles.template operator()<NG>(g, k0, k1);
+    });
   }
 }
 #else

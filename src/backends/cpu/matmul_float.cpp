@@ -130,16 +130,16 @@ void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
 // block of x [T, kBlock], PG groups at a time, their block of weights converted to f32 once (192
 // KB, in L2) for all the token tiles; partial sums wait in `out`. Blocks of 1024 rather than
 // 256 (whose weights fit L1): a tile's setup and stores then weigh a quarter as much, and a 1B
-// f16 prefill's matmuls took 10.9 instead of 12.9 ms a token (1 thread, Zen 5). The tokens left over (all of them in a decode step: nothing to reuse) take
-// K whole, one at a time over the job's streams of groups at once, the weights streaming in
-// order.
+// f16 prefill's matmuls took 10.9 instead of 12.9 ms a token (1 thread, Zen 5). The tokens
+// left over (all of them in a decode step: nothing to reuse) take K whole, one at a time over
+// the job's streams of groups at once, the weights streaming in order.
 template <int C, int PG, typename T>
 void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   if (job.tokens > 1 && job.tokens < kStreamTokens) return FloatGroupsFew<T>(job, begin, end);
   if (job.x_bf16 != nullptr) return Bf16PairGroups(job, begin, end);
   constexpr int64_t kBlock = 1024;
   const DF df;
-  const int64_t n = job.w->rows(), k = job.w->cols();
+  const int64_t k = job.w->cols();
   const int64_t whole = job.tokens / C * C;
   thread_local const auto converted = hwy::AllocateAligned<float>(PG * kBlock * kPackRows);
   // One pass of the token tiles over NG (PG or 1) groups from g, for k in [k0, k1).
@@ -156,38 +156,16 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       groups[i] = reinterpret_cast<const uint8_t*>(converted.get() + i * kBlock * kPackRows);
     }
     for (int64_t t0 = 0; t0 < whole; t0 += C) {
-      float tile[C][NG * kPackRows];
-      for (int c = 0; c < C; ++c) {
-        for (int i = 0; i < NG; ++i) {
-          const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
-          float* dst = tile[c] + i * kPackRows;
-          std::fill(dst, dst + kPackRows, 0.0f);
-          if (k0 > 0) std::memcpy(dst, job.out + (t0 + c) * n + (g + i) * kPackRows, rows * 4);
-        }
-      }
-      FloatTile<C, NG, float>(job, groups, k0, t0, k0, k1, tile);
-      for (int c = 0; c < C; ++c) {
-        for (int i = 0; i < NG; ++i) {
-          const int64_t rows = std::min<int64_t>(kPackRows, n - (g + i) * kPackRows);
-          if (k1 == k) {
-            StoreRows(job, t0 + c, g + i, tile[c] + i * kPackRows);
-          } else {
-            std::memcpy(job.out + (t0 + c) * n + (g + i) * kPackRows, tile[c] + i * kPackRows,
-                        rows * 4);
-          }
-        }
-      }
+      BlockedTile<C, NG>(job, t0, g, k0, k1, [&](float(&sums)[C][NG * kPackRows]) HWY_ATTR {
+        FloatTile<C, NG, float>(job, groups, k0, t0, k0, k1, sums);
+      });
     }
   };
   for (int64_t k0 = 0; whole > 0 && k0 < k; k0 += kBlock) {
     const int64_t k1 = std::min(k, k0 + kBlock);
-    int64_t g = begin;
-    for (; g + PG <= end; g += PG) tiles.template operator()<PG>(g, k0, k1);
-    // A chunk's last groups two at a time where they can (one group is broadcast-bound).
-    if constexpr (PG > 2) {
-      if (g + 2 <= end) tiles.template operator()<2>(g, k0, k1), g += 2;
-    }
-    for (; g < end; ++g) tiles.template operator()<1>(g, k0, k1);
+    PrefillGroups<PG>(begin, end, [&]<int NG>(int64_t g) HWY_ATTR {
+      tiles.template operator()<NG>(g, k0, k1);
+    });
   }
   TokensOverGroups(
       job, whole, begin, end,

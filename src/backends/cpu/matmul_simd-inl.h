@@ -73,6 +73,45 @@ HWY_INLINE void StoreRows(const MatMulJob& job, int64_t t, int64_t g, const floa
   }
 }
 
+// One tile of a prefill blocked over K (matmul_float.cpp, matmul_bf16_pairs-inl.h): C tokens
+// from t0 by NG groups from g, for k in [k0, k1). Its sums start from zero, or from the partial
+// sums an earlier block left in job.out; compute(sums) adds the block's products; they go back
+// to job.out, as the outputs (with the bias) after K's last block, else as partial sums.
+template <int C, int NG, typename Compute>
+HWY_INLINE void BlockedTile(const MatMulJob& job, int64_t t0, int64_t g, int64_t k0, int64_t k1,
+                            Compute&& compute) {
+  const int64_t n = job.w->rows();
+  float sums[C][NG * kPackRows] = {};
+  auto partial = [&](int c, int i) { return job.out + (t0 + c) * n + (g + i) * kPackRows; };
+  auto rows = [&](int i) { return std::min<int64_t>(kPackRows, n - (g + i) * kPackRows) * 4; };
+  for (int c = 0; k0 > 0 && c < C; ++c) {
+    for (int i = 0; i < NG; ++i) std::memcpy(sums[c] + i * kPackRows, partial(c, i), rows(i));
+  }
+  compute(sums);
+  for (int c = 0; c < C; ++c) {
+    for (int i = 0; i < NG; ++i) {
+      if (k1 == job.w->cols()) {
+        StoreRows(job, t0 + c, g + i, sums[c] + i * kPackRows);
+      } else {
+        std::memcpy(partial(c, i), sums[c] + i * kPackRows, rows(i));
+      }
+    }
+  }
+}
+
+// Calls tiles.template operator()<NG>(g) over the groups [begin, end) of a prefill's block: PG
+// at a time, then (PG > 2) two where they fit, then singles — one group alone is bound by its
+// broadcasts.
+template <int PG, typename Tiles>
+HWY_INLINE void PrefillGroups(int64_t begin, int64_t end, Tiles&& tiles) {
+  int64_t g = begin;
+  for (; g + PG <= end; g += PG) tiles.template operator()<PG>(g);
+  if constexpr (PG > 2) {
+    if (g + 2 <= end) tiles.template operator()<2>(g), g += 2;
+  }
+  for (; g < end; ++g) tiles.template operator()<1>(g);
+}
+
 // Calls fn.template operator()<G>() with G = the job's decode streams (1, 2, 4 or 8, at most
 // kMaxStreams): the tile shape is the CPU's, chosen at run time, so each is instantiated.
 template <typename Fn>

@@ -1,7 +1,8 @@
 #include <cmath>
-#include <numbers>
+#include <vector>
 
 #include "backends/cpu/kernels.h"
+#include "backends/shared_kernels.h"
 
 namespace kite::cpu {
 
@@ -33,14 +34,12 @@ Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
   const int64_t half = attrs.rotary_dim / 2;
   float* cos_table = reinterpret_cast<float*>(args.context.scratch.data());  // [T, half]
   float* sin_table = cos_table + tokens * half;                              // [T, half]
-  double inv_freq[512];
-  const int64_t pairs = std::min<int64_t>(half, 512);
-  for (int64_t i = 0; i < pairs; ++i) inv_freq[i] = RopeInverseFrequency(attrs, i);
+  const std::vector<double> inv_freq = RopeInverseFrequencies(attrs);
   auto angles = [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int32_t position = positions.as<const int32_t>()[t * positions.strides[0]];
+      const int32_t position = PositionAt(positions, t);
       for (int64_t i = 0; i < half; ++i) {
-        const double angle = position * (i < pairs ? inv_freq[i] : RopeInverseFrequency(attrs, i));
+        const double angle = position * inv_freq[i];
         double sin = 0, cos = 0;
         ::sincos(angle, &sin, &cos);
         cos_table[t * half + i] = static_cast<float>(attrs.attention_factor * cos);

@@ -105,12 +105,4 @@ uint64_t ActivationScratch(const Graph& graph, const Node& node) {
   return bytes;
 }
 
-std::vector<double> RopeInverseFrequencies(const RopeAttrs& attrs) {
-  std::vector<double> inv_freq;
-  for (int64_t i = 0; i < attrs.rotary_dim / 2; ++i) {
-    inv_freq.push_back(RopeInverseFrequency(attrs, i));
-  }
-  return inv_freq;
-}
-
 }  // namespace kite::npusim

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/shared_kernels.h"
 #include "backends/npusim/fixed_point.h"
 #include "base/thread_pool.h"
 
@@ -69,13 +70,6 @@ class ScratchArena {
 void ReadCodes(const TensorArg& in, const ActEncoding& encoding, std::span<int32_t> codes);
 // Codes -> the contiguous f32 output, on the grid (§2.5's dequantize).
 void WriteCodes(std::span<const int32_t> codes, const ActEncoding& encoding, const TensorArg& out);
-
-// Position `t` of a positions input (i32, any stride): RoPE's and attention's.
-inline int32_t PositionAt(const TensorArg& positions, int64_t t) {
-  return positions.as<const int32_t>()[t * positions.strides[0]];
-}
-// RoPE's inverse frequency of each rotated pair (graph/ops.h), integer and FP16 paths alike.
-std::vector<double> RopeInverseFrequencies(const RopeAttrs& attrs);
 
 // The step of an op of one encoded input (silu, gelu, rms_norm): reads its codes under `x`, runs
 // compute(x codes, y codes), writes y under `y`.

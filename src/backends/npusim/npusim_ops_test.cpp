@@ -15,7 +15,6 @@
 
 #include "backends/npusim/fp16_kernels.h"
 #include "backends/npusim/kernels.h"
-#include "backends/npusim/node_io.h"
 #include "base/half.h"
 #include "graph/ops.h"
 

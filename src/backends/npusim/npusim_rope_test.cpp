@@ -56,8 +56,7 @@ TEST(NpusimRope, KernelAtPosition30000MatchesTheExactRotation) {
   // rotation computed in double and rounded to the same grid.
   const RopeAttrs attrs{.theta = 10000.0f, .rotary_dim = 64};
   const ActEncoding enc = MakeActEncoding(8.0f / 65535.0f, -32768, 16);
-  std::vector<double> inv_freq;
-  for (int64_t i = 0; i < 32; ++i) inv_freq.push_back(RopeInverseFrequency(attrs, i));
+  const std::vector<double> inv_freq = RopeInverseFrequencies(attrs);
   auto plan = PlanRope(inv_freq, /*neox=*/true, 64, 1.0f, enc, enc);
   ASSERT_TRUE(plan);
   std::vector<int32_t> x(64), y(64);

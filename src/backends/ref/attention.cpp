@@ -80,9 +80,7 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   const int64_t dim = q.shape[2];
   const int64_t group = q_heads / k.shape[1];  // query heads per kv head
   const Buffers buffers = Split(args.context.scratch, dim);
-  auto position = [&](int64_t t) {
-    return positions.as<const int32_t>()[t * positions.strides[0]];
-  };
+  auto position = [&](int64_t t) { return PositionAt(positions, t); };
 
   for (int64_t t = 0; t < tokens; ++t) {
     const KvLayerView& layer = cache.layer(t, attrs.layer);

@@ -2,6 +2,7 @@
 #include <numbers>
 
 #include "backends/ref/kernels.h"
+#include "backends/shared_kernels.h"
 
 namespace kite::ref {
 
@@ -18,7 +19,7 @@ Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
   const float* xs = x.as<const float>();
   float* out = args.out.as<float>();
   for (int64_t t = 0; t < tokens; ++t) {
-    const int32_t position = positions.as<const int32_t>()[t * positions.strides[0]];
+    const int32_t position = PositionAt(positions, t);
     for (int64_t h = 0; h < heads; ++h) {
       const float* in_head = xs + t * x.strides[0] + h * x.strides[1];
       float* out_head = out + (t * heads + h) * dim;

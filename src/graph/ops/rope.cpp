@@ -1,6 +1,6 @@
 #include <cmath>
 #include <numbers>
-#include <cmath>
+#include <vector>
 
 #include "graph/op_rules.h"
 
@@ -88,6 +88,12 @@ double RopeInverseFrequency(const RopeAttrs& a, int64_t i) {
     case RopeScaling::kDivisors:
       return inv_freq / a.divisors[i];
   }
+  return inv_freq;
+}
+
+std::vector<double> RopeInverseFrequencies(const RopeAttrs& attrs) {
+  std::vector<double> inv_freq(attrs.rotary_dim / 2);
+  for (size_t i = 0; i < inv_freq.size(); ++i) inv_freq[i] = RopeInverseFrequency(attrs, i);
   return inv_freq;
 }
 
