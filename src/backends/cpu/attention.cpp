@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <string>
 
 #undef HWY_TARGET_INCLUDE
@@ -24,6 +25,7 @@
 #include <hwy/contrib/math/math-inl.h>
 // clang-format on
 
+#include "backends/cpu/f16_rows.h"
 #include "backends/cpu/kernels.h"
 #include "backends/shared_kernels.h"
 #include "tensor/quant_blocks.h"
@@ -379,11 +381,16 @@ HWY_EXPORT(AttendRows);
 
 namespace {
 
-// Stores token t of x [T, Hkv, D] (contiguous, n = Hkv · D floats) in a cache row, converted by
-// the tensor layer's reference quantizer, as ref stores it: the same bytes on both backends (f16
-// rounded to nearest even; q8_0 as ggml's quantize_row_q8_0_ref, refusing non-finite values).
+// Stores token t of x [T, Hkv, D] (contiguous, n = Hkv · D floats) in a cache row, the same
+// bytes as ref stores (the tensor layer's reference quantizer: f16 rounded to nearest even, by
+// the CPU's conversion, f16_rows.h; q8_0 as ggml's quantize_row_q8_0_ref, refusing non-finite
+// values).
 Status WriteRow(const KvLayerView& layer, const float* x, int64_t n, const char* name, int64_t t,
                 std::byte* row) {
+  if (layer.dtype == DType::kF16) {
+    F32ToF16Row(x, reinterpret_cast<uint16_t*>(row), n);
+    return Ok();
+  }
   Status stored = Quantize(layer.dtype, x, row, n);
   if (!stored) {
     return std::unexpected(std::move(stored.error())
@@ -391,6 +398,14 @@ Status WriteRow(const KvLayerView& layer, const float* x, int64_t n, const char*
                                             " into the KV cache"));
   }
   return Ok();
+}
+
+// Token t's k and v rows into the cache at position p.
+Status WriteToken(const KvLayerView& layer, const TensorArg& k, const TensorArg& v, int64_t t,
+                  int32_t p) {
+  const int64_t n = k.shape[1] * k.shape[2];
+  KITE_RETURN_IF_ERROR(WriteRow(layer, k.as<const float>() + t * n, n, "k", t, layer.key(p)));
+  return WriteRow(layer, v.as<const float>() + t * n, n, "v", t, layer.value(p));
 }
 
 }  // namespace
@@ -434,12 +449,32 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
                           " is outside the KV cache's valid length " +
                           std::to_string(layer.length));
     }
-    KITE_RETURN_IF_ERROR(
-        WriteRow(layer, k.as<const float>() + t * kv_heads * dim, kv_heads * dim, "k", t, layer.key(p)));
-    KITE_RETURN_IF_ERROR(WriteRow(layer, v.as<const float>() + t * kv_heads * dim, kv_heads * dim,
-                                  "v", t, layer.value(p)));
     work += (p + 1 - FirstVisiblePosition(attrs, p)) * q_heads * dim;
   }
+  // Every row enters the cache before any query reads it; a prefill's rows are split over the
+  // threads. A failure reports the first failing token, as a serial loop would.
+  std::mutex failed_mutex;
+  int64_t failed_token = end;
+  Status failed = Ok();
+  auto write = [&](int64_t first, int64_t last) {
+    for (int64_t t = first; t < last; ++t) {
+      Status written = WriteToken(layer, k, v, t, pos[(t - begin) * pos_step]);
+      if (!written) {
+        const std::lock_guard<std::mutex> lock(failed_mutex);
+        if (t < failed_token) failed_token = t, failed = std::move(written);
+        return;
+      }
+    }
+  };
+  constexpr int64_t kWriteGrain = 16;  // tokens a thread takes at once
+  if (tokens >= 2 * kWriteGrain) {
+    args.pool.ParallelForChunks(tokens, kWriteGrain, [&](int64_t first, int64_t last) {
+      write(begin + first, begin + last);
+    });
+  } else {
+    write(begin, end);
+  }
+  KITE_RETURN_IF_ERROR(failed);
   if (tokens > 1 && dim <= kMaxBlockDim) {
     // Prefill: per KV head, its query rows (token-major, then the heads of its group) in blocks
     // of kMaxRows, taken by the threads one at a time.
@@ -506,9 +541,7 @@ Status AttendBatch(const AttentionAttrs& attrs, const KernelArgs& args, const Kv
                           " is outside the KV cache's valid length " +
                           std::to_string(layer.length));
     }
-    const int64_t n = kv_heads * dim;
-    KITE_RETURN_IF_ERROR(WriteRow(layer, k.as<const float>() + t * n, n, "k", t, layer.key(p)));
-    KITE_RETURN_IF_ERROR(WriteRow(layer, v.as<const float>() + t * n, n, "v", t, layer.value(p)));
+    KITE_RETURN_IF_ERROR(WriteToken(layer, k, v, t, p));
     work += (p + 1 - FirstVisiblePosition(attrs, p)) * q_heads * dim;
   }
   const float* qs = q.as<const float>();
