@@ -230,6 +230,12 @@ HWY_INLINE void TileToF32(const KvLayerView& layer, bool values, int64_t j0, int
   }
 }
 
+// Keys a score pass takes at once: each is an FMA chain, and with 4 their latency (4 cycles on
+// Zen 5) held the scores to one FMA a cycle; 8 keep both FMA units busy, their broadcasts of
+// key elements riding on the FMAs as memory operands.
+constexpr int kScoreKeys = 8;
+static_assert(kTile % kScoreKeys == 0, "a tile pads to whole score passes");
+
 // Rows a value pass takes at once (fewer only for a scalar target's single lane).
 constexpr int kRowStep = static_cast<int>(std::min<int64_t>(4, kRows));
 
@@ -299,19 +305,21 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
   V sum = hn::Zero(df);
   for (int64_t j0 = min_first; j0 <= max_last; j0 += kTile) {
     const int64_t keys = std::min(kTile, max_last + 1 - j0);
-    const int64_t padded = (keys + 3) / 4 * 4;
+    const int64_t padded = (keys + kScoreKeys - 1) / kScoreKeys * kScoreKeys;
     TileToF32<T>(layer, false, j0, keys, padded, head_offset, dim, kf);
     TileToF32<T>(layer, true, j0, keys, padded, head_offset, dim, vf);
-    // Scores, four keys at a time (four FMA chains); positions outside a row's [first, last]:
-    // lowest.
+    // Scores, kScoreKeys keys at a time; positions outside a row's [first, last]: lowest.
     V tile_max = lowest;
-    for (int64_t j = 0; j < padded; j += 4) {
-      V s[4] = {hn::Zero(df), hn::Zero(df), hn::Zero(df), hn::Zero(df)};
+    for (int64_t j = 0; j < padded; j += kScoreKeys) {
+      V s[kScoreKeys];
+      for (int u = 0; u < kScoreKeys; ++u) s[u] = hn::Zero(df);
       for (int64_t i = 0; i < dim; ++i) {
         const V qi = hn::Load(df, qt + i * kRows);
-        for (int u = 0; u < 4; ++u) s[u] = hn::MulAdd(qi, hn::Set(df, kf[(j + u) * dim + i]), s[u]);
+        for (int u = 0; u < kScoreKeys; ++u) {
+          s[u] = hn::MulAdd(qi, hn::Set(df, kf[(j + u) * dim + i]), s[u]);
+        }
       }
-      for (int u = 0; u < 4; ++u) {
+      for (int u = 0; u < kScoreKeys; ++u) {
         const V at = hn::Set(df, static_cast<float>(j0 + j + u));
         const auto outside = hn::Or(hn::Gt(at, last_v), hn::Lt(at, first_v));
         if (softcap > 0.0f) s[u] = hn::Mul(cap, hn::Tanh(df, hn::Mul(s[u], inv_cap)));
