@@ -75,6 +75,18 @@ struct KvCacheView {
   const KvLayerView& layer(int64_t token, int32_t layer) const {
     return sequences[sequence_of(token)].layers[layer];
   }
+  // Whether no two neighbouring tokens of a run of `tokens` share a sequence: a batched decode
+  // step (several sessions' tokens, or a speculative pass's rows fed as decode steps), each of
+  // whose rows the kernels compute with the bits of that token's step alone. (A sequence with
+  // tokens further apart would still be right: every row enters its cache before any token
+  // attends, and token t sees positions first..positions[t] only.)
+  bool decode_steps(int64_t tokens) const {
+    if (tokens < 2 || token_sequence.empty()) return false;
+    for (int64_t t = 1; t < tokens; ++t) {
+      if (sequence_of(t) == sequence_of(t - 1)) return false;
+    }
+    return true;
+  }
 };
 
 }  // namespace kite

@@ -94,7 +94,7 @@ uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_
 void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   const PackLayout& l = job->w->layout();
   const int64_t k = job->w->cols();
-  if (UsesBf16Pairs(l, job->tokens, k)) {
+  if (UsesBf16Pairs(l, job->tokens, k) && !job->decode_steps) {
     job->x_bf16 = reinterpret_cast<uint16_t*>(scratch);
     return;
   }

@@ -572,17 +572,6 @@ Status AttendBatch(const AttentionAttrs& attrs, const KernelArgs& args, const Kv
   return Ok();
 }
 
-// Whether no two neighbouring tokens share a sequence: a batched decode step. (A sequence with
-// tokens further apart would still be right: every row enters its cache before any token
-// attends, and token t sees positions first..positions[t] only.)
-bool OneTokenPerSequence(const KvCacheView& cache, int64_t tokens) {
-  if (tokens < 2 || cache.token_sequence.empty()) return false;
-  for (int64_t t = 1; t < tokens; ++t) {
-    if (cache.sequence_of(t) == cache.sequence_of(t - 1)) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 // q [T, Hq, D], k and v [T, Hkv, D], positions [T] -> out [T, Hq, D]; the same contract as ref.
@@ -592,7 +581,7 @@ Status Run(const AttentionAttrs& attrs, const KernelArgs& args) {
   KITE_RETURN_IF_ERROR(CheckAttentionCache(attrs, args.context, args.in[1]));
   const KvCacheView& cache = *args.context.kv_cache;
   const int64_t tokens = args.in[0].shape[0];
-  if (OneTokenPerSequence(cache, tokens)) return AttendBatch(attrs, args, cache);
+  if (cache.decode_steps(tokens)) return AttendBatch(attrs, args, cache);
   for (int64_t begin = 0, end = 0; begin < tokens; begin = end) {
     end = begin + 1;
     while (end < tokens && cache.sequence_of(end) == cache.sequence_of(begin)) ++end;

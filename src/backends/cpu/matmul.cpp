@@ -63,6 +63,8 @@ Status Run(const MatMulAttrs&, const KernelArgs& args) {
   job.tokens = x.elements() / w.cols();
   job.out = args.out.as<float>();
   job.tile = DecodeTileFor(w.layout());
+  job.decode_steps =
+      args.context.kv_cache != nullptr && args.context.kv_cache->decode_steps(job.tokens);
   std::byte* scratch = args.context.scratch.data();
   if (args.in.size() == 3) {
     float* bias = reinterpret_cast<float*>(scratch);

@@ -37,19 +37,23 @@ struct MatMulJob {
   // BF16 weights, kStreamTokens or more tokens, on CPUs with AVX512_BF16: x rounded to bf16
   // [T, K] (scratch memory) for the dot products of pairs (matmul_bf16_pairs-inl.h); else null.
   uint16_t* x_bf16 = nullptr;
+  // The rows are decode steps of different sequences (KvCacheView::decode_steps): each gets the
+  // bits of its step alone at any count, float weights included.
+  bool decode_steps = false;
   DecodeTile tile;          // for T = 1, and for float weights at T < kStreamTokens
 };
 
 // Below this many tokens a float matmul computes each token's row with the bits of a single
-// token's (integer weights do for any count): a batched decode step of up to kStreamTokens - 1
-// sequences gives each the logits it gets alone.
+// token's (integer weights do for any count), and so does a run of decode steps of any count
+// (MatMulJob::decode_steps): a batched decode step gives each sequence the logits it gets
+// alone. From this many tokens of one sequence on, float weights take the prefill kernels.
 inline constexpr int64_t kStreamTokens = 32;
 
 // Scratch bytes for the quantized (integer weights) or bf16-rounded (UsesBf16Pairs) activations
 // of `tokens` rows; 0 for other float weights.
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k);
-// Points the job's qs/scale/offset (or x_bf16) into `scratch` (64-byte aligned, at least
-// ActivationScratchBytes).
+// Points the job's qs/scale/offset (or x_bf16, unless its rows are decode steps) into
+// `scratch` (64-byte aligned, at least ActivationScratchBytes).
 void AssignActivationScratch(MatMulJob* job, std::byte* scratch);
 
 // Quantizes rows [begin, end) of x (integer weights only).
