@@ -35,6 +35,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/status.h"
+
 namespace kite {
 
 // The CPUs this process may run on (its affinity mask, so `taskset` counts), at least 1: what
@@ -77,6 +79,26 @@ class ThreadPool {
     // The context is only read back as the Fn it was (const included) by Trampoline.
     RunChunks(&Trampoline<std::remove_reference_t<Fn>>,
               const_cast<void*>(static_cast<const void*>(&fn)), n, grain);
+  }
+
+  // fn(i) -> Status for every i in [0, n), `grain` at a time as ParallelForChunks takes them; a
+  // chunk stops at its first error. Returns the error of the lowest failing i, the one a loop in
+  // order would have stopped at (the others may have run past it), or Ok.
+  template <typename Fn>
+  Status TryEach(int64_t n, int64_t grain, Fn&& fn) {
+    std::mutex mutex;
+    int64_t failed_at = n;
+    Status failed = Ok();
+    ParallelForChunks(n, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        Status done = fn(i);
+        if (done) continue;
+        const std::lock_guard lock(mutex);
+        if (i < failed_at) failed_at = i, failed = std::move(done);
+        return;
+      }
+    });
+    return failed;
   }
 
   // ParallelForChunks with about kChunksPerThread contiguous chunks a thread.

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -102,6 +103,33 @@ TEST(ThreadPoolTest, ThousandsOfJobsMatchSerial) {
     }
     for (int64_t i = n; i < 300; ++i) ASSERT_EQ(writes[i], 0) << "job " << job << " n " << n;
   }
+}
+
+// TryEach returns the error a loop in order would have stopped at, whichever thread met a
+// failure first, and runs every index below it; with no failure, Ok after every index.
+TEST(ThreadPoolTest, TryEachReturnsTheLowestFailingIndexsError) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::atomic<int>> ran(200);
+    // 37 in the third chunk of 16, 150 and 151 in later ones; 37 fails late, so a pool that
+    // kept the first failure it saw would report 150 whenever another thread ran that chunk.
+    const Status status = pool.TryEach(200, 16, [&](int64_t i) -> Status {
+      ran[i].fetch_add(1);
+      if (i == 37) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (i == 37 || i == 150 || i == 151) return InvalidInput("index " + std::to_string(i));
+      return Ok();
+    });
+    ASSERT_FALSE(status.has_value());
+    ASSERT_EQ(status.error().message, "index 37") << "round " << round;
+    for (int64_t i = 0; i <= 37; ++i) ASSERT_EQ(ran[i].load(), 1) << "index " << i;
+    for (int64_t i = 38; i < 48; ++i) ASSERT_EQ(ran[i].load(), 0) << "index " << i;
+  }
+  std::vector<std::atomic<int>> ran(100);
+  EXPECT_TRUE(pool.TryEach(100, 7, [&](int64_t i) -> Status {
+    ran[i].fetch_add(1);
+    return Ok();
+  }).has_value());
+  for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(ran[i].load(), 1) << "index " << i;
 }
 
 TEST(ThreadPoolTest, EmptyJobCallsNothingAndOneChunkRunsOnTheCaller) {

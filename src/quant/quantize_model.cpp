@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
 
 #include "base/thread_pool.h"
@@ -69,28 +68,16 @@ StreamedTensor OutputTensor(const Source& source, size_t i, DType dtype,
     std::vector<float> values(static_cast<size_t>(rows * columns));
     KITE_RETURN_IF_ERROR(read(first, rows, values.data()));
     const size_t row_bytes = dst.size() / static_cast<size_t>(rows);
-    std::mutex mutex;
-    int64_t failed_row = rows;
-    Error failure{ErrorCode::kInternal, ""};
     const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / columns);
-    pool->ParallelForChunks(rows, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        auto done = QuantizeRowsOf(dtype, values.data() + r * columns, dst.data() + r * row_bytes,
-                                   1, columns, weights);
-        if (done) continue;
-        std::lock_guard lock(mutex);
-        if (r < failed_row) {
-          failed_row = r;
-          failure = std::move(done.error());
-        }
-        return;
+    return pool->TryEach(rows, grain, [&](int64_t r) -> Status {
+      Status done = QuantizeRowsOf(dtype, values.data() + r * columns,
+                                   dst.data() + r * row_bytes, 1, columns, weights);
+      if (!done) {
+        return std::unexpected(
+            std::move(done.error()).WithContext("row " + std::to_string(first + r)));
       }
+      return Ok();
     });
-    if (failed_row < rows) {
-      return std::unexpected(
-          std::move(failure).WithContext("row " + std::to_string(first + failed_row)));
-    }
-    return Ok();
   };
   return out;
 }

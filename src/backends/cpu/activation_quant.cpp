@@ -1,6 +1,6 @@
 // Per-token dynamic quantization of a matmul's activations for the integer kernels: each block
-// of 32 elements of x (k-quants too: they are repacked into blocks of 32) to int8 with step
-// max|x| / 127,
+// of 32 (kQK) elements of x (every integer layout's block: k-quants are repacked into blocks of
+// 32) to int8 with step max|x| / 127,
 // plus the sums of codes the kernels' offsets need; and the scratch memory that holds them.
 // Compiled per SIMD target (Highway foreach_target) and dispatched at run time.
 #undef HWY_TARGET_INCLUDE
@@ -59,7 +59,8 @@ void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
         }
         continue;
       }
-      const auto sum = static_cast<float>(hn::GetLane(hn::SumOfLanes(di, hn::Add(sums[0], sums[1]))));
+      const VI both = hn::Add(sums[0], sums[1]);
+      const auto sum = static_cast<float>(hn::GetLane(hn::SumOfLanes(di, both)));
       job.offset[t * blocks + b] = d * sum * (l.has_min ? 1 : l.zero);
     }
   }
@@ -87,19 +88,19 @@ uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_
     return Align64((tokens + kBf16PairTokens - 1) / kBf16PairTokens * kBf16PairTokens * k * 2);
   }
   if (layout.family == PackFamily::kFloat) return 0;
-  const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / layout.block);
+  const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / kQK);
   return Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2);
 }
 
 void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   const PackLayout& l = job->w->layout();
   const int64_t k = job->w->cols();
-  if (UsesBf16Pairs(l, job->tokens, k) && !job->decode_steps) {
+  if (job->prefill() && UsesBf16Pairs(l, job->tokens, k)) {
     job->x_bf16 = reinterpret_cast<uint16_t*>(scratch);
     return;
   }
   if (l.family == PackFamily::kFloat) return;
-  const uint64_t blocks = static_cast<uint64_t>(job->tokens) * (k / l.block);
+  const uint64_t blocks = static_cast<uint64_t>(job->tokens) * (k / kQK);
   job->qs = reinterpret_cast<int8_t*>(scratch);
   scratch += Align64(job->tokens * k);
   job->scale = reinterpret_cast<float*>(scratch);

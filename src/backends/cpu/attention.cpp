@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <string>
 
 #undef HWY_TARGET_INCLUDE
@@ -460,29 +459,10 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
     work += (p + 1 - FirstVisiblePosition(attrs, p)) * q_heads * dim;
   }
   // Every row enters the cache before any query reads it; a prefill's rows are split over the
-  // threads. A failure reports the first failing token, as a serial loop would.
-  std::mutex failed_mutex;
-  int64_t failed_token = end;
-  Status failed = Ok();
-  auto write = [&](int64_t first, int64_t last) {
-    for (int64_t t = first; t < last; ++t) {
-      Status written = WriteToken(layer, k, v, t, pos[(t - begin) * pos_step]);
-      if (!written) {
-        const std::lock_guard<std::mutex> lock(failed_mutex);
-        if (t < failed_token) failed_token = t, failed = std::move(written);
-        return;
-      }
-    }
-  };
-  constexpr int64_t kWriteGrain = 16;  // tokens a thread takes at once
-  if (tokens >= 2 * kWriteGrain) {
-    args.pool.ParallelForChunks(tokens, kWriteGrain, [&](int64_t first, int64_t last) {
-      write(begin + first, begin + last);
-    });
-  } else {
-    write(begin, end);
-  }
-  KITE_RETURN_IF_ERROR(failed);
+  // threads, 16 tokens at a time.
+  KITE_RETURN_IF_ERROR(args.pool.TryEach(tokens, 16, [&](int64_t i) {
+    return WriteToken(layer, k, v, begin + i, pos[i * pos_step]);
+  }));
   if (tokens > 1 && dim <= kMaxBlockDim) {
     // Prefill: per KV head, its query rows (token-major, then the heads of its group) in blocks
     // of kMaxRows, taken by the threads one at a time.

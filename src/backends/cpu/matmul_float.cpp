@@ -135,9 +135,7 @@ void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
 // the job's streams of groups at once, the weights streaming in order.
 template <int C, int PG, typename T>
 void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
-  if (job.tokens > 1 && (job.tokens < kStreamTokens || job.decode_steps)) {
-    return FloatGroupsFew<T>(job, begin, end);
-  }
+  if (job.tokens > 1 && !job.prefill()) return FloatGroupsFew<T>(job, begin, end);
   if (job.x_bf16 != nullptr) return Bf16PairGroups(job, begin, end);
   constexpr int64_t kBlock = 1024;
   const DF df;

@@ -34,13 +34,17 @@ struct MatMulJob {
   float* scale = nullptr;   // [T, K / 32]: the int8 step of each block
   // [T, K / 32] (half_scales: [T, K / 16]): d·Σq, times `zero` for symmetric types
   float* offset = nullptr;
-  // BF16 weights, kStreamTokens or more tokens, on CPUs with AVX512_BF16: x rounded to bf16
-  // [T, K] (scratch memory) for the dot products of pairs (matmul_bf16_pairs-inl.h); else null.
+  // A prefill() of BF16 weights on a CPU with AVX512_BF16: x rounded to bf16 [T, K] (scratch
+  // memory) for the dot products of pairs (matmul_bf16_pairs-inl.h); else null.
   uint16_t* x_bf16 = nullptr;
   // The rows are decode steps of different sequences (KvCacheView::decode_steps): each gets the
   // bits of its step alone at any count, float weights included.
   bool decode_steps = false;
-  DecodeTile tile;          // for T = 1, and for float weights at T < kStreamTokens
+  DecodeTile tile;          // for T = 1, and for float weights when not prefill()
+
+  // Whether float weights take the prefill kernels: kStreamTokens or more tokens that are not
+  // decode steps.
+  bool prefill() const;
 };
 
 // Below this many tokens a float matmul computes each token's row with the bits of a single
@@ -48,6 +52,8 @@ struct MatMulJob {
 // (MatMulJob::decode_steps): a batched decode step gives each sequence the logits it gets
 // alone. From this many tokens of one sequence on, float weights take the prefill kernels.
 inline constexpr int64_t kStreamTokens = 32;
+
+inline bool MatMulJob::prefill() const { return tokens >= kStreamTokens && !decode_steps; }
 
 // Scratch bytes for the quantized (integer weights) or bf16-rounded (UsesBf16Pairs) activations
 // of `tokens` rows; 0 for other float weights.
