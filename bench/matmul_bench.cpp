@@ -107,7 +107,8 @@ int Main(int argc, char** argv) {
   const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16,  DType::kQ8_0,   DType::kQ4_0,
                          DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,  DType::kIQ4_NL, DType::kQ4_K,
                          DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS};
-  const Shape shapes[] = {{2048, 2048}, {8192, 2048}, {2048, 8192}};
+  // k/v (512x2048: its "hot" GEMV stays in one core's L2), q/o, gate/up, down.
+  const Shape shapes[] = {{512, 2048}, {2048, 2048}, {8192, 2048}, {2048, 8192}};
   for (DType dtype : types) {
     if (!filter.empty() && filter != DTypeName(dtype)) continue;
     for (const Shape& s : shapes) {

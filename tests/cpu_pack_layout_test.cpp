@@ -20,6 +20,7 @@ struct Expected {
   int32_t zero;
   bool has_min;
   int64_t block_bytes;  // of one block of a 16-row group
+  int64_t header_bytes = 0;  // of a 16-row group's super-block (k-quants)
 };
 
 TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
@@ -34,16 +35,20 @@ TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
       // 5-bit codes as 8-bit ones
       {DType::kQ5_0, {PackFamily::kLegacy, PackKernel::kLegacy8, 32, 8, 16, false, 512 + 32}},
       {DType::kQ5_1, {PackFamily::kLegacy, PackKernel::kLegacy8Min, 32, 8, 0, true, 512 + 64}},
-      // k-quants repacked into blocks of 32 (kquant_repack.h): f16 d·scale[16] (and -dmin·min[16],
-      // or q6_K's second half's scale[16]); 5- and 6-bit codes as 6 bits
-      {DType::kQ4_K, {PackFamily::kLegacy, PackKernel::kLegacy4Min, 32, 4, 0, true, 256 + 64}},
-      {DType::kQ5_K, {PackFamily::kLegacy, PackKernel::kLegacy6Min, 32, 6, 0, true, 384 + 64}},
-      {DType::kQ6_K, {PackFamily::kLegacy, PackKernel::kLegacy6Halves, 32, 6, 32, false, 384 + 64}},
+      // k-quants in blocks of 32 under super-blocks of 256 (kquant_repack.h): each block its
+      // codes (5- and 6-bit codes as 6 bits) and int8 scale[16] (and min[16], or q6_K's second
+      // half's scale[16]); each super-block headed by f16 d[16] (and -dmin[16])
+      {DType::kQ4_K,
+       {PackFamily::kLegacy, PackKernel::kSuper4Min, 32, 4, 0, true, 256 + 32, 64}},
+      {DType::kQ5_K,
+       {PackFamily::kLegacy, PackKernel::kSuper6Min, 32, 6, 0, true, 384 + 32, 64}},
+      {DType::kQ6_K,
+       {PackFamily::kLegacy, PackKernel::kSuper6Halves, 32, 6, 32, false, 384 + 32, 32}},
       // 4-bit level indices, looked up as level + 128: zero 128
       {DType::kIQ4_NL,
        {PackFamily::kLegacy, PackKernel::kLegacy4Levels, 32, 4, 128, false, 256 + 32}},
       {DType::kIQ4_XS,
-       {PackFamily::kLegacy, PackKernel::kLegacy4Levels, 32, 4, 128, false, 256 + 32}},
+       {PackFamily::kLegacy, PackKernel::kSuper4Levels, 32, 4, 128, false, 256 + 16, 32}},
   };
   for (const DTypeRow* row : AllRows()) {
     SCOPED_TRACE(std::string(row->name));
@@ -64,6 +69,8 @@ TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
     EXPECT_EQ(layout->zero, e.zero);
     EXPECT_EQ(layout->has_min, e.has_min);
     EXPECT_EQ(layout->block_bytes, e.block_bytes);
+    EXPECT_EQ(layout->header_bytes, e.header_bytes);
+    EXPECT_EQ(layout->super_scales, e.header_bytes > 0);
   }
 }
 

@@ -10,8 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "tensor/dtype_row.h"
-
 namespace kite::testing {
 
 // n values drawn uniformly from [lo, hi), the same for the same seed.
@@ -47,30 +45,6 @@ inline void ExpectClose(std::span<const float> got, std::span<const float> want,
                         double atol, const std::string& what) {
   std::vector<double> wide(want.begin(), want.end());
   ExpectClose(got, wide, rtol, atol, what);
-}
-
-// |d·sc·(q - zero)| + |dmin·mn| of each weight of a k-quant matrix (levels[q] for q - zero), by
-// the tensor layer's unpacker; empty for other types. The cpu backend rounds each of its
-// parts to f16 when it repacks k-quants (backends/cpu/kquant_repack.h): a weight moves by at most
-// 2^-11 of this.
-inline std::vector<float> KQuantScaleParts(DType dtype, const std::vector<uint8_t>& w,
-                                           int64_t elements) {
-  const DTypeRow& row = *FindRow(dtype);
-  if (row.codes.family != BlockFamily::kKQuant) return {};
-  const CodeFacts& f = row.codes;
-  std::vector<float> parts(elements);
-  for (int64_t b = 0; b < elements / row.block_size; ++b) {
-    UnpackedBlock u;
-    row.unpack(w.data() + b * row.block_bytes, &u);
-    for (int e = 0; e < row.block_size; ++e) {
-      const int s = e / f.sub_block;
-      const float q = f.levels != nullptr ? f.levels[u.codes[e]] : u.codes[e] - f.zero;
-      const float sc = f.has_min ? u.sc[s] : static_cast<int8_t>(u.sc[s]);
-      parts[b * row.block_size + e] =
-          std::abs(u.d * sc * q) + (f.has_min ? std::abs(u.dmin * u.mn[s]) : 0.0f);
-    }
-  }
-  return parts;
 }
 
 }  // namespace kite::testing

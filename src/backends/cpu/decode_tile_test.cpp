@@ -1,7 +1,7 @@
 // Every decode tile shape the per-CPU table (tile_shape.h) can pick, on every weight type the
 // cpu matmul runs, at awkward shapes: each output within a rigorous error bound of the exact
-// product of the dequantized weights (tensor/'s row functions, summed in double; k-quants with
-// the f16 rounding of the scales they are repacked with, kquant_repack.h); integer
+// product of the dequantized weights (tensor/'s row functions, summed in double; k-quants keep
+// their scales exactly, kquant_repack.h); integer
 // weights give the same bits under every shape; and a token's row of a batch of 2-31 tokens has
 // the bits of that token alone under each shape (what BatchDecoder's promise rests on).
 #include <gtest/gtest.h>
@@ -24,7 +24,6 @@
 namespace kite {
 namespace {
 
-using testing::KQuantScaleParts;
 using testing::Random;
 
 struct TypeCase {
@@ -74,28 +73,24 @@ std::vector<float> RunKernels(const cpu::PackedMatrix& w, const std::vector<floa
 
 // The bound of each output against the exact product: f32 summation in any order ((K + 2)·2⁻²⁴
 // of Σ|x·w|) plus, for integer weights, the int8 rounding of each activation block (each element
-// moves by at most amax/254), plus for k-quants 2^-11 of Σ|x|·scale_parts (KQuantScaleParts).
+// moves by at most amax/254).
 std::vector<double> Bound(const std::vector<float>& x, const std::vector<float>& w, int64_t t_n,
-                          int64_t n, int64_t k, int64_t block,
-                          const std::vector<float>& scale_parts) {
+                          int64_t n, int64_t k, int64_t block) {
   std::vector<double> bound(t_n * n);
   for (int64_t t = 0; t < t_n; ++t) {
     for (int64_t r = 0; r < n; ++r) {
-      double magnitude = 0, quant = 0, rounding = 0;
+      double magnitude = 0, quant = 0;
       for (int64_t b0 = 0; b0 < k; b0 += block ? block : k) {
         const int64_t b1 = block ? b0 + block : k;
         double amax = 0, wsum = 0;
         for (int64_t i = b0; i < b1; ++i) {
           magnitude += std::abs(double{x[t * k + i]} * w[r * k + i]);
-          if (!scale_parts.empty())
-            rounding += std::abs(double{x[t * k + i]}) * scale_parts[r * k + i];
           amax = std::max(amax, std::abs(double{x[t * k + i]}));
           wsum += std::abs(double{w[r * k + i]});
         }
         if (block) quant += amax / 254.0 * wsum;
       }
-      bound[t * n + r] =
-          (k + 2) * 0x1p-24 * magnitude + 1.01 * quant + std::ldexp(rounding, -11) + 1e-6;
+      bound[t * n + r] = (k + 2) * 0x1p-24 * magnitude + 1.01 * quant + 1e-6;
     }
   }
   return bound;
@@ -121,13 +116,11 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
       ASSERT_TRUE(Quantize(type.dtype, w_f32.data(), raw.data(), s.n * s.k).has_value());
       std::vector<float> w(s.n * s.k);
       ASSERT_TRUE(Dequantize(type.dtype, raw.data(), w.data(), s.n * s.k).has_value());
-      const std::vector<float> scale_parts = KQuantScaleParts(type.dtype, raw, s.n * s.k);
       auto packed = cpu::PackedMatrix::Pack(type.dtype, raw.data(), s.n, s.k);
       ASSERT_TRUE(packed.has_value()) << packed.error().message;
       for (const int64_t tokens : {1, 3, 17}) {
         const std::vector<float> x = Random(tokens * s.k, seed++);
-        const std::vector<double> bound =
-            Bound(x, w, tokens, s.n, s.k, type.act_block, scale_parts);
+        const std::vector<double> bound = Bound(x, w, tokens, s.n, s.k, type.act_block);
         std::vector<double> exact(tokens * s.n);  // [T, N]
         for (int64_t t = 0; t < tokens; ++t) {
           for (int64_t r = 0; r < s.n; ++r) {

@@ -1,6 +1,7 @@
 // The k-quant repacking's arithmetic against the tensor layer's dequantizer (itself checked
-// against llama.cpp's): every block of 32 holds each weight within the f16 rounding of its
-// scale and min, and a scale f16 cannot hold is an error naming its row, never an inf.
+// against llama.cpp's): every weight, formed as the kernels form it from the repacked scales
+// (f32 d·scale, times the code, plus -dmin·min), is ggml's to the last bit of one rounding, and
+// a super-block whose d·scale is past the f16 range packs (it is an f32 product, as in ggml).
 #include "backends/cpu/kquant_repack.h"
 
 #include <gtest/gtest.h>
@@ -41,17 +42,16 @@ TEST(KQuantRepackTest, BlocksOf32HoldTheDequantizedWeights) {
       UnpackedBlock super;
       row.unpack(bytes.data() + b * row.block_bytes, &super);
       for (int sub = 0; sub < kQKK / kQK; ++sub) {
-        UnpackedBlock block;
-        ASSERT_TRUE(ToLegacyBlock(super, sub, *layout, &block));
+        const SubBlockScales scales = ScalesOfSubBlock(super, sub, *layout);
         for (int e = 0; e < kQK; ++e) {
-          const int code = block.codes[e];
+          const int code = super.codes[kQK * sub + e];
           const float q = layout->levels != nullptr ? layout->levels[code] : code - layout->zero;
           const bool second_half = layout->half_scales && e >= kQK / 2;
-          const float d = F16ToF32(second_half ? block.m16 : block.d16);
-          const float m = layout->has_min ? F16ToF32(block.m16) : 0.0f;
+          const float d = super.d * (second_half ? scales.second : scales.scale);
+          const float m = layout->has_min ? -super.dmin * scales.second : 0.0f;
           const float expected = w[b * kQKK + sub * kQK + e];
-          // Each of d·q and m within 2^-11 of itself (f16 rounding of an exact f32 product).
-          const float allowed = std::ldexp(std::abs(d * q) + std::abs(m), -11) * 1.001f + 1e-12f;
+          // d·q + m, rounded once more at most where a compiler fuses the two into an FMA.
+          const float allowed = std::ldexp(std::abs(d * q) + std::abs(m), -23);
           ASSERT_NEAR(d * q + m, expected, allowed)
               << "super-block " << b << " element " << sub * kQK + e;
         }
@@ -60,17 +60,19 @@ TEST(KQuantRepackTest, BlocksOf32HoldTheDequantizedWeights) {
   }
 }
 
-TEST(KQuantRepackTest, AScalePastTheF16RangeIsAnErrorNamingItsRow) {
-  // Two rows of one q4_K super-block each: row 0 zero, row 1 with d = 65504 and sub-block 1's
-  // scale 63 (d·63 is past 65504; sub-block 0's scale is 0).
-  std::vector<BlockQ4_K> blocks(2);
-  blocks[1].d = F32ToF16(65504.0f);
-  blocks[1].scales[1] = 63;
-  const auto packed = PackedMatrix::Pack(DType::kQ4_K, blocks.data(), 2, kQKK);
-  ASSERT_FALSE(packed.has_value());
-  EXPECT_EQ(packed.error().message,
-            "cannot pack the q4_K matrix: the scale of row 1, elements 32..63 is past the f16 "
-            "range the cpu backend repacks k-quant scales into");
+TEST(KQuantRepackTest, AScaleProductPastTheF16RangePacksAsTheFileHasIt) {
+  // One row of a q4_K super-block with d = 65504 and sub-block 1's scale 63: d·63 is past
+  // 65504, which an f16 per block of 32 could not hold; the int8 scale under the f16 d can.
+  std::vector<BlockQ4_K> blocks(1);
+  blocks[0].d = F32ToF16(65504.0f);
+  blocks[0].scales[1] = 63;
+  const auto packed = PackedMatrix::Pack(DType::kQ4_K, blocks.data(), 1, kQKK);
+  ASSERT_TRUE(packed.has_value()) << packed.error().message;
+  const PackLayout& l = packed->layout();
+  const auto* group = reinterpret_cast<const uint8_t*>(packed->group(0));
+  EXPECT_EQ(F16ToF32(static_cast<uint16_t>(group[0] | group[1] << 8)), 65504.0f);  // row 0's d
+  // Block 1's scale of row 0, after its 256 bytes of codes.
+  EXPECT_EQ(static_cast<int8_t>(group[l.BlockOffset(1) + 256]), 63);
 }
 
 }  // namespace

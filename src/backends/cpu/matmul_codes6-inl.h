@@ -58,27 +58,39 @@ HWY_INLINE KITE_VNNI void DotSubBlock6(const uint8_t* const (&codes)[G], const i
   }
 }
 
-// A 16-row group's blocks of 6-bit codes (block_bytes apart at `src`) rewritten in the 8-bit
-// layout (chunk g: elements 4g..4g+3 of each row, unsigned) with the same scale tail, at `dst`
-// (kWideBlockBytes a block), for a prefill, whose tiles of tokens then read bytes as they are.
-// Both 6-bit layouts end in two f16 vectors (the min, or the second half's scale).
-inline constexpr int64_t kWideBlockBytes = kPackRows * kQK + kPackRows * 2 * 2;
-HWY_INLINE void Widen6(const uint8_t* src, int64_t blocks, int64_t block_bytes, uint8_t* dst) {
+// A 16-row group's super-blocks of 6-bit codes (layout `l`, at `src`) rewritten as blocks of
+// the 8-bit layout (chunk g: elements 4g..4g+3 of each row, unsigned), each block's scale and
+// second (min or second half's scale) as f32 products with the super-block's d (or -dmin), the
+// values decode's tiles form (matmul_legacy.cpp), at `dst` (kWideBlockBytes a block), for a
+// prefill: its tiles of tokens then read codes and scales as they are.
+inline constexpr int64_t kWideBlockBytes = kPackRows * kQK + kPackRows * 4 * 2;
+HWY_INLINE void Widen6(const uint8_t* src, int64_t supers, const PackLayout& l, uint8_t* dst) {
+  const DF df;
   const DI di;
   constexpr int64_t kCodeBytes6 = kPackRows * kQK * 6 / 8;
   constexpr int kChunk[4] = {0, 4, 1, 5};  // of q[j], plus 2h
-  for (int64_t b = 0; b < blocks; ++b, src += block_bytes, dst += kWideBlockBytes) {
-    for (int h = 0; h < 2; ++h) {
+  for (int64_t s = 0; s < supers; ++s) {
+    const uint8_t* header = src;
+    src += l.header_bytes;
+    for (int64_t b = 0; b < kQKK / kQK; ++b, src += l.block_bytes, dst += kWideBlockBytes) {
       for (int v = 0; v < kVecs; ++v) {
-        VI q[4];
-        Codes6(src + 4 * kLanes * v, h, q);
-        for (int j = 0; j < 4; ++j) {
-          hn::StoreU(q[j], di,
-                     reinterpret_cast<int32_t*>(dst + 64 * (kChunk[j] + 2 * h) + 4 * kLanes * v));
+        for (int h = 0; h < 2; ++h) {
+          VI q[4];
+          Codes6(src + 4 * kLanes * v, h, q);
+          for (int j = 0; j < 4; ++j) {
+            hn::StoreU(q[j], di,
+                       reinterpret_cast<int32_t*>(dst + 64 * (kChunk[j] + 2 * h) + 4 * kLanes * v));
+          }
         }
+        const VF d = LoadF16(header + 2 * kLanes * v);
+        const VF second_d = l.has_min ? LoadF16(header + 2 * (kPackRows + kLanes * v)) : d;
+        const uint8_t* scales = src + kCodeBytes6 + kLanes * v;
+        float* wide = reinterpret_cast<float*>(dst + kPackRows * kQK) + kLanes * v;
+        hn::StoreU(hn::Mul(d, hn::ConvertTo(df, LoadI8AsI32(scales))), df, wide);
+        hn::StoreU(hn::Mul(second_d, hn::ConvertTo(df, LoadI8AsI32(scales + kPackRows))), df,
+                   wide + kPackRows);
       }
     }
-    std::memcpy(dst + kPackRows * kQK, src + kCodeBytes6, kPackRows * 2 * 2);
   }
 }
 

@@ -31,8 +31,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 // kLevels: non-linear 4-bit codes (iq4_nl) read through the layout's level table.
 // kHalves (symmetric: lpbq16, q6_K): a scale per 16 elements, d for elements 0..15 (dot) and d2
 // for 16..31 (dot2), each with its own activation offset. kBits 6: q5_K and q6_K as repacked.
+// kSuper (the k-quants): d = d_super·scale and m = -dmin_super·min, formed in f32 from the
+// super-block's f16s and the block's int8 scales (kquant_repack.h); the same products ggml forms.
 template <int C, int G, int kBits, bool kMin, bool kLevels = false, bool kF32 = false,
-          bool kHalves = false>
+          bool kHalves = false, bool kSuper = false>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
                           float (&out)[C][G * kPackRows]) {
   constexpr int R = G * kVecs;
@@ -43,8 +45,13 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   const int64_t k = job.w->cols();
   const int64_t blocks = k / kQK;
   const int64_t code_bytes = kPackRows * kQK * kBits / 8;
-  // The layout's block bytes, from the template (Widen6 hands 6-bit blocks over as 8-bit ones).
-  const int64_t block_bytes = code_bytes + kPackRows * (kF32 ? 4 : 2) * (kMin || kHalves ? 2 : 1);
+  // The layout's bytes, from the template (Widen6 hands 6-bit blocks over as 8-bit ones with
+  // f32 scales).
+  constexpr int kScaleBytes = kSuper ? 1 : kF32 ? 4 : 2;
+  const int64_t block_bytes = code_bytes + kPackRows * kScaleBytes * (kMin || kHalves ? 2 : 1);
+  constexpr int64_t kPerSuper = kQKK / kQK;
+  const int64_t header_bytes = kSuper ? kPackRows * 2 * (kMin ? 2 : 1) : 0;
+  const int64_t super_bytes = header_bytes + kPerSuper * block_bytes;
   const int8_t* act[C];
   const float* scale[C];
   const float* offset[C];
@@ -56,10 +63,26 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   VF acc[C][R];
   for (int c = 0; c < C; ++c)
     for (int v = 0; v < R; ++v) acc[c][v] = hn::Zero(df);
+  VF d_super[R], neg_dmin_super[R];  // kSuper: this super-block's, per vector of rows
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* block[G];
-    for (int g = 0; g < G; ++g) block[g] = groups[g] + b * block_bytes;
-    if constexpr (C == 1) PrefetchAhead<G>(block, job.tile.prefetch, block_bytes);
+    for (int g = 0; g < G; ++g) {
+      block[g] = groups[g] + (kSuper ? b / kPerSuper * super_bytes + header_bytes +
+                                           b % kPerSuper * block_bytes
+                                     : b * block_bytes);
+    }
+    if constexpr (kSuper) {
+      if (b % kPerSuper == 0) {
+        for (int v = 0; v < R; ++v) {
+          const uint8_t* header = VecAt<G>(block, v, 2 * kLanes) - header_bytes;
+          d_super[v] = LoadF16(header);
+          if constexpr (kMin) neg_dmin_super[v] = LoadF16(header + 2 * kPackRows);
+        }
+      }
+    }
+    if constexpr (C == 1) {
+      PrefetchAhead<G>(block, job.tile.prefetch, block_bytes + (kSuper ? header_bytes : 0));
+    }
     VI dot[C][R];
     VI dot2[C][R];
     for (int c = 0; c < C; ++c)
@@ -71,35 +94,39 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     } else {  // one scale for the block: both halves into one chain (C·R chains are enough)
       DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot, table.biased);
     }
-    if constexpr (kHalves) {
-      for (int v = 0; v < R; ++v) {
-        const uint8_t* tail = VecAt<G>(block, v, 2 * kLanes) + code_bytes;
-        const VF d = LoadF16(tail);
-        const VF d2 = LoadF16(tail + 2 * kPackRows);
-        for (int c = 0; c < C; ++c) {
-          const VF da = hn::Set(df, scale[c][b]);
+    for (int v = 0; v < R; ++v) {
+      const uint8_t* tail = VecAt<G>(block, v, kScaleBytes * kLanes) + code_bytes;
+      // The block's scale d, and its second: the min (kMin) or the second half's scale.
+      auto load_scales = [&](VF& d, VF& second) HWY_ATTR {
+        const uint8_t* next = tail + kScaleBytes * kPackRows;
+        if constexpr (kSuper) {
+          d = hn::Mul(d_super[v], hn::ConvertTo(df, LoadI8AsI32(tail)));
+          if constexpr (kMin) {
+            second = hn::Mul(neg_dmin_super[v], hn::ConvertTo(df, LoadI8AsI32(next)));
+          } else if constexpr (kHalves) {
+            second = hn::Mul(d_super[v], hn::ConvertTo(df, LoadI8AsI32(next)));
+          }
+        } else {
+          d = kF32 ? LoadF32(tail) : LoadF16(tail);
+          if constexpr (kMin || kHalves) second = kF32 ? LoadF32(next) : LoadF16(next);
+        }
+      };
+      VF d, second;
+      load_scales(d, second);
+      for (int c = 0; c < C; ++c) {
+        const VF da = hn::Set(df, scale[c][b]);
+        if constexpr (kHalves) {
           const VF off = hn::Set(df, offset[c][2 * b]);
           const VF off2 = hn::Set(df, offset[c][2 * b + 1]);
           acc[c][v] = hn::MulAdd(d, hn::MulSub(hn::ConvertTo(df, dot[c][v]), da, off), acc[c][v]);
           acc[c][v] =
-              hn::MulAdd(d2, hn::MulSub(hn::ConvertTo(df, dot2[c][v]), da, off2), acc[c][v]);
-        }
-      }
-      continue;
-    }
-    constexpr int kScaleBytes = kF32 ? 4 : 2;
-    for (int v = 0; v < R; ++v) {
-      const uint8_t* tail = VecAt<G>(block, v, kScaleBytes * kLanes) + code_bytes;
-      const VF d = kF32 ? LoadF32(tail) : LoadF16(tail);
-      for (int c = 0; c < C; ++c) {
-        const VF da = hn::Set(df, scale[c][b]);
-        const VF off = hn::Set(df, offset[c][b]);
-        if constexpr (kMin) {
-          const uint8_t* min = tail + kScaleBytes * kPackRows;
-          const VF m = kF32 ? LoadF32(min) : LoadF16(min);
+              hn::MulAdd(second, hn::MulSub(hn::ConvertTo(df, dot2[c][v]), da, off2), acc[c][v]);
+        } else if constexpr (kMin) {
+          const VF off = hn::Set(df, offset[c][b]);
           acc[c][v] = hn::MulAdd(d, hn::Mul(hn::ConvertTo(df, dot[c][v]), da), acc[c][v]);
-          acc[c][v] = hn::MulAdd(m, off, acc[c][v]);
+          acc[c][v] = hn::MulAdd(second, off, acc[c][v]);
         } else {
+          const VF off = hn::Set(df, offset[c][b]);
           acc[c][v] = hn::MulAdd(d, hn::MulSub(hn::ConvertTo(df, dot[c][v]), da, off), acc[c][v]);
         }
       }
@@ -109,16 +136,20 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     for (int v = 0; v < R; ++v) hn::StoreU(acc[c][v], df, out[c] + v * kLanes);
 }
 
-template <int kBits, bool kMin, bool kLevels = false, bool kF32 = false, bool kHalves = false>
+template <int kBits, bool kMin, bool kLevels = false, bool kF32 = false, bool kHalves = false,
+          bool kSuper = false>
 struct Legacy {
   template <int C, int G>
   struct Tile {
     static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
                     float (&o)[C][G * kPackRows]) {
-      LegacyTile<C, G, kBits, kMin, kLevels, kF32, kHalves>(job, g, t0, o);
+      LegacyTile<C, G, kBits, kMin, kLevels, kF32, kHalves, kSuper>(job, g, t0, o);
     }
   };
 };
+// The k-quants' tiles (kSuper).
+template <int kBits, bool kMin, bool kLevels = false, bool kHalves = false>
+using Super = Legacy<kBits, kMin, kLevels, false, kHalves, true>;
 
 // 6-bit codes (q5_K, q6_K): decode reads them as packed; several tokens first widen each PG
 // groups' codes to the 8-bit layout (Widen6, into this thread's scratch) and run Tile8 on them,
@@ -127,14 +158,14 @@ template <template <int, int> class Tile6, template <int, int> class Tile8,
           int PG = kPrefillIntGroups>
 void Groups6(const MatMulJob& job, int64_t begin, int64_t end) {
   if (job.tokens == 1) return Groups<4, Tile6>(job, begin, end);
-  const int64_t blocks = job.w->cols() / kQK;
-  const int64_t wide_bytes = blocks * kWideBlockBytes;
+  const PackLayout& l = job.w->layout();
+  const int64_t supers = job.w->cols() / kQKK;
+  const int64_t wide_bytes = supers * kQKK / kQK * kWideBlockBytes;
   thread_local std::vector<uint8_t> wide;
   wide.resize(PG * wide_bytes);
   return Groups<4, Tile8, PG>(job, begin, end, [&](int64_t g, int i) HWY_ATTR {
     uint8_t* dst = wide.data() + i * wide_bytes;
-    Widen6(reinterpret_cast<const uint8_t*>(job.w->group(g)), blocks, job.w->layout().block_bytes,
-           dst);
+    Widen6(reinterpret_cast<const uint8_t*>(job.w->group(g)), supers, l, dst);
     return static_cast<const uint8_t*>(dst);
   });
 }
@@ -161,11 +192,15 @@ void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, Legacy<4, false, false, false, true>::Tile>(job, begin, end);
     case PackKernel::kLegacy4Levels:
       return Groups<4, Legacy<4, false, true>::Tile>(job, begin, end);
-    case PackKernel::kLegacy6Min:
-      return Groups6<Legacy<6, true>::Tile, Legacy<8, true>::Tile>(job, begin, end);
-    case PackKernel::kLegacy6Halves:
-      return Groups6<Legacy<6, false, false, false, true>::Tile,
-                     Legacy<8, false, false, false, true>::Tile>(job, begin, end);
+    case PackKernel::kSuper4Min:
+      return Groups<4, Super<4, true>::Tile>(job, begin, end);
+    case PackKernel::kSuper4Levels:
+      return Groups<4, Super<4, false, true>::Tile>(job, begin, end);
+    case PackKernel::kSuper6Min:  // widened for a prefill to 8-bit codes under f32 scales
+      return Groups6<Super<6, true>::Tile, Legacy<8, true, false, true>::Tile>(job, begin, end);
+    case PackKernel::kSuper6Halves:
+      return Groups6<Super<6, false, false, true>::Tile,
+                     Legacy<8, false, false, true, true>::Tile>(job, begin, end);
     default:
       return;  // not a legacy layout: MatMulGroups sends only these here
   }

@@ -1,7 +1,6 @@
 #include "backends/cpu/packed_matrix.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <string>
 
@@ -247,14 +246,13 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
                         std::to_string(l.source_block));
   }
   const int64_t blocks = k / l.block;
-  m.group_bytes_ = blocks * l.block_bytes;
+  m.group_bytes_ = l.BlockOffset(blocks);
   m.data_ = KITE_TRY(AlignedBuffer::Allocate(static_cast<uint64_t>(m.groups() * m.group_bytes_)));
   const auto* src = static_cast<const uint8_t*>(w);
   const int64_t elem_bytes = Traits(dtype).block_bytes;  // float types: one element a block
   const int scale_bytes = l.f32_scale ? 4 : 2;
   // Repacked k-quants: each super-block the source gives is split into blocks of 32.
   const int64_t per_source = l.source_block / l.block;
-  std::atomic<int64_t> out_of_range{-1};  // an element whose scale f16 cannot hold
   auto pack_groups = [&](int64_t begin, int64_t end) {
     UnpackedBlock rb, super;
     for (int64_t g = begin; g < end; ++g) {
@@ -271,21 +269,27 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
           continue;
         }
         for (int64_t b = 0; b < blocks; ++b) {
-          if (per_source == 1) {
-            source(row_index, b, &rb);
-          } else {
-            if (b % per_source == 0) source(row_index, b / per_source, &super);
-            if (!ToLegacyBlock(super, static_cast<int>(b % per_source), l, &rb)) {
-              out_of_range.store(row_index * k + b * l.block);
-            }
-          }
-          uint8_t* block = group + b * l.block_bytes;
-          const int64_t sub_bytes = CodeBytes(l) / (l.block / kSub);
-          for (int s = 0; s < l.block / kSub; ++s) {
-            PutCodes(rb.codes + kSub * s, l.code_bits, r, block + s * sub_bytes);
-          }
+          uint8_t* block = group + l.BlockOffset(b);
           uint8_t* tail = block + CodeBytes(l);
-          if (l.family == PackFamily::kLegacy) {
+          if (l.super_scales) {
+            if (b % per_source == 0) {
+              // The super-block's d and dmin came from f16s: F32ToF16 gives their bits back.
+              source(row_index, b / per_source, &super);
+              uint8_t* header = block - l.header_bytes;
+              const uint16_t d = F32ToF16(super.d);
+              std::memcpy(header + 2 * r, &d, 2);
+              if (l.has_min) {
+                const uint16_t neg_dmin = F32ToF16(-super.dmin);
+                std::memcpy(header + 2 * (kPackRows + r), &neg_dmin, 2);
+              }
+            }
+            const int sub = static_cast<int>(b % per_source);
+            std::memcpy(rb.codes, super.codes + kSub * sub, kSub);
+            const SubBlockScales scales = ScalesOfSubBlock(super, sub, l);
+            tail[r] = static_cast<uint8_t>(scales.scale);
+            if (l.has_min || l.half_scales) tail[kPackRows + r] = static_cast<uint8_t>(scales.second);
+          } else {
+            source(row_index, b, &rb);
             std::memcpy(tail + scale_bytes * r, l.f32_scale ? static_cast<const void*>(&rb.d)
                                                             : static_cast<const void*>(&rb.d16),
                         scale_bytes);
@@ -295,18 +299,8 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
                                       : static_cast<const void*>(&rb.m16),
                           scale_bytes);
             }
-            continue;
           }
-          std::memcpy(tail + 4 * r, &rb.d, 4);
-          tail += 4 * kPackRows;
-          if (l.has_min) {
-            std::memcpy(tail + 4 * r, &rb.dmin, 4);
-            tail += 4 * kPackRows;
-            for (int j = 0; j < 8; ++j) tail[j * kPackRows + r] = rb.sc[j];
-            for (int j = 0; j < 8; ++j) tail[(8 + j) * kPackRows + r] = rb.mn[j];
-          } else {
-            for (int j = 0; j < 16; ++j) tail[j * kPackRows + r] = rb.sc[j];
-          }
+          PutCodes(rb.codes, l.code_bits, r, block);
         }
       }
     }
@@ -327,12 +321,6 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
       ReleaseFilePages(src + first * kPackRows * row_bytes,
                        (row_end - first * kPackRows) * row_bytes);
     }
-  }
-  if (const int64_t at = out_of_range.load(); at >= 0) {
-    return InvalidInput("cannot pack the " + std::string(DTypeName(dtype)) +
-                        " matrix: the scale of row " + std::to_string(at / k) + ", elements " +
-                        std::to_string(at % k) + ".." + std::to_string(at % k + l.block - 1) +
-                        " is past the f16 range the cpu backend repacks k-quant scales into");
   }
   return m;
 }

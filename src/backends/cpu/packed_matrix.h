@@ -7,9 +7,11 @@
 // Integer types keep their codes and scales, exactly (no requantization):
 //   legacy (q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl), per block of 32: codes, f16 scale d[16]
 //   (q4_1, q5_1: then f16 m[16]);
-//   k-quants (q4_K, q5_K, q6_K, iq4_xs) are repacked into the legacy layout (kquant_repack.h):
-//   per block of 32, codes and f16 d[16] = d·scale (q4_K, q5_K: then f16 m[16] = -dmin·min;
-//   q6_K: f16 d2[16] for the second half, its sub-blocks being 16).
+//   k-quants (q4_K, q5_K, q6_K, iq4_xs) keep their super-blocks of 256 (kquant_repack.h): per
+//   super-block, f16 d[16] (q4_K, q5_K: then f16 -dmin[16]), then its 8 blocks of 32, each its
+//   codes and int8 scale[16] (q4_K, q5_K: then int8 min[16]; q6_K: then int8 scale2[16] for
+//   the second half, its sub-blocks being 16): the file's bits, so a block's scale is the f32
+//   product d·scale as ggml computes it.
 // Encoded weights (integer codes under a QuantEncoding: NPU layouts, graph/encoding.h) are
 // packed into the legacy layout, exactly: per block of 32 of a row, unsigned codes u = q - q_min,
 // d = the block's scale (LPBQ: channel scale × multiplier) and, when an offset makes it nonzero,
@@ -55,8 +57,9 @@ enum class PackKernel : uint8_t {
   kLegacy4F32, kLegacy4MinF32,         // encoded weights whose scales f16 cannot hold
   kLegacy8F32, kLegacy8MinF32,
   kLegacy4Halves,                      // encoded 4-bit weights with a scale per 16 (lpbq16)
-  kLegacy6Min, kLegacy6Halves,         // q5_K, q6_K (repacked)
-  kLegacy4Levels,                      // iq4_nl, iq4_xs: 4-bit indices into 16 levels
+  kLegacy4Levels,                      // iq4_nl: 4-bit indices into 16 levels
+  // K-quants, in super-blocks (super_scales): q4_K, iq4_xs, q5_K (6-bit codes), q6_K.
+  kSuper4Min, kSuper4Levels, kSuper6Min, kSuper6Halves,
 };
 
 struct PackLayout {
@@ -70,8 +73,20 @@ struct PackLayout {
   // Non-linear codes (iq4_nl, iq4_xs): the kernel reads code q as levels[q] + 128 (zero 128).
   const int8_t* levels = nullptr;
   bool f32_scale = false;   // legacy family: d (and m) stored as f32 instead of f16
-  bool half_scales = false; // legacy 4-bit: an f16 scale per 16 elements (d[16] then d2[16])
-  int64_t block_bytes = 0;  // bytes of one block of a 16-row group
+  bool half_scales = false; // an f16 (q6_K: int8) scale per 16 elements (d[16] then d2[16])
+  // K-quants: blocks of 32 hold int8 scales (and mins) under an f16 d (and -dmin) per row that
+  // heads each super-block of source_block elements (header_bytes).
+  bool super_scales = false;
+  int64_t header_bytes = 0;
+  int64_t block_bytes = 0;  // bytes of one block of a 16-row group (its codes and scales)
+
+  // Bytes from a group's start to its block b.
+  int64_t BlockOffset(int64_t b) const {
+    if (!super_scales) return b * block_bytes;
+    const int64_t per_super = source_block / block;
+    return b / per_super * (header_bytes + per_super * block_bytes) + header_bytes +
+           b % per_super * block_bytes;
+  }
 };
 
 // The layout of a dtype, from its row's code facts (any type whose codes and scales fit one of
@@ -109,7 +124,8 @@ class PackedMatrix {
 
  private:
   // Block b of row `row` as codes and scales (UnpackedBlock; legacy f32 scales in d and dmin;
-  // with half_scales, the second half's f16 scale in m16).
+  // with half_scales, the second half's f16 scale in m16; super_scales: super-block b of the
+  // source).
   using BlockSource = std::function<void(int64_t row, int64_t block, UnpackedBlock* out)>;
   // Packs the N x K matrix whose blocks `source` gives; `src`, `row_bytes`: the source rows, for
   // release_source (and float types, which are copied from them).
