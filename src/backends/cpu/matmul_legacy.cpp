@@ -45,12 +45,15 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   const int64_t k = job.w->cols();
   const int64_t blocks = k / kQK;
   const int64_t code_bytes = kPackRows * kQK * kBits / 8;
-  // The layout's bytes, from the template (Widen6 hands 6-bit blocks over as 8-bit ones with
-  // f32 scales).
+  // The block's bytes: the layout's for k-quants; from the template otherwise (Widen6 hands
+  // 6-bit blocks over as 8-bit ones with f32 scales, which no layout describes).
   constexpr int kScaleBytes = kSuper ? 1 : kF32 ? 4 : 2;
-  const int64_t block_bytes = code_bytes + kPackRows * kScaleBytes * (kMin || kHalves ? 2 : 1);
+  const int64_t block_bytes =
+      kSuper ? l.block_bytes : code_bytes + kPackRows * kScaleBytes * (kMin || kHalves ? 2 : 1);
+  // k-quants: l.BlockOffset(b) with the blocks a super-block holds known here (a shift, where
+  // BlockOffset divides).
   constexpr int64_t kPerSuper = kQKK / kQK;
-  const int64_t header_bytes = kSuper ? kPackRows * 2 * (kMin ? 2 : 1) : 0;
+  const int64_t header_bytes = kSuper ? l.header_bytes : 0;
   const int64_t super_bytes = header_bytes + kPerSuper * block_bytes;
   const int8_t* act[C];
   const float* scale[C];
@@ -65,12 +68,11 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     for (int v = 0; v < R; ++v) acc[c][v] = hn::Zero(df);
   VF d_super[R], neg_dmin_super[R];  // kSuper: this super-block's, per vector of rows
   for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t at = kSuper ? b / kPerSuper * super_bytes + header_bytes +
+                                    b % kPerSuper * block_bytes
+                              : b * block_bytes;
     const uint8_t* block[G];
-    for (int g = 0; g < G; ++g) {
-      block[g] = groups[g] + (kSuper ? b / kPerSuper * super_bytes + header_bytes +
-                                           b % kPerSuper * block_bytes
-                                     : b * block_bytes);
-    }
+    for (int g = 0; g < G; ++g) block[g] = groups[g] + at;
     if constexpr (kSuper) {
       if (b % kPerSuper == 0) {
         for (int v = 0; v < R; ++v) {
@@ -97,22 +99,19 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     for (int v = 0; v < R; ++v) {
       const uint8_t* tail = VecAt<G>(block, v, kScaleBytes * kLanes) + code_bytes;
       // The block's scale d, and its second: the min (kMin) or the second half's scale.
-      auto load_scales = [&](VF& d, VF& second) HWY_ATTR {
-        const uint8_t* next = tail + kScaleBytes * kPackRows;
-        if constexpr (kSuper) {
-          d = hn::Mul(d_super[v], hn::ConvertTo(df, LoadI8AsI32(tail)));
-          if constexpr (kMin) {
-            second = hn::Mul(neg_dmin_super[v], hn::ConvertTo(df, LoadI8AsI32(next)));
-          } else if constexpr (kHalves) {
-            second = hn::Mul(d_super[v], hn::ConvertTo(df, LoadI8AsI32(next)));
-          }
-        } else {
-          d = kF32 ? LoadF32(tail) : LoadF16(tail);
-          if constexpr (kMin || kHalves) second = kF32 ? LoadF32(next) : LoadF16(next);
-        }
-      };
+      const uint8_t* next = tail + kScaleBytes * kPackRows;
       VF d, second;
-      load_scales(d, second);
+      if constexpr (kSuper) {
+        d = hn::Mul(d_super[v], hn::ConvertTo(df, LoadI8AsI32(tail)));
+        if constexpr (kMin) {
+          second = hn::Mul(neg_dmin_super[v], hn::ConvertTo(df, LoadI8AsI32(next)));
+        } else if constexpr (kHalves) {
+          second = hn::Mul(d_super[v], hn::ConvertTo(df, LoadI8AsI32(next)));
+        }
+      } else {
+        d = kF32 ? LoadF32(tail) : LoadF16(tail);
+        if constexpr (kMin || kHalves) second = kF32 ? LoadF32(next) : LoadF16(next);
+      }
       for (int c = 0; c < C; ++c) {
         const VF da = hn::Set(df, scale[c][b]);
         if constexpr (kHalves) {
