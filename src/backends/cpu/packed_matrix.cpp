@@ -46,11 +46,23 @@ void PutCodes(const uint8_t* codes, int bits, int r, uint8_t* dst) {
 }
 
 // Float types: element i of row r goes to [i][r] of the group (a constant-size copy, so that
-// packing a large matrix is a strided store loop, not a library call per element).
+// packing a large matrix is a strided store loop, not a library call per element). The `rows`
+// rows (at most kPackRows, row_bytes apart) are copied kBlock elements at a time, so that the
+// part of the group they land in (2 KB of f16) stays in L1 while each row adds its lane: row by
+// row over all of K, every row's pass went through the whole group again (a 1B bf16 model's
+// load took 2.6 s longer).
 template <int kBytes>
-void Interleave(const uint8_t* row, int64_t k, int r, uint8_t* group) {
-  for (int64_t i = 0; i < k; ++i) {
-    std::memcpy(group + (i * kPackRows + r) * kBytes, row + i * kBytes, kBytes);
+void Interleave(const uint8_t* first_row, int64_t row_bytes, int rows, int64_t k,
+                uint8_t* group) {
+  constexpr int64_t kBlock = 64;
+  for (int64_t i0 = 0; i0 < k; i0 += kBlock) {
+    const int64_t i1 = std::min(k, i0 + kBlock);
+    for (int r = 0; r < rows; ++r) {
+      const uint8_t* row = first_row + r * row_bytes;
+      for (int64_t i = i0; i < i1; ++i) {
+        std::memcpy(group + (i * kPackRows + r) * kBytes, row + i * kBytes, kBytes);
+      }
+    }
   }
 }
 
@@ -257,17 +269,18 @@ Result<PackedMatrix> PackedMatrix::PackBlocks(DType dtype, const PackLayout& lay
     UnpackedBlock rb, super;
     for (int64_t g = begin; g < end; ++g) {
       auto* group = reinterpret_cast<uint8_t*>(m.data_.data() + g * m.group_bytes_);
-      for (int r = 0; r < kPackRows && g * kPackRows + r < n; ++r) {
-        const int64_t row_index = g * kPackRows + r;
-        if (l.family == PackFamily::kFloat) {
-          const uint8_t* row = src + row_index * row_bytes;
-          if (elem_bytes == 2) {
-            Interleave<2>(row, k, r, group);
-          } else {
-            Interleave<4>(row, k, r, group);
-          }
-          continue;
+      const int rows = static_cast<int>(std::min<int64_t>(kPackRows, n - g * kPackRows));
+      if (l.family == PackFamily::kFloat) {
+        const uint8_t* first_row = src + g * kPackRows * row_bytes;
+        if (elem_bytes == 2) {
+          Interleave<2>(first_row, row_bytes, rows, k, group);
+        } else {
+          Interleave<4>(first_row, row_bytes, rows, k, group);
         }
+        continue;
+      }
+      for (int r = 0; r < rows; ++r) {
+        const int64_t row_index = g * kPackRows + r;
         for (int64_t b = 0; b < blocks; ++b) {
           uint8_t* block = group + l.BlockOffset(b);
           uint8_t* tail = block + CodeBytes(l);
