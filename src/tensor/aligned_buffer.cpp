@@ -8,14 +8,16 @@
 
 namespace kite {
 
+// GCC marks an AddressSanitizer build with a macro, clang with a feature test.
 #if defined(__SANITIZE_ADDRESS__)
-const bool AlignedBuffer::kMapsLarge = false;
+#define KITE_ADDRESS_SANITIZER
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-const bool AlignedBuffer::kMapsLarge = false;
-#else
-const bool AlignedBuffer::kMapsLarge = true;
+#define KITE_ADDRESS_SANITIZER
 #endif
+#endif
+#ifdef KITE_ADDRESS_SANITIZER
+const bool AlignedBuffer::kMapsLarge = false;
 #else
 const bool AlignedBuffer::kMapsLarge = true;
 #endif

@@ -165,9 +165,9 @@ void UnpackQ6_K(const void* block, UnpackedBlock* out) {
   for (int j = 0; j < 16; ++j) out->sc[j] = static_cast<uint8_t>(b.scales[j]);
   // Element 128h + 32k + l, l innermost (contiguous bytes, vectorized): see UnpackQ45_K.
   for (int h = 0; h < 2; ++h) {
+    const uint8_t* qh = b.qh + 32 * h;
     for (int k = 0; k < 4; ++k) {
       const uint8_t* ql = b.ql + 64 * h + 32 * (k % 2);
-      const uint8_t* qh = b.qh + 32 * h;
       uint8_t* codes = out->codes + 128 * h + 32 * k;
       for (int l = 0; l < 32; ++l) {
         const int low = (ql[l] >> (4 * (k / 2))) & 0xf;
