@@ -101,8 +101,10 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
     int64_t n, k;
   };
   // N: one group, not a multiple of 16, enough groups for every stream count and leftovers
-  // (37 groups); K: one legacy block, 32·odd, one and three super-blocks.
-  const Shape shapes[] = {{5, 256}, {150, 96}, {589, 768}, {33, 224}};
+  // (37 groups), and enough (151) that a thread's chunk holds several tiles of every stream
+  // count, whose groups are a stride apart (DecodeTiles); K: one legacy block, 32·odd, one and
+  // three super-blocks.
+  const Shape shapes[] = {{5, 256}, {150, 96}, {589, 768}, {33, 224}, {2405, 256}};
   ThreadPool pool(2);
   uint32_t seed = 11;
   for (const TypeCase& type : kTypes) {

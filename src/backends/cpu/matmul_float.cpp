@@ -96,22 +96,25 @@ void FloatTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t 
 constexpr int kBatchTokens = kVecs == 1 ? 2 : 1;
 
 // Fewer than kStreamTokens tokens (a batched decode step, a short prefill chunk): the groups of
-// each decode tile (the job's streams at once, the leftovers singly, as TokensOverGroups takes
-// them), their
-// weights read from memory once and from cache by every tile of kBatchTokens, then 1, tokens;
+// each decode tile (DecodeTiles, as a decode step takes them), their weights read from memory
+// once and from cache by every tile of kBatchTokens, then 1, tokens;
 // each with the decode tile's accumulators, so every token's row has the bits of T = 1.
 template <typename T>
 void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t k = job.w->cols();
-  auto over = [&]<int NG>(int64_t g) HWY_ATTR {
+  auto over = [&]<int NG>(int64_t g, int64_t stride) HWY_ATTR {
     constexpr int U = FloatChains(NG * kVecs);
     const uint8_t* groups[NG];
-    for (int i = 0; i < NG; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+    for (int i = 0; i < NG; ++i) {
+      groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i * stride));
+    }
     auto tile = [&]<int C>(int64_t t0) HWY_ATTR {
       float out[C][NG * kPackRows] = {};
       FloatTile<C, NG, T, U>(job, groups, 0, t0, 0, k, out, job.tile.prefetch);
       for (int c = 0; c < C; ++c) {
-        for (int i = 0; i < NG; ++i) StoreRows(job, t0 + c, g + i, out[c] + i * kPackRows);
+        for (int i = 0; i < NG; ++i) {
+          StoreRows(job, t0 + c, g + i * stride, out[c] + i * kPackRows);
+        }
       }
     };
     int64_t t = 0;
@@ -119,11 +122,7 @@ void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
       tile.template operator()<kBatchTokens>(t);
     for (; t < job.tokens; ++t) tile.template operator()<1>(t);
   };
-  WithStreams(job, [&]<int G>() HWY_ATTR {
-    int64_t g = begin;
-    for (; g + G <= end; g += G) over.template operator()<G>(g);
-    for (; g < end; ++g) over.template operator()<1>(g);
-  });
+  WithStreams(job, [&]<int G>() HWY_ATTR { DecodeTiles<G>(begin, end, over); });
 }
 
 // Float weights. Whole tiles of C tokens are blocked over K: the thread's groups pass over a

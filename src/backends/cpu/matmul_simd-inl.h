@@ -123,24 +123,40 @@ HWY_INLINE void WithStreams(const MatMulJob& job, Fn&& fn) {
   return fn.template operator()<1>();
 }
 
-// Tokens [first, job.tokens) one at a time over the job's decode streams of groups at once,
-// then the groups left over singly: tile.template operator()<NG>(groups, t, out) adds token t's
-// products with NG groups to `out` (zeroed here), which is then stored with the bias.
+// Calls fn.template operator()<NG>(g, stride) for the decode tiles over groups [begin, end): G
+// groups at a time, g, g + stride, ..., then the groups left over singly (NG 1, stride 0). A
+// tile's G groups are the G quarters (for G = 4) of the range, not G neighbours, so stream i of
+// the next tile starts where stream i of this one ended: each stream runs on through the whole
+// range in order, as the hardware prefetchers (and the software prefetch past a group's end)
+// want, instead of jumping G groups ahead after every tile. 1B decode, Zen 5, 2 threads: 3-16%
+// more tokens/s by type (README, "Decode GEMV"). The groups in G-tiles and in singles are the
+// same as with neighbours, so every row keeps its bits.
+template <int G, typename Fn>
+HWY_INLINE void DecodeTiles(int64_t begin, int64_t end, Fn&& fn) {
+  const int64_t tiles = (end - begin) / G;
+  for (int64_t j = 0; j < tiles; ++j) fn.template operator()<G>(begin + j, tiles);
+  for (int64_t g = begin + tiles * G; g < end; ++g) fn.template operator()<1>(g, 0);
+}
+
+// Tokens [first, job.tokens) one at a time over the job's decode tiles (DecodeTiles):
+// tile.template operator()<NG>(groups, t, out) adds token t's products with NG groups to `out`
+// (zeroed here), which is then stored with the bias.
 template <typename TileFn>
 HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t begin, int64_t end,
                                  TileFn&& tile) {
-  auto run = [&]<int NG>(int64_t t, int64_t g) HWY_ATTR {
+  auto run = [&]<int NG>(int64_t t, int64_t g, int64_t stride) HWY_ATTR {
     const uint8_t* groups[NG];
-    for (int i = 0; i < NG; ++i) groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
+    for (int i = 0; i < NG; ++i) {
+      groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i * stride));
+    }
     float out[1][NG * kPackRows] = {};
     tile.template operator()<NG>(groups, t, out);
-    for (int i = 0; i < NG; ++i) StoreRows(job, t, g + i, out[0] + i * kPackRows);
+    for (int i = 0; i < NG; ++i) StoreRows(job, t, g + i * stride, out[0] + i * kPackRows);
   };
   WithStreams(job, [&]<int G>() HWY_ATTR {
     for (int64_t t = first; t < job.tokens; ++t) {
-      int64_t g = begin;
-      for (; g + G <= end; g += G) run.template operator()<G>(t, g);
-      for (; g < end; ++g) run.template operator()<1>(t, g);
+      DecodeTiles<G>(begin, end, [&]<int NG>(int64_t g, int64_t stride)
+                                     HWY_ATTR { run.template operator()<NG>(t, g, stride); });
     }
   });
 }
