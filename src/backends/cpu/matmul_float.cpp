@@ -105,17 +105,11 @@ void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
   auto over = [&]<int NG>(int64_t g, int64_t stride) HWY_ATTR {
     constexpr int U = FloatChains(NG * kVecs);
     const uint8_t* groups[NG];
-    for (int i = 0; i < NG; ++i) {
-      groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i * stride));
-    }
+    TileGroups(job, g, stride, groups);
     auto tile = [&]<int C>(int64_t t0) HWY_ATTR {
       float out[C][NG * kPackRows] = {};
       FloatTile<C, NG, T, U>(job, groups, 0, t0, 0, k, out, job.tile.prefetch);
-      for (int c = 0; c < C; ++c) {
-        for (int i = 0; i < NG; ++i) {
-          StoreRows(job, t0 + c, g + i * stride, out[c] + i * kPackRows);
-        }
-      }
+      for (int c = 0; c < C; ++c) StoreTile<NG>(job, t0 + c, g, stride, out[c]);
     };
     int64_t t = 0;
     for (; t + kBatchTokens <= job.tokens; t += kBatchTokens)

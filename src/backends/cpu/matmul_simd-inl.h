@@ -73,6 +73,23 @@ HWY_INLINE void StoreRows(const MatMulJob& job, int64_t t, int64_t g, const floa
   }
 }
 
+// The packed weights of a tile's NG groups g, g + stride, ... (stride 1: neighbours; a decode
+// tile's stride: DecodeTiles).
+template <int NG>
+HWY_INLINE void TileGroups(const MatMulJob& job, int64_t g, int64_t stride,
+                           const uint8_t* (&groups)[NG]) {
+  for (int i = 0; i < NG; ++i) {
+    groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i * stride));
+  }
+}
+
+// Stores token t's outputs of that tile (`tile`: NG groups of kPackRows) with the bias.
+template <int NG>
+HWY_INLINE void StoreTile(const MatMulJob& job, int64_t t, int64_t g, int64_t stride,
+                          const float* tile) {
+  for (int i = 0; i < NG; ++i) StoreRows(job, t, g + i * stride, tile + i * kPackRows);
+}
+
 // One tile of a prefill blocked over K (matmul_float.cpp, matmul_bf16_pairs-inl.h): C tokens
 // from t0 by NG groups from g, for k in [k0, k1). Its sums start from zero, or from the partial
 // sums an earlier block left in job.out; compute(sums) adds the block's products; they go back
@@ -146,12 +163,10 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
                                  TileFn&& tile) {
   auto run = [&]<int NG>(int64_t t, int64_t g, int64_t stride) HWY_ATTR {
     const uint8_t* groups[NG];
-    for (int i = 0; i < NG; ++i) {
-      groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i * stride));
-    }
+    TileGroups(job, g, stride, groups);
     float out[1][NG * kPackRows] = {};
     tile.template operator()<NG>(groups, t, out);
-    for (int i = 0; i < NG; ++i) StoreRows(job, t, g + i * stride, out[0] + i * kPackRows);
+    StoreTile<NG>(job, t, g, stride, out[0]);
   };
   WithStreams(job, [&]<int G>() HWY_ATTR {
     for (int64_t t = first; t < job.tokens; ++t) {
@@ -183,19 +198,15 @@ void Groups(const MatMulJob& job, int64_t begin, int64_t end, GroupAt group_at =
   }
   auto over = [&]<int NG>(int64_t g) HWY_ATTR {
     const uint8_t* groups[NG];
-    for (int i = 0; i < NG; ++i) {
-      if constexpr (std::is_same_v<GroupAt, std::nullptr_t>) {
-        groups[i] = reinterpret_cast<const uint8_t*>(job.w->group(g + i));
-      } else {
-        groups[i] = group_at(g + i, i);
-      }
+    if constexpr (std::is_same_v<GroupAt, std::nullptr_t>) {
+      TileGroups(job, g, 1, groups);
+    } else {
+      for (int i = 0; i < NG; ++i) groups[i] = group_at(g + i, i);
     }
     auto tile = [&]<int NC>(int64_t t0) HWY_ATTR {
       float out[NC][NG * kPackRows];
       Tile<NC, NG>::Run(job, groups, t0, out);
-      for (int c = 0; c < NC; ++c) {
-        for (int i = 0; i < NG; ++i) StoreRows(job, t0 + c, g + i, out[c] + i * kPackRows);
-      }
+      for (int c = 0; c < NC; ++c) StoreTile<NG>(job, t0 + c, g, 1, out[c]);
     };
     int64_t t = 0;
     for (; t + C <= job.tokens; t += C) tile.template operator()<C>(t);
