@@ -1,4 +1,5 @@
-// `kite synth --preset NAME --type TYPE -o OUT.gguf [--layers N] [--seed S] [--tokenizer PATH]`:
+// `kite synth --preset NAME --type TYPE -o OUT.gguf [--layers N] [--seed S] [--quiet-from N]
+// [--quiet-scale S] [--tokenizer PATH]`:
 // a model with a published model's shapes, metadata and tokenizer and random weights.
 #include <cstdio>
 #include <memory>
@@ -40,6 +41,13 @@ void AddSynthCommand(CLI::App& app, int* exit_code) {
   command->add_option("--vocab", flags->options.vocab,
                       "Vocabulary size (default: the preset's; the tokenizer is padded or cut)");
   command->add_option("--seed", flags->options.seed, "Random seed (default 0)");
+  command->add_option("--quiet-from", flags->options.quiet_from,
+                      "Blocks from this one on write their output projections (attn_output, "
+                      "ffn_down) --quiet-scale times smaller, so that the model agrees with a "
+                      "synth of this many blocks and the same seed on most tokens: a draft "
+                      "model pair for speculative decoding (default 0: none)");
+  command->add_option("--quiet-scale", flags->options.quiet_scale,
+                      "The factor of --quiet-from, in [0, 1] (default 0.1)");
   command->add_option("--tokenizer", flags->options.tokenizer,
                       "A model folder, tokenizer.json, tokenizer.model or .gguf to take the "
                       "tokenizer from (default: the preset's, from the source tree)");

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -185,7 +187,21 @@ void RandomRow(uint64_t seed, uint64_t name_hash, int64_t row, float std, std::s
   }
 }
 
-StreamedTensor RandomTensor(const PlannedTensor& expected, uint64_t seed) {
+// The spread of tensor `name`'s weights: quiet_scale times kWeightStd for the output
+// projections of blocks from quiet_from on (SynthOptions), else kWeightStd.
+float WeightStd(const std::string& name, const SynthOptions& options) {
+  int64_t block = -1;
+  char projection[32] = {};
+  if (options.quiet_from <= 0 ||
+      std::sscanf(name.c_str(), "blk.%" SCNd64 ".%31[a-z_]", &block, projection) != 2) {
+    return kWeightStd;
+  }
+  const std::string_view kind(projection);
+  const bool output = kind == "attn_output" || kind == "ffn_down";
+  return output && block >= options.quiet_from ? kWeightStd * options.quiet_scale : kWeightStd;
+}
+
+StreamedTensor RandomTensor(const PlannedTensor& expected, uint64_t seed, float spread) {
   const DType dtype = expected.dtype;
   const bool norm = expected.name.find("_norm.weight") != std::string::npos;
   const uint64_t name_hash = Fnv1aString(expected.name);
@@ -195,7 +211,7 @@ StreamedTensor RandomTensor(const PlannedTensor& expected, uint64_t seed) {
     const uint64_t row_bytes = dst.size() / static_cast<uint64_t>(rows);
     std::vector<float> values(columns, 1.0f);
     for (int64_t r = first; r < first + rows; ++r) {
-      if (!norm) RandomRow(seed, name_hash, r, kWeightStd, values);
+      if (!norm) RandomRow(seed, name_hash, r, spread, values);
       KITE_RETURN_IF_ERROR(
           Quantize(dtype, values.data(), dst.data() + (r - first) * row_bytes, columns));
     }
@@ -237,6 +253,11 @@ Result<Plan> MakePlan(const SynthOptions& options) {
   if (options.layers < 0 || options.layers > INT32_MAX || options.vocab < 0 ||
       options.vocab > INT32_MAX) {
     return InvalidInput("--layers and --vocab must be positive (0: the preset's)");
+  }
+  if (options.quiet_from < 0 || !(options.quiet_scale >= 0.0f && options.quiet_scale <= 1.0f)) {
+    return InvalidInput("--quiet-from must be 0 or more and --quiet-scale in [0, 1], got " +
+                        std::to_string(options.quiet_from) + " and " +
+                        std::to_string(options.quiet_scale));
   }
   ModelConfig& config = plan.config;
   config = plan.preset->config;
@@ -302,7 +323,7 @@ Status SynthesizeGguf(const SynthOptions& options, const std::string& out_path) 
                            return Ok();
                          }});
     } else {
-      tensors.push_back(RandomTensor(planned, options.seed));
+      tensors.push_back(RandomTensor(planned, options.seed, WeightStd(planned.name, options)));
     }
   }
   // The tokenizer (a file or a folder) and the template were read: neither may be the output.

@@ -34,6 +34,14 @@ struct SynthOptions {
   int64_t layers = 0;        // 0: the preset's
   int64_t vocab = 0;         // 0: the preset's (smaller makes small test files)
   uint64_t seed = 0;
+  // Blocks from quiet_from on (0: none) write their output projections (attn_output,
+  // ffn_down) with quiet_scale times the usual spread, so that they change the residual stream,
+  // and so the predictions, little: with the same seed, such a model's first quiet_from blocks
+  // are those of a quiet_from-block synth, which then agrees with it on most tokens — a stand-in
+  // for a trained model and its small sibling, to measure speculative decoding with a draft
+  // model (bench/speculative.sh).
+  int64_t quiet_from = 0;
+  float quiet_scale = 0.1f;
   std::string tokenizer;  // "" : the preset's, under data_dir
   std::string data_dir;   // the repository's testdata/ folder
   WriteProgress progress;

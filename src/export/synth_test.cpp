@@ -224,6 +224,49 @@ TEST(SynthFileTest, QuantizedTypesDequantizeToTheF32Weights) {
   std::remove(reference_path.c_str());
 }
 
+// --quiet-from 1 --quiet-scale 0.25 on 3 blocks: block 0 and the embeddings are a 1-block
+// synth's, bit for bit (the draft model's half of the pair); the later blocks' output
+// projections are exactly a quarter of the plain 3-block synth's (a power of two: no rounding),
+// and their other weights are the plain ones.
+TEST(SynthFileTest, QuietBlocksScaleOnlyTheirOutputProjections) {
+  auto write = [](int64_t layers, int64_t quiet_from, const std::string& name) {
+    SynthOptions options;
+    options.preset = "smollm2-135m";
+    options.type = "f32";
+    options.layers = layers;
+    options.vocab = 512;
+    options.seed = 5;
+    options.quiet_from = quiet_from;
+    options.quiet_scale = 0.25f;
+    options.data_dir = kTestdata;
+    const std::string path = ::testing::TempDir() + "kite_synth_" + name + ".gguf";
+    const Status written = SynthesizeGguf(options, path);
+    EXPECT_TRUE(written.has_value()) << written.error().message;
+    return path;
+  };
+  const std::string small_path = write(1, 0, "small");
+  const std::string plain_path = write(3, 0, "plain");
+  const std::string quiet_path = write(3, 1, "quiet");
+  const GgufFile small = *GgufFile::Open(small_path);
+  const GgufFile plain = *GgufFile::Open(plain_path);
+  const GgufFile quiet = *GgufFile::Open(quiet_path);
+  for (const GgufTensorInfo& info : small.tensors()) {
+    EXPECT_EQ(Values(quiet, info.name), Values(small, info.name)) << info.name;
+  }
+  for (const char* name : {"blk.1.attn_output.weight", "blk.1.ffn_down.weight",
+                           "blk.2.attn_output.weight", "blk.2.ffn_down.weight"}) {
+    std::vector<float> quarter = Values(plain, name);
+    ASSERT_FALSE(quarter.empty()) << name;
+    for (float& v : quarter) v *= 0.25f;
+    EXPECT_EQ(Values(quiet, name), quarter) << name;
+  }
+  for (const char* name :
+       {"blk.1.attn_q.weight", "blk.2.ffn_up.weight", "blk.2.attn_norm.weight"}) {
+    EXPECT_EQ(Values(quiet, name), Values(plain, name)) << name;
+  }
+  for (const std::string& path : {small_path, plain_path, quiet_path}) std::remove(path.c_str());
+}
+
 TEST(SynthFileTest, BadOptionsAreNamed) {
   SynthOptions options;
   options.preset = "smollm2-135m";
@@ -237,6 +280,11 @@ TEST(SynthFileTest, BadOptionsAreNamed) {
   auto bad_tokenizer = SynthesizeGguf(options, ::testing::TempDir() + "kite_synth_bad.gguf");
   ASSERT_FALSE(bad_tokenizer.has_value());
   EXPECT_NE(bad_tokenizer.error().message.find("missing-tokenizer"), std::string::npos);
+  options.tokenizer.clear();
+  options.quiet_scale = 2.0f;
+  auto bad_scale = SynthesizeGguf(options, ::testing::TempDir() + "kite_synth_bad.gguf");
+  ASSERT_FALSE(bad_scale.has_value());
+  EXPECT_NE(bad_scale.error().message.find("--quiet-scale"), std::string::npos);
 }
 
 }  // namespace

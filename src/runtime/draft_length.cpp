@@ -23,7 +23,8 @@ void Update(double& cost, double seconds) {
 DraftLength::DraftLength(DraftLimits limits)
     : limits_(limits),
       cap_(std::clamp(kFirstCap, limits.draft_min, limits.draft_max)),
-      cost_(limits.draft_max + 2, 0.0) {}
+      cost_(limits.draft_max + 2, 0.0),
+      ran_(limits.draft_max + 2, false) {}
 
 double DraftLength::Yield(int32_t k) const {
   const double a = std::min(kept_ / (kept_ + rejected_), 0.999);
@@ -66,7 +67,8 @@ void DraftLength::PlainStep(double seconds) {
 }
 
 void DraftLength::Verified(int32_t drafted, int32_t accepted, double seconds) {
-  Update(cost_[drafted + 1], seconds);
+  if (ran_[drafted + 1]) Update(cost_[drafted + 1], seconds);
+  ran_[drafted + 1] = true;
   kept_ = kDecay * kept_ + accepted;
   rejected_ = kDecay * rejected_ + (accepted < drafted ? 1 : 0);
   if (accepted > 0) {

@@ -14,10 +14,12 @@
 //     to kLongestPause) after kMissesBeforePause passes in a row that kept nothing, or when no
 //     length is expected to beat a plain step; a pass that keeps a token resets the pauses.
 // The first step is a plain one, to time it; until then (and when runs are given 0 seconds:
-// sampled decoding, runtime/speculator.h) the cap alone decides; lengths not yet timed are priced as
-// the longest timed one below them (optimistic, so that they get tried). So a drafter that is
-// always wrong costs a bounded number of extra passes (MaxWastedPasses) and one that is right
-// runs at the length that pays most.
+// sampled decoding, runtime/speculator.h) the cap alone decides; lengths not yet timed are priced
+// as the longest timed one below them (optimistic, so that they get tried). A length's first pass
+// is not timed: it compiles that length's graph (Engine::LeaseGraph), a one-off that cost 15-20 ms
+// against a 20 ms pass on a 0.45 B model and priced that length out for the rest of the text.
+// So a drafter that is always wrong costs a bounded number of extra passes (MaxWastedPasses) and
+// one that is right runs at the length that pays most.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +73,7 @@ class DraftLength {
   int32_t next_pause_ = kFirstPause;
   double kept_ = 1.0, rejected_ = 1.0;  // decayed counts of draft tokens: a = kept / (sum)
   std::vector<double> cost_;            // [draft_max + 2]: seconds of a run of T tokens; 0: untimed
+  std::vector<bool> ran_;               // [draft_max + 2]: a pass of T tokens has run (compiled)
 };
 
 }  // namespace kite

@@ -2,7 +2,8 @@
 // at a time (Genie's "spd" dialog, llama.cpp's --model-draft). It keeps its own Session, so its
 // KV cache follows the target's history: before each draft it keeps the longest common prefix
 // with the target's context (rolling back the tokens the target rejected) and feeds what is new
-// (the kept draft tokens and the target's own next token), usually one or two tokens.
+// (Follow: the prompt, a pause's tokens, a kept draft token; Propose: the target's own next
+// token).
 // Greedy generation drafts greedily; sampled generation draws each draft token from the draft
 // model's distribution under the same sampler settings and records it (the q of the acceptance
 // rule).
@@ -30,6 +31,7 @@ class DraftModelDrafter final : public Drafter {
   explicit DraftModelDrafter(const Engine& draft);
 
   void Begin(const SamplerConfig& sampler) override;
+  Status Follow(std::span<const int32_t> history) override;
   Result<const Draft*> Propose(std::span<const int32_t> context, int32_t max_tokens) override;
   std::string_view kind() const override { return "draft"; }
 

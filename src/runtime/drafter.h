@@ -36,6 +36,13 @@ class Drafter {
   // generator, seeded from it); others ignore it.
   virtual void Begin(const SamplerConfig& sampler) = 0;
 
+  // Brings the drafter up to `history`, the tokens the target has fed, before a draft is
+  // asked for: a draft model feeds what its cache lacks (the prompt at the first draft, the
+  // tokens of a pause, a kept draft token), so that Propose feeds only the token the target is
+  // about to feed. The speculator calls it before it starts timing a pass: draft_length.h
+  // prices a pass by its length, and this part depends on how long ago the last draft was.
+  virtual Status Follow(std::span<const int32_t> /*history*/) { return Ok(); }
+
   // Up to `max_tokens` (>= 1) tokens to follow `context`: the target's history and the token
   // it is about to feed. Fewer, or none, when the drafter has no good guess. The draft stays
   // valid until the next call.

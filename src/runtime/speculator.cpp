@@ -9,13 +9,12 @@
 
 namespace kite {
 
-
 Speculator::Speculator(Drafter& drafter, DraftLimits limits, int32_t n_tokens)
     : drafter_(drafter), limits_(limits), n_tokens_(n_tokens), length_(limits) {}
 
 Result<std::span<const int32_t>> Speculator::Advance(Session& session, Sampler& sampler,
                                                      int32_t id, int32_t room) {
-  const auto start = std::chrono::steady_clock::now();  // drafting is part of a pass's price
+  auto start = std::chrono::steady_clock::now();  // drafting is part of a pass's price
   const int32_t base = session.n_past();
   const int32_t vocab = session.engine().config().vocab;
   const bool greedy = sampler.config().temperature <= 0.0f;
@@ -25,6 +24,11 @@ Result<std::span<const int32_t>> Speculator::Advance(Session& session, Sampler& 
   // One run carries `id` and the draft: at most a prefill chunk.
   room = std::min(room, session.engine().options().prefill_chunk);
   if (const int32_t want = std::min(length_.Next(), room - 1); want >= limits_.draft_min) {
+    // What the drafter lacks of the history is fed before the pass's clock starts
+    // (Drafter::Follow): after the prompt or a pause, a draft model's catching up would price
+    // this one pass's length far above its like.
+    KITE_RETURN_IF_ERROR(drafter_.Follow(session.history()));
+    start = std::chrono::steady_clock::now();
     context_.assign(session.history().begin(), session.history().end());
     context_.push_back(id);
     draft = KITE_TRY(drafter_.Propose(context_, want));

@@ -120,7 +120,9 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
       ASSERT_TRUE(Dequantize(type.dtype, raw.data(), w.data(), s.n * s.k).has_value());
       auto packed = cpu::PackedMatrix::Pack(type.dtype, raw.data(), s.n, s.k);
       ASSERT_TRUE(packed.has_value()) << packed.error().message;
-      for (const int64_t tokens : {1, 3, 17}) {
+      // Integer weights: 3 and 9 tokens take the decode tiles with 1 to 8 tokens a tile
+      // (FewTokensOverGroups, by stream count), 17 the prefill's tiles.
+      for (const int64_t tokens : {1, 3, 9, 17}) {
         const std::vector<float> x = Random(tokens * s.k, seed++);
         const std::vector<double> bound = Bound(x, w, tokens, s.n, s.k, type.act_block);
         std::vector<double> exact(tokens * s.n);  // [T, N]

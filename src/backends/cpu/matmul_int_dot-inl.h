@@ -54,10 +54,6 @@ HWY_INLINE VI Broadcast4(const int8_t* p) {
   std::memcpy(&v, p, 4);
   return hn::Set(DI(), v);
 }
-HWY_INLINE VI LoadU8AsI32(const uint8_t* p) {
-  const hn::Rebind<uint8_t, DI> du8;
-  return hn::PromoteTo(DI(), hn::LoadU(du8, p));
-}
 HWY_INLINE VI LoadI8AsI32(const uint8_t* p) {
   const hn::Rebind<int8_t, DI> di8;
   return hn::PromoteTo(DI(), hn::LoadU(di8, reinterpret_cast<const int8_t*>(p)));

@@ -36,7 +36,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 template <int C, int G, int kBits, bool kMin, bool kLevels = false, bool kF32 = false,
           bool kHalves = false, bool kSuper = false>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
-                          float (&out)[C][G * kPackRows]) {
+                          float (&out)[C][G * kPackRows], int64_t prefetch) {
   constexpr int R = G * kVecs;
   const DF df;
   const DI di;
@@ -82,9 +82,7 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
         }
       }
     }
-    if constexpr (C == 1) {
-      PrefetchAhead<G>(block, job.tile.prefetch, block_bytes + (kSuper ? header_bytes : 0));
-    }
+    PrefetchAhead<G>(block, prefetch, block_bytes + (kSuper ? header_bytes : 0));
     VI dot[C][R];
     VI dot2[C][R];
     for (int c = 0; c < C; ++c)
@@ -141,8 +139,8 @@ struct Legacy {
   template <int C, int G>
   struct Tile {
     static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
-                    float (&o)[C][G * kPackRows]) {
-      LegacyTile<C, G, kBits, kMin, kLevels, kF32, kHalves, kSuper>(job, g, t0, o);
+                    float (&o)[C][G * kPackRows], int64_t prefetch) {
+      LegacyTile<C, G, kBits, kMin, kLevels, kF32, kHalves, kSuper>(job, g, t0, o, prefetch);
     }
   };
 };
@@ -150,13 +148,14 @@ struct Legacy {
 template <int kBits, bool kMin, bool kLevels = false, bool kHalves = false>
 using Super = Legacy<kBits, kMin, kLevels, false, kHalves, true>;
 
-// 6-bit codes (q5_K, q6_K): decode reads them as packed; several tokens first widen each PG
-// groups' codes to the 8-bit layout (Widen6, into this thread's scratch) and run Tile8 on them,
-// so that the unpacking is paid once per group, not once per tile of tokens.
+// 6-bit codes (q5_K, q6_K): decode and a few tokens (Groups' decode tiles) read them as packed;
+// more tokens first widen each PG groups' codes to the 8-bit layout (Widen6, into this thread's
+// scratch) and run Tile8 on them, so that the unpacking is paid once per group, not once per
+// tile of tokens.
 template <template <int, int> class Tile6, template <int, int> class Tile8,
           int PG = kPrefillIntGroups>
 void Groups6(const MatMulJob& job, int64_t begin, int64_t end) {
-  if (job.tokens == 1) return Groups<4, Tile6>(job, begin, end);
+  if (job.tokens < kFewIntTokens) return Groups<4, Tile6>(job, begin, end);
   const PackLayout& l = job.w->layout();
   const int64_t supers = job.w->cols() / kQKK;
   const int64_t wide_bytes = supers * kQKK / kQK * kWideBlockBytes;

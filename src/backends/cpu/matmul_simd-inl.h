@@ -176,26 +176,49 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
   });
 }
 
-// Runs Tile over groups [begin, end) for every token of an integer matmul. Decode (one token)
-// takes the job's streams of groups at once. Several tokens take PG groups at a time (2 vectors
-// of rows), their weights read from memory once and from L1 by every tile: C tokens, then 2,
-// then 1 (a batched decode step of any size streams the weights once). Two vectors of rows, so
-// that each activation broadcast (a load) feeds two dot products: with one, the broadcasts bound
-// the tile before the VNNI units do. Integer dot products are exact and each token's float
-// steps are the same in every tile, so a token's row has the same bits for any T and any tile
-// shape. `group_at`(g, i), when given, supplies the codes several-token tiles read for group g
-// (slot i of PG) instead of the packed group (Groups6, matmul_legacy.cpp).
+// Runs Tile over groups [begin, end) for every token of an integer matmul. Fewer than
+// kFewIntTokens tokens (a decode step, a batched one, a speculative verification pass, a short
+// prompt chunk) take the job's decode tiles (DecodeTiles), their weights streamed with the
+// tile's software prefetch by the first tile of tokens and read again from cache by the rest:
+// kFewTokens at a time (as many as the accumulators hold beside G streams), then 1.
+// More take PG groups at a time (2 vectors of rows), their weights read from memory once and
+// from L1 by every tile: C tokens, then 2, then 1. Two vectors of rows, so that each activation
+// broadcast (a load) feeds two dot products: with one, the broadcasts bound the tile before the
+// VNNI units do. Integer dot products are exact and each token's float steps are the same in
+// every tile, so a token's row has the same bits for any T and any tile shape.
+// Tile<NC, NG>::Run(job, groups, t0, out, prefetch) computes NC tokens from t0 over NG groups,
+// with software prefetch `prefetch` bytes ahead (0: none, the weights being in cache).
+// `group_at`(g, i), when given, supplies the codes the PG-group tiles read for group g (slot i
+// of PG) instead of the packed group (Groups6, matmul_legacy.cpp).
+// kFewIntTokens: with two neighbouring groups and no prefetch, a pass of 2 tokens cost 1.2-2.0
+// decode steps on 1B Q8_0, Q4_K_M, Q6_K files (Zen 5, 2 threads), on the decode tiles 1.0-1.1;
+// at 16 tokens both ways cost the same, at 31 the decode tiles up to 29% more (the k-quants).
+constexpr int64_t kFewIntTokens = 16;
 constexpr int kPrefillIntGroups = std::max(1, 2 / kVecs);
+template <template <int, int> class Tile>
+HWY_INLINE void FewTokensOverGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  WithStreams(job, [&]<int G>() HWY_ATTR {
+    constexpr int kFewTokens = std::max(1, kMaxStreams / G);
+    DecodeTiles<G>(begin, end, [&]<int NG>(int64_t g, int64_t stride) HWY_ATTR {
+      const uint8_t* groups[NG];
+      TileGroups(job, g, stride, groups);
+      auto tile = [&]<int NC>(int64_t t0) HWY_ATTR {
+        float out[NC][NG * kPackRows];
+        Tile<NC, NG>::Run(job, groups, t0, out, t0 == 0 ? job.tile.prefetch : 0);
+        for (int c = 0; c < NC; ++c) StoreTile<NG>(job, t0 + c, g, stride, out[c]);
+      };
+      int64_t t = 0;
+      for (; t + kFewTokens <= job.tokens; t += kFewTokens) {
+        tile.template operator()<kFewTokens>(t);
+      }
+      for (; t < job.tokens; ++t) tile.template operator()<1>(t);
+    });
+  });
+}
 template <int C, template <int, int> class Tile, int PG = kPrefillIntGroups,
           typename GroupAt = std::nullptr_t>
 void Groups(const MatMulJob& job, int64_t begin, int64_t end, GroupAt group_at = nullptr) {
-  if (job.tokens == 1) {
-    TokensOverGroups(
-        job, 0, begin, end,
-        [&]<int NG>(const uint8_t* const(&groups)[NG], int64_t t, float(&out)[1][NG * kPackRows])
-            HWY_ATTR { Tile<1, NG>::Run(job, groups, t, out); });
-    return;
-  }
+  if (job.tokens < kFewIntTokens) return FewTokensOverGroups<Tile>(job, begin, end);
   auto over = [&]<int NG>(int64_t g) HWY_ATTR {
     const uint8_t* groups[NG];
     if constexpr (std::is_same_v<GroupAt, std::nullptr_t>) {
@@ -205,7 +228,7 @@ void Groups(const MatMulJob& job, int64_t begin, int64_t end, GroupAt group_at =
     }
     auto tile = [&]<int NC>(int64_t t0) HWY_ATTR {
       float out[NC][NG * kPackRows];
-      Tile<NC, NG>::Run(job, groups, t0, out);
+      Tile<NC, NG>::Run(job, groups, t0, out, 0);
       for (int c = 0; c < NC; ++c) StoreTile<NG>(job, t0 + c, g, 1, out[c]);
     };
     int64_t t = 0;
