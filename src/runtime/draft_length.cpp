@@ -58,15 +58,32 @@ int32_t DraftLength::Next() const {
 void DraftLength::Pause() {
   misses_ = 0;
   pause_left_ = next_pause_;
+  // Plain steps that bring drafting's cost back under the budget: overspent / budget seconds.
+  if (cost_[1] > 0 && overspent_ > kBudget * elapsed_) {
+    const double steps = std::ceil((overspent_ / kBudget - elapsed_) / cost_[1]);
+    pause_left_ = static_cast<int32_t>(std::clamp<double>(steps, pause_left_, kLongestPause * 64));
+  }
   next_pause_ = std::min(kLongestPause, 2 * next_pause_);
 }
 
 void DraftLength::PlainStep(double seconds) {
   Update(cost_[1], seconds);
+  elapsed_ += seconds;
   if (pause_left_ > 0) --pause_left_;
 }
 
+void DraftLength::CaughtUp(double seconds) {
+  overspent_ += seconds;
+  elapsed_ += seconds;
+}
+
 void DraftLength::Verified(int32_t drafted, int32_t accepted, double seconds) {
+  // Before a plain step is timed (or when sampling passes no times) there is nothing to weigh.
+  // A length's first pass is charged at its length's price: its graph's compiling is paid once
+  // a session, and must not keep drafting paused as if every pass cost it.
+  const double charged = ran_[drafted + 1] ? seconds : std::min(seconds, Cost(drafted + 1));
+  if (cost_[1] > 0) overspent_ += charged - (accepted + 1) * cost_[1];
+  elapsed_ += charged;
   if (ran_[drafted + 1]) Update(cost_[drafted + 1], seconds);
   ran_[drafted + 1] = true;
   kept_ = kDecay * kept_ + accepted;

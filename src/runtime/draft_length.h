@@ -12,7 +12,14 @@
 //     it (not below draft_min);
 //   - drafting pauses for a number of plain steps that doubles with each pause (kFirstPause up
 //     to kLongestPause) after kMissesBeforePause passes in a row that kept nothing, or when no
-//     length is expected to beat a plain step; a pass that keeps a token resets the pauses.
+//     length is expected to beat a plain step; a pass that keeps a token resets the pauses;
+//   - drafting keeps an account: the seconds its passes and its drafter's catching up took
+//     beyond the plain steps their tokens would have taken (less what passes saved), against
+//     the seconds of the whole generation (a length's first pass at the length's price, as
+//     below). A pause lasts at least until that cost is back under kBudget of the time. The
+//     doubling alone bounds the passes, not what they cost: a draft model half as dear as its
+//     target lost 7-10% of the speed that way, in the probes' passes and in reading each
+//     pause's tokens before a probe.
 // The first step is a plain one, to time it; until then (and when runs are given 0 seconds:
 // sampled decoding, runtime/speculator.h) the cap alone decides; lengths not yet timed are priced
 // as the longest timed one below them (optimistic, so that they get tried). A length's first pass
@@ -41,6 +48,9 @@ class DraftLength {
   // are any good is cheap (a pass of 9 tokens costs 4.6 decode steps on the 6 M-parameter demo
   // model); drafts that are kept double it quickly.
   static constexpr int32_t kFirstCap = 2;
+  // The share of the time drafting may cost when it does not pay: with one probe's overshoot,
+  // within the 5% a user should lose at worst.
+  static constexpr double kBudget = 0.03;
 
   explicit DraftLength(DraftLimits limits);
 
@@ -51,6 +61,9 @@ class DraftLength {
   // A pass verified `drafted` tokens and kept `accepted` of them; drafting and verifying took
   // `seconds`.
   void Verified(int32_t drafted, int32_t accepted, double seconds);
+  // The drafter caught up on the history before a pass (Drafter::Follow), in `seconds`: a cost
+  // of drafting that no pass's price includes.
+  void CaughtUp(double seconds);
 
   // The most passes that keep nothing in `steps` tokens of output when every draft is wrong:
   // the bound the back-off test holds the speculator to.
@@ -74,6 +87,8 @@ class DraftLength {
   double kept_ = 1.0, rejected_ = 1.0;  // decayed counts of draft tokens: a = kept / (sum)
   std::vector<double> cost_;            // [draft_max + 2]: seconds of a run of T tokens; 0: untimed
   std::vector<bool> ran_;               // [draft_max + 2]: a pass of T tokens has run (compiled)
+  double overspent_ = 0.0;  // seconds drafting cost beyond plain steps (negative: saved)
+  double elapsed_ = 0.0;    // seconds of every step, pass and catching up so far
 };
 
 }  // namespace kite

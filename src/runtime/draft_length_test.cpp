@@ -73,6 +73,42 @@ TEST(DraftLength, RepeatedMissesPauseDraftingForLongerEachTime) {
   EXPECT_EQ(length.Next(), 2);
 }
 
+TEST(DraftLength, APauseLastsUntilDraftingsCostIsBackUnderTheBudget) {
+  ASSERT_EQ(DraftLength::kBudget, 0.03);
+  DraftLength length = Started({.draft_max = 8, .draft_min = 1});  // 1 s so far
+  length.CaughtUp(0.5);  // a draft model reads the prompt: 0.5 s over
+  // Three passes that keep nothing, each taking 2 steps. The first of each length (3 and 2
+  // tokens) is charged at its length's price, a plain step while untimed: 0 s over. The third
+  // is timed: 1 s over its one token.
+  for (int32_t drafted : {2, 1, 1}) {
+    ASSERT_EQ(length.Next(), drafted);
+    length.Verified(drafted, 0, 2 * kStep);
+  }
+  // 1.5 s over in 5.5 s: back under 3% at 50 s, 45 plain steps on (not the first pause's 8).
+  for (int i = 0; i < 44; ++i) {
+    ASSERT_EQ(length.Next(), 0) << i;
+    length.PlainStep(kStep);
+  }
+  EXPECT_EQ(length.Next(), 0);
+  length.PlainStep(kStep);
+  EXPECT_EQ(length.Next(), 1);
+}
+
+TEST(DraftLength, DraftingThatSavedTimePausesOnlyForTheDoubling) {
+  DraftLength length = Started({.draft_max = 8, .draft_min = 1});
+  length.CaughtUp(0.5);
+  for (int i = 0; i < 4; ++i) length.Verified(2, 2, kStep);  // 3 tokens a step: 2 s saved each
+  for (int i = 0; i < DraftLength::kMissesBeforePause; ++i) {
+    ASSERT_GT(length.Next(), 0);
+    length.Verified(length.Next(), 0, 2 * kStep);  // at most 1 s over each: still ahead
+  }
+  for (int i = 0; i < DraftLength::kFirstPause; ++i) {
+    ASSERT_EQ(length.Next(), 0) << i;
+    length.PlainStep(kStep);
+  }
+  EXPECT_GT(length.Next(), 0);
+}
+
 TEST(DraftLength, WhenARunCostsAsMuchAsItsTokensDraftingPauses) {
   // Compute-bound: a run of T tokens costs T steps, so no draft can beat a plain step, however
   // many of its tokens are kept (one pass yields at most k + 1 for the price of k + 1).

@@ -9,8 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
+
+#include <hwy/targets.h>
 
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/cpu/packed_matrix.h"
@@ -96,18 +99,18 @@ std::vector<double> Bound(const std::vector<float>& x, const std::vector<float>&
   return bound;
 }
 
-TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
-  struct Shape {
-    int64_t n, k;
-  };
-  // N: one group, not a multiple of 16, enough groups for every stream count and leftovers
-  // (37 groups), and enough (151) that a thread's chunk holds several tiles of every stream
-  // count, whose groups are a stride apart (DecodeTiles); K: one legacy block, 32·odd, one and
-  // three super-blocks.
-  const Shape shapes[] = {{5, 256}, {150, 96}, {589, 768}, {33, 224}, {2405, 256}};
+struct Shape {
+  int64_t n, k;
+};
+
+// Each type on each shape (where K fits its block) under each tile, with each token count:
+// within the bound of the exact product, integer weights the same bits under every tile, each
+// token's row the bits of that token alone.
+void CheckTiles(std::span<const TypeCase> types, std::span<const Shape> shapes,
+                const std::vector<cpu::DecodeTile>& tiles, std::span<const int64_t> token_counts) {
   ThreadPool pool(2);
   uint32_t seed = 11;
-  for (const TypeCase& type : kTypes) {
+  for (const TypeCase& type : types) {
     for (const Shape& s : shapes) {
       if (s.k % type.k_block != 0) continue;
       SCOPED_TRACE(std::string(DTypeName(type.dtype)) + " N=" + std::to_string(s.n) +
@@ -120,9 +123,7 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
       ASSERT_TRUE(Dequantize(type.dtype, raw.data(), w.data(), s.n * s.k).has_value());
       auto packed = cpu::PackedMatrix::Pack(type.dtype, raw.data(), s.n, s.k);
       ASSERT_TRUE(packed.has_value()) << packed.error().message;
-      // Integer weights: 3 and 9 tokens take the decode tiles with 1 to 8 tokens a tile
-      // (FewTokensOverGroups, by stream count), 17 the prefill's tiles.
-      for (const int64_t tokens : {1, 3, 9, 17}) {
+      for (const int64_t tokens : token_counts) {
         const std::vector<float> x = Random(tokens * s.k, seed++);
         const std::vector<double> bound = Bound(x, w, tokens, s.n, s.k, type.act_block);
         std::vector<double> exact(tokens * s.n);  // [T, N]
@@ -134,7 +135,7 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
           }
         }
         std::vector<float> first;
-        for (const cpu::DecodeTile& tile : EveryTile()) {
+        for (const cpu::DecodeTile& tile : tiles) {
           SCOPED_TRACE("T=" + std::to_string(tokens) + " streams " +
                        std::to_string(tile.streams) + " prefetch " +
                        std::to_string(tile.prefetch));
@@ -162,6 +163,41 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
       }
     }
   }
+}
+
+TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
+  // N: one group, not a multiple of 16, enough groups for every stream count and leftovers
+  // (37 groups), and enough (151) that a thread's chunk holds several tiles of every stream
+  // count, whose groups are a stride apart (DecodeTiles); K: one legacy block, 32·odd, one and
+  // three super-blocks.
+  const Shape shapes[] = {{5, 256}, {150, 96}, {589, 768}, {33, 224}, {2405, 256}};
+  // Integer weights: 3 and 9 tokens take the decode tiles with 1 to 8 tokens a tile
+  // (FewTokensOverGroups, by stream count), 17 the prefill's tiles.
+  const int64_t token_counts[] = {1, 3, 9, 17};
+  CheckTiles(kTypes, shapes, EveryTile(), token_counts);
+}
+
+// The integer dot products differ by SIMD target (VNNI; pmaddubsw on AVX2 and AVX-512 without
+// VNNI; a portable sequence elsewhere): each target this CPU runs, not only the one it would
+// pick, on the integer types, through decode and prefill tiles.
+TEST(DecodeTile, IntegerTypesOnEverySimdTargetThisCpuRuns) {
+  std::vector<TypeCase> integer_types;
+  for (const TypeCase& type : kTypes) {
+    if (type.act_block > 0) integer_types.push_back(type);
+  }
+  const Shape shapes[] = {{150, 256}, {33, 768}};
+  const int64_t token_counts[] = {1, 3, 17};
+  int checked = 0;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    // Only the targets the kernel files were compiled for (they leave out SSSE3 and SSE4).
+    if (std::string(cpu::MatMulTargetName()) != hwy::TargetName(target)) continue;
+    SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
+    CheckTiles(integer_types, shapes, {{4, 0}, {1, 2048}}, token_counts);
+    ++checked;
+  }
+  hwy::SetSupportedTargetsForTest(0);  // back to what the CPU has
+  EXPECT_GE(checked, 1);
 }
 
 // The table gives every layout (float, legacy, 6-bit codes) a shape the kernels take.
