@@ -58,12 +58,22 @@ int32_t DraftLength::Next() const {
 void DraftLength::Pause() {
   misses_ = 0;
   pause_left_ = next_pause_;
-  // Plain steps that bring drafting's cost back under the budget: overspent / budget seconds.
-  if (cost_[1] > 0 && overspent_ > kBudget * elapsed_) {
-    const double steps = std::ceil((overspent_ / kBudget - elapsed_) / cost_[1]);
-    pause_left_ = static_cast<int32_t>(std::clamp<double>(steps, pause_left_, kLongestPause * 64));
-  }
   next_pause_ = std::min(kLongestPause, 2 * next_pause_);
+  const double step = cost_[1];
+  if (step <= 0) return;  // nothing timed (sampled decoding): the doubling alone
+  // After p plain steps and a probe that keeps nothing the account must hold:
+  //   overspent + catch_up·p + miss <= kBudget·(elapsed + step·p), i.e. slack + gain·p >= 0.
+  const double catch_up = caught_up_tokens_ > 0 ? caught_up_seconds_ / caught_up_tokens_ : 0.0;
+  const double miss = std::max(0.0, Cost(limits_.draft_min + 1) - step);
+  const double slack = kBudget * elapsed_ - overspent_ - miss;
+  const double gain = kBudget * step - catch_up;
+  double steps = pause_left_;
+  if (gain > 0) {
+    steps = std::max(steps, std::ceil(-slack / gain));
+  } else if (slack + gain * steps < 0) {
+    steps = kNeverSteps;  // every pause makes the probe dearer than the time it adds allows
+  }
+  pause_left_ = static_cast<int32_t>(std::min<double>(steps, kNeverSteps));
 }
 
 void DraftLength::PlainStep(double seconds) {
@@ -72,9 +82,13 @@ void DraftLength::PlainStep(double seconds) {
   if (pause_left_ > 0) --pause_left_;
 }
 
-void DraftLength::CaughtUp(double seconds) {
+void DraftLength::CaughtUp(int32_t tokens, double seconds) {
   overspent_ += seconds;
   elapsed_ += seconds;
+  if (tokens > 0 && seconds > 0) {
+    caught_up_seconds_ += seconds;
+    caught_up_tokens_ += tokens;
+  }
 }
 
 void DraftLength::Verified(int32_t drafted, int32_t accepted, double seconds) {

@@ -16,10 +16,13 @@
 //   - drafting keeps an account: the seconds its passes and its drafter's catching up took
 //     beyond the plain steps their tokens would have taken (less what passes saved), against
 //     the seconds of the whole generation (a length's first pass at the length's price, as
-//     below). A pause lasts at least until that cost is back under kBudget of the time. The
-//     doubling alone bounds the passes, not what they cost: a draft model half as dear as its
-//     target lost 7-10% of the speed that way, in the probes' passes and in reading each
-//     pause's tokens before a probe.
+//     below). A pause lasts at least until a probe after it that keeps nothing would leave that
+//     cost under kBudget of the time; the probe costs the catching up on the pause's tokens
+//     (seconds a token, as measured so far) and a missed pass of the shortest length. Where
+//     catching up costs more a token than kBudget of a step, no pause is long enough: drafting
+//     stops unless what it saved earlier pays for the probe. The doubling alone bounds the
+//     passes, not what they cost: a draft model half as dear as its target lost 7-20% of the
+//     speed that way, most of it in reading a pause's tokens before a probe.
 // The first step is a plain one, to time it; until then (and when runs are given 0 seconds:
 // sampled decoding, runtime/speculator.h) the cap alone decides; lengths not yet timed are priced
 // as the longest timed one below them (optimistic, so that they get tried). A length's first pass
@@ -51,6 +54,8 @@ class DraftLength {
   // The share of the time drafting may cost when it does not pay: with one probe's overshoot,
   // within the 5% a user should lose at worst.
   static constexpr double kBudget = 0.03;
+  // The pause that stands for "no more drafting" (about the longest generation's length).
+  static constexpr int32_t kNeverSteps = 1 << 20;
 
   explicit DraftLength(DraftLimits limits);
 
@@ -61,9 +66,9 @@ class DraftLength {
   // A pass verified `drafted` tokens and kept `accepted` of them; drafting and verifying took
   // `seconds`.
   void Verified(int32_t drafted, int32_t accepted, double seconds);
-  // The drafter caught up on the history before a pass (Drafter::Follow), in `seconds`: a cost
-  // of drafting that no pass's price includes.
-  void CaughtUp(double seconds);
+  // The drafter caught up on the history before a pass (Drafter::Follow), feeding `tokens` in
+  // `seconds`: a cost of drafting that no pass's price includes.
+  void CaughtUp(int32_t tokens, double seconds);
 
   // The most passes that keep nothing in `steps` tokens of output when every draft is wrong:
   // the bound the back-off test holds the speculator to.
@@ -89,6 +94,8 @@ class DraftLength {
   std::vector<bool> ran_;               // [draft_max + 2]: a pass of T tokens has run (compiled)
   double overspent_ = 0.0;  // seconds drafting cost beyond plain steps (negative: saved)
   double elapsed_ = 0.0;    // seconds of every step, pass and catching up so far
+  double caught_up_seconds_ = 0.0;  // in Drafter::Follow, over
+  int64_t caught_up_tokens_ = 0;    // the tokens it fed
 };
 
 }  // namespace kite

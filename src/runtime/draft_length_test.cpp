@@ -73,19 +73,24 @@ TEST(DraftLength, RepeatedMissesPauseDraftingForLongerEachTime) {
   EXPECT_EQ(length.Next(), 2);
 }
 
-TEST(DraftLength, APauseLastsUntilDraftingsCostIsBackUnderTheBudget) {
-  ASSERT_EQ(DraftLength::kBudget, 0.03);
-  DraftLength length = Started({.draft_max = 8, .draft_min = 1});  // 1 s so far
-  length.CaughtUp(0.5);  // a draft model reads the prompt: 0.5 s over
-  // Three passes that keep nothing, each taking 2 steps. The first of each length (3 and 2
-  // tokens) is charged at its length's price, a plain step while untimed: 0 s over. The third
-  // is timed: 1 s over its one token.
+// Three passes that keep nothing, each taking 2 steps. The first of each length (3 and 2
+// tokens) is charged at its length's price, a plain step while untimed: 0 s over. The third is
+// timed: 1 s over its one token, and a missed pass of 1 draft is priced 1 s over from then on.
+void MissThrice(DraftLength& length) {
   for (int32_t drafted : {2, 1, 1}) {
     ASSERT_EQ(length.Next(), drafted);
     length.Verified(drafted, 0, 2 * kStep);
   }
-  // 1.5 s over in 5.5 s: back under 3% at 50 s, 45 plain steps on (not the first pause's 8).
-  for (int i = 0; i < 44; ++i) {
+}
+
+TEST(DraftLength, APauseLastsUntilAMissedProbeWouldKeepTheCostUnderTheBudget) {
+  ASSERT_EQ(DraftLength::kBudget, 0.03);
+  DraftLength length = Started({.draft_max = 8, .draft_min = 1});  // 1 s so far
+  length.CaughtUp(100, 0.5);  // a draft model reads the prompt: 0.5 s over, 5 ms a token
+  MissThrice(length);         // 1.5 s over in 5.5 s
+  // After p steps a missed probe costs 5 ms a token caught up and 1 s of pass:
+  // 1.5 + 0.005·p + 1 <= 0.03·(5.5 + p) from p = 93.4 on: 94 steps (not the first pause's 8).
+  for (int i = 0; i < 93; ++i) {
     ASSERT_EQ(length.Next(), 0) << i;
     length.PlainStep(kStep);
   }
@@ -94,9 +99,19 @@ TEST(DraftLength, APauseLastsUntilDraftingsCostIsBackUnderTheBudget) {
   EXPECT_EQ(length.Next(), 1);
 }
 
+TEST(DraftLength, CatchingUpDearerThanTheBudgetAStepStopsDrafting) {
+  DraftLength length = Started({.draft_max = 8, .draft_min = 1});
+  length.CaughtUp(10, 0.5);  // 50 ms a token: more than 3% of a 1 s step
+  MissThrice(length);
+  for (int i = 0; i < 100000; ++i) {
+    ASSERT_EQ(length.Next(), 0) << i;
+    length.PlainStep(kStep);
+  }
+}
+
 TEST(DraftLength, DraftingThatSavedTimePausesOnlyForTheDoubling) {
   DraftLength length = Started({.draft_max = 8, .draft_min = 1});
-  length.CaughtUp(0.5);
+  length.CaughtUp(10, 0.5);  // catching up dear, as above
   for (int i = 0; i < 4; ++i) length.Verified(2, 2, kStep);  // 3 tokens a step: 2 s saved each
   for (int i = 0; i < DraftLength::kMissesBeforePause; ++i) {
     ASSERT_GT(length.Next(), 0);

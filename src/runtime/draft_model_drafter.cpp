@@ -42,12 +42,12 @@ void DraftModelDrafter::Begin(const SamplerConfig& sampler) {
   sampler_.emplace(config, engine_.tokenizer().vocab_size());
 }
 
-Status DraftModelDrafter::Follow(std::span<const int32_t> history) {
+Result<int32_t> DraftModelDrafter::Follow(std::span<const int32_t> history) {
   // Past the draft's context there is no draft (Propose), so nothing to follow.
-  if (std::ssize(history) >= engine_.context_length()) return Ok();
+  if (std::ssize(history) >= engine_.context_length()) return 0;
   const int32_t kept = session_.ReusePrefix(history);
   if (kept < std::ssize(history)) KITE_TRY(session_.Feed(history.subspan(kept)));
-  return Ok();
+  return static_cast<int32_t>(std::ssize(history) - kept);
 }
 
 Result<const Draft*> DraftModelDrafter::Propose(std::span<const int32_t> context,

@@ -31,7 +31,7 @@ class DraftModelDrafter final : public Drafter {
   explicit DraftModelDrafter(const Engine& draft);
 
   void Begin(const SamplerConfig& sampler) override;
-  Status Follow(std::span<const int32_t> history) override;
+  Result<int32_t> Follow(std::span<const int32_t> history) override;
   Result<const Draft*> Propose(std::span<const int32_t> context, int32_t max_tokens) override;
   std::string_view kind() const override { return "draft"; }
 

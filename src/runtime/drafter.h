@@ -41,7 +41,8 @@ class Drafter {
   // tokens of a pause, a kept draft token), so that Propose feeds only the token the target is
   // about to feed. The speculator calls it before it starts timing a pass: draft_length.h
   // prices a pass by its length, and this part depends on how long ago the last draft was.
-  virtual Status Follow(std::span<const int32_t> /*history*/) { return Ok(); }
+  // Returns the tokens it fed (draft_length.h prices the catching up of the next pause by them).
+  virtual Result<int32_t> Follow(std::span<const int32_t> /*history*/) { return 0; }
 
   // Up to `max_tokens` (>= 1) tokens to follow `context`: the target's history and the token
   // it is about to feed. Fewer, or none, when the drafter has no good guess. The draft stays

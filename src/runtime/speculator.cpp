@@ -27,8 +27,8 @@ Result<std::span<const int32_t>> Speculator::Advance(Session& session, Sampler& 
     // What the drafter lacks of the history is fed before the pass's clock starts
     // (Drafter::Follow): after the prompt or a pause, a draft model's catching up would price
     // this one pass's length far above its like.
-    KITE_RETURN_IF_ERROR(drafter_.Follow(session.history()));
-    length_.CaughtUp(greedy ? SecondsSince(start) : 0.0);
+    const int32_t followed = KITE_TRY(drafter_.Follow(session.history()));
+    length_.CaughtUp(followed, greedy ? SecondsSince(start) : 0.0);
     start = std::chrono::steady_clock::now();
     context_.assign(session.history().begin(), session.history().end());
     context_.push_back(id);
