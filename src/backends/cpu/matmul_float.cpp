@@ -166,18 +166,23 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
           HWY_ATTR { FloatTile<1, NG, T>(job, groups, 0, t, 0, k, out, job.tile.prefetch); });
 }
 
-// Groups a float prefill tile of 8 tokens covers: 24 accumulators with AVX-512, 3 weight loads
-// and 8 broadcasts per 24 FMAs.
+// Groups a float prefill tile covers: 3 with AVX-512 (one vector a group), else 1.
 constexpr int kPrefillGroups = std::max(1, 3 / kVecs);
+// Tokens of a float prefill tile, so that its accumulators, weight vectors and a broadcast fit
+// the registers: AVX-512, 8 tokens x 3 groups (24 + 3 + 1 of 32 registers; 3 weight loads and 8
+// broadcasts per 24 FMAs); AVX2, 6 tokens x 2 vectors (12 + 2 + 1 of 16: with 8 tokens the
+// compiler spilled accumulators, F16 prefill ran at 54% of the FMA peak on a Zen 3); NEON, 6 x
+// 4 (24 + 4 + 1 of 32).
+constexpr int kPrefillTokens = kVecs == 1 ? 8 : 6;
 
 void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   switch (job.w->layout().kernel) {
     case PackKernel::kF32:
-      return FloatGroups<8, kPrefillGroups, float>(job, begin, end);
+      return FloatGroups<kPrefillTokens, kPrefillGroups, float>(job, begin, end);
     case PackKernel::kF16:
-      return FloatGroups<8, kPrefillGroups, hwy::float16_t>(job, begin, end);
+      return FloatGroups<kPrefillTokens, kPrefillGroups, hwy::float16_t>(job, begin, end);
     case PackKernel::kBF16:
-      return FloatGroups<8, kPrefillGroups, hwy::bfloat16_t>(job, begin, end);
+      return FloatGroups<kPrefillTokens, kPrefillGroups, hwy::bfloat16_t>(job, begin, end);
     default:
       return;  // not a float layout: MatMulGroups sends only these here
   }
