@@ -170,9 +170,8 @@ void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
 constexpr int kPrefillGroups = std::max(1, 3 / kVecs);
 // Tokens of a float prefill tile, so that its accumulators, weight vectors and a broadcast fit
 // the registers: AVX-512, 8 tokens x 3 groups (24 + 3 + 1 of 32 registers; 3 weight loads and 8
-// broadcasts per 24 FMAs); AVX2, 6 tokens x 2 vectors (12 + 2 + 1 of 16: with 8 tokens the
-// compiler spilled accumulators, F16 prefill ran at 54% of the FMA peak on a Zen 3); NEON, 6 x
-// 4 (24 + 4 + 1 of 32).
+// broadcasts per 24 FMAs); AVX2, 6 tokens x 2 vectors (12 + 2 + 1 of 16: 8 tokens needed 19,
+// and F16 prefill ran 1.6x slower on a Zen 3); NEON, 6 x 4 (24 + 4 + 1 of 32).
 constexpr int kPrefillTokens = kVecs == 1 ? 8 : 6;
 
 void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
