@@ -10,7 +10,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 // clang-format off: after highway.h, once per target
-#include "backends/cpu/matmul_simd-inl.h"
+#include "backends/cpu/matmul_int_dot-inl.h"
 // clang-format on
 
 #include "backends/cpu/matmul_kernels.h"
@@ -34,6 +34,9 @@ void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t k = job.w->cols();
   const int64_t blocks = k / kQK;
   const size_t lanes = hn::Lanes(df);
+  // Where the kernels take the codes centred, their zero counts from the centre.
+  const int32_t zero =
+      l.zero - (CentredCodes(l.code_bits, l.has_min, l.levels != nullptr) ? kCodeCentre : 0);
   for (int64_t t = begin; t < end; ++t) {
     const float* x = job.x + t * job.x_stride;
     int8_t* q = job.qs + t * k;
@@ -55,13 +58,13 @@ void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
       if (l.half_scales) {  // an offset per half block (kHalves)
         for (int h = 0; h < 2; ++h) {
           const auto sum = static_cast<float>(hn::GetLane(hn::SumOfLanes(di, sums[h])));
-          job.offset[(t * blocks + b) * 2 + h] = d * sum * l.zero;
+          job.offset[(t * blocks + b) * 2 + h] = d * sum * zero;
         }
         continue;
       }
       const VI both = hn::Add(sums[0], sums[1]);
       const auto sum = static_cast<float>(hn::GetLane(hn::SumOfLanes(di, both)));
-      job.offset[t * blocks + b] = d * sum * (l.has_min ? 1 : l.zero);
+      job.offset[t * blocks + b] = d * sum * (l.has_min ? 1 : zero);
     }
   }
 }

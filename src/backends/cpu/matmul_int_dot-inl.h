@@ -77,6 +77,38 @@ HWY_INLINE KITE_VNNI VI Dot(VI acc, VI w, VI a) {
 #endif
 }
 
+// Where pmaddubsw is the dot product (AVX2), 8-bit codes cost 9 instructions as unsigned bytes
+// (Dot<8>) but 5 as signed ones, |w| times a·sign(w), whose int16 pair sums stay exact. There
+// the kernels take the codes of 8-bit layouts without a min (q8_0, q5_0, int8 NPU weights) and
+// the iq4 levels centred, as code − kCodeCentre in a signed byte, and QuantizeActivations gives
+// them offsets with zero − kCodeCentre. AVX-512 has no vpsignb (and AVX3_DL's vpdpbusd takes the
+// unsigned codes whole); elsewhere there is no centre.
+#if HWY_TARGET == HWY_AVX2
+inline constexpr int32_t kCodeCentre = 128;
+#else
+inline constexpr int32_t kCodeCentre = 0;
+#endif
+
+// Whether this target's kernels take a layout's codes centred (kCodeCentre): codes of
+// `code_bits` (as the layout stores them: 4, 6 or 8), with a min per block or not, iq4 levels or
+// not.
+constexpr bool CentredCodes(int code_bits, bool min, bool levels) {
+  return kCodeCentre != 0 && !min && (code_bits == 8 || levels);
+}
+
+// acc + Σ_j (w.byte[j] − kCodeCentre)·a.byte[j], w unsigned codes, a signed in [-127, 127] (as
+// QuantizeActivations makes them: a = -128 would not change sign).
+HWY_INLINE KITE_VNNI VI DotCentred(VI acc, VI w, VI a) {
+#if HWY_TARGET == HWY_AVX2
+  const __m256i s = _mm256_xor_si256(w.raw, _mm256_set1_epi8(static_cast<char>(0x80)));
+  // |s| ≤ 128 unsigned times ±a: two products reach 2·128·127 = 32512, inside int16.
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(s, s), _mm256_sign_epi8(a.raw, s));
+  return VI{_mm256_add_epi32(acc.raw, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))};
+#else
+  return Dot<8>(acc, w, a);
+#endif
+}
+
 HWY_INLINE VI LoadCodes(const uint8_t* p) {
   const DI di;
   return hn::LoadU(di, reinterpret_cast<const int32_t*>(p));
@@ -91,13 +123,24 @@ HWY_INLINE VI LoadI8AsI32(const uint8_t* p) {
   return hn::PromoteTo(DI(), hn::LoadU(di8, reinterpret_cast<const int8_t*>(p)));
 }
 
+// Dot<kCodeBits>, or DotCentred for centred codes.
+template <int kCodeBits, bool kCentred>
+HWY_INLINE KITE_VNNI VI DotOf(VI acc, VI w, VI a) {
+  if constexpr (kCentred) {
+    return DotCentred(acc, w, a);
+  } else {
+    return Dot<kCodeBits>(acc, w, a);
+  }
+}
+
 // Accumulates the int32 dot products of one sub-block of 32 codes (at codes[g], per group) of
 // 16 rows with tokens' int8 activations at act[c] (32 each): elements 0..15 into dot, 16..31 into
 // dot2 (the same array when the block has one scale; apart for a scale per 16: lpbq16, q6_K).
 // 6-bit codes: matmul_codes6-inl.h. 4-bit codes: chunk p holds element groups p (low nibbles)
 // and p + 4 (high nibbles). kLevels: the 4-bit codes index `biased` (16 levels + 128, LevelTable),
-// one byte lookup per vector of codes.
-template <int C, int G, int kBits, bool kLevels = false>
+// one byte lookup per vector of codes. 8-bit storage holds codes below 2^kCodeBits (6: q5_K and
+// q6_K widened for a prefill). kCentred: the codes count from kCodeCentre (CentredCodes).
+template <int C, int G, int kBits, bool kLevels, int kCodeBits, bool kCentred>
 HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const int8_t* const* act,
                                       int64_t at, VI (&dot)[C][G * kVecs],
                                       VI (&dot2)[C][G * kVecs], const uint8_t* biased = nullptr) {
@@ -137,14 +180,15 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const in
 #endif
       }
     };
-    constexpr int kCodeBits = kLevels ? 8 : 4;  // levels are stored + 128
+    constexpr int kDotBits = kLevels ? 8 : kCodeBits;  // levels are stored + 128
     for (int p = 0; p < 4; ++p) {
       for (int v = 0; v < G * kVecs; ++v) {
         VI lo, hi;
         split(LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * p), lo, hi);
         for (int c = 0; c < C; ++c) {
-          dot[c][v] = Dot<kCodeBits>(dot[c][v], lo, Broadcast4(act[c] + at + 4 * p));
-          dot2[c][v] = Dot<kCodeBits>(dot2[c][v], hi, Broadcast4(act[c] + at + 16 + 4 * p));
+          dot[c][v] = DotOf<kDotBits, kCentred>(dot[c][v], lo, Broadcast4(act[c] + at + 4 * p));
+          dot2[c][v] =
+              DotOf<kDotBits, kCentred>(dot2[c][v], hi, Broadcast4(act[c] + at + 16 + 4 * p));
         }
       }
     }
@@ -153,10 +197,11 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const in
       for (int v = 0; v < G * kVecs; ++v) {
         const VI w = LoadCodes(VecAt<G>(codes, v, 4 * kLanes) + 64 * g);
         for (int c = 0; c < C; ++c) {
+          const VI a = Broadcast4(act[c] + at + 4 * g);
           if (g >= 4) {
-            dot2[c][v] = Dot<8>(dot2[c][v], w, Broadcast4(act[c] + at + 4 * g));
+            dot2[c][v] = DotOf<kCodeBits, kCentred>(dot2[c][v], w, a);
           } else {
-            dot[c][v] = Dot<8>(dot[c][v], w, Broadcast4(act[c] + at + 4 * g));
+            dot[c][v] = DotOf<kCodeBits, kCentred>(dot[c][v], w, a);
           }
         }
       }

@@ -33,8 +33,10 @@ namespace hn = hwy::HWY_NAMESPACE;
 // for 16..31 (dot2), each with its own activation offset. kBits 6: q5_K and q6_K as repacked.
 // kSuper (the k-quants): d = d_super·scale and m = -dmin_super·min, formed in f32 from the
 // super-block's f16s and the block's int8 scales (kquant_repack.h); the same products ggml forms.
+// kCodeBits: the codes' width where it is less than the storage's (6: q5_K and q6_K widened to
+// 8-bit storage for a prefill).
 template <int C, int G, int kBits, bool kMin, bool kLevels = false, bool kF32 = false,
-          bool kHalves = false, bool kSuper = false>
+          bool kHalves = false, bool kSuper = false, int kCodeBits = kBits>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
                           float (&out)[C][G * kPackRows], int64_t prefetch) {
   constexpr int R = G * kVecs;
@@ -42,6 +44,8 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   const DI di;
   const PackLayout& l = job.w->layout();
   const LevelTable table(kLevels ? l.levels : nullptr);
+  // The offsets QuantizeActivations gave the activations count codes from the same centre.
+  constexpr bool kCentred = CentredCodes(kCodeBits, kMin, kLevels);
   const int64_t k = job.w->cols();
   const int64_t blocks = k / kQK;
   const int64_t code_bytes = kPackRows * kQK * kBits / 8;
@@ -90,9 +94,11 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     if constexpr (kBits == 6) {
       DotSubBlock6<C, G>(block, act, b * kQK, dot, kHalves ? dot2 : dot);
     } else if constexpr (kHalves) {
-      DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot2, table.biased);
+      DotSubBlock<C, G, kBits, kLevels, kCodeBits, kCentred>(block, act, b * kQK, dot, dot2,
+                                                              table.biased);
     } else {  // one scale for the block: both halves into one chain (C·R chains are enough)
-      DotSubBlock<C, G, kBits, kLevels>(block, act, b * kQK, dot, dot, table.biased);
+      DotSubBlock<C, G, kBits, kLevels, kCodeBits, kCentred>(block, act, b * kQK, dot, dot,
+                                                              table.biased);
     }
     for (int v = 0; v < R; ++v) {
       const uint8_t* tail = VecAt<G>(block, v, kScaleBytes * kLanes) + code_bytes;
@@ -134,13 +140,14 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
 }
 
 template <int kBits, bool kMin, bool kLevels = false, bool kF32 = false, bool kHalves = false,
-          bool kSuper = false>
+          bool kSuper = false, int kCodeBits = kBits>
 struct Legacy {
   template <int C, int G>
   struct Tile {
     static void Run(const MatMulJob& job, const uint8_t* const (&g)[G], int64_t t0,
                     float (&o)[C][G * kPackRows], int64_t prefetch) {
-      LegacyTile<C, G, kBits, kMin, kLevels, kF32, kHalves, kSuper>(job, g, t0, o, prefetch);
+      LegacyTile<C, G, kBits, kMin, kLevels, kF32, kHalves, kSuper, kCodeBits>(job, g, t0, o,
+                                                                               prefetch);
     }
   };
 };
@@ -194,11 +201,12 @@ void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, Super<4, true>::Tile>(job, begin, end);
     case PackKernel::kSuper4Levels:
       return Groups<4, Super<4, false, true>::Tile>(job, begin, end);
-    case PackKernel::kSuper6Min:  // widened for a prefill to 8-bit codes under f32 scales
-      return Groups6<Super<6, true>::Tile, Legacy<8, true, false, true>::Tile>(job, begin, end);
+    case PackKernel::kSuper6Min:  // widened for a prefill to 8-bit storage under f32 scales
+      return Groups6<Super<6, true>::Tile, Legacy<8, true, false, true, false, false, 6>::Tile>(
+          job, begin, end);
     case PackKernel::kSuper6Halves:
       return Groups6<Super<6, false, false, true>::Tile,
-                     Legacy<8, false, false, true, true>::Tile>(job, begin, end);
+                     Legacy<8, false, false, true, true, false, 6>::Tile>(job, begin, end);
     default:
       return;  // not a legacy layout: MatMulGroups sends only these here
   }
