@@ -118,7 +118,8 @@ test-release: build llamacpp openai-client onnxruntime
 # NpusimModelTest.LogitsWithinTheDocumentedBoundOfQdq run here, and the release run runs them.
 SAN_SKIP := NpusimModelTest\.(Perplexity|DeclinedNodes|SixteenBitKv|RunGenerates)
 # -O1 with line tables only (what the sanitizers' docs advise) compiles in about half the time of
-# -O2 -g and still names file:line in every report; the benchmarks are not built.
+# -O2 -g and still names file:line in every report; the benchmarks are not built. The cpu
+# kernels alone are compiled at -O2 (CMakeLists.txt: at -O1 their accumulators live in memory).
 test-sanitize: deps san-deps llamacpp openai-client onnxruntime
 	CC=clang-19 CXX=clang++-19 cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) \
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
