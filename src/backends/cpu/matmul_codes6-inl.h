@@ -49,10 +49,15 @@ HWY_INLINE KITE_VNNI void DotSubBlock6(const uint8_t* const (&codes)[G], const i
       Codes6(VecAt<G>(codes, v, 4 * kLanes), h, q);
       for (int c = 0; c < C; ++c) {
         const int8_t* a = act[c] + at + 8 * h;
-        dot[c][v] = Dot<6>(dot[c][v], q[0], Broadcast4(a));
-        dot2[c][v] = Dot<6>(dot2[c][v], q[1], Broadcast4(a + 16));
-        dot[c][v] = Dot<6>(dot[c][v], q[2], Broadcast4(a + 4));
-        dot2[c][v] = Dot<6>(dot2[c][v], q[3], Broadcast4(a + 20));
+        if constexpr (kPairedDot) {
+          dot[c][v] = Dot2<6>(dot[c][v], q[0], Broadcast4(a), q[2], Broadcast4(a + 4));
+          dot2[c][v] = Dot2<6>(dot2[c][v], q[1], Broadcast4(a + 16), q[3], Broadcast4(a + 20));
+        } else {
+          dot[c][v] = Dot<6>(dot[c][v], q[0], Broadcast4(a));
+          dot2[c][v] = Dot<6>(dot2[c][v], q[1], Broadcast4(a + 16));
+          dot[c][v] = Dot<6>(dot[c][v], q[2], Broadcast4(a + 4));
+          dot2[c][v] = Dot<6>(dot2[c][v], q[3], Broadcast4(a + 20));
+        }
       }
     }
   }
