@@ -28,31 +28,22 @@ namespace HWY_NAMESPACE {
 #endif
 
 #if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
+// The x86 integer intrinsic `op` at this target's width.
+#undef KITE_X86_INT
+#if HWY_TARGET == HWY_AVX2
+#define KITE_X86_INT(op) _mm256_##op
+#else
+#define KITE_X86_INT(op) _mm512_##op
+#endif
 // pmaddubsw: unsigned bytes of u times signed bytes of s, neighbouring products added into int16
 // lanes (saturating).
-HWY_INLINE VI BytePairs(VI u, VI s) {
-#if HWY_TARGET == HWY_AVX2
-  return VI{_mm256_maddubs_epi16(u.raw, s.raw)};
-#else
-  return VI{_mm512_maddubs_epi16(u.raw, s.raw)};
-#endif
-}
+HWY_INLINE VI BytePairs(VI u, VI s) { return VI{KITE_X86_INT(maddubs_epi16)(u.raw, s.raw)}; }
 // pmaddwd: neighbouring int16 lanes of x times k, added into the int32 lane.
 HWY_INLINE VI WordPairs(VI x, int16_t k) {
-#if HWY_TARGET == HWY_AVX2
-  return VI{_mm256_madd_epi16(x.raw, _mm256_set1_epi16(k))};
-#else
-  return VI{_mm512_madd_epi16(x.raw, _mm512_set1_epi16(k))};
-#endif
+  return VI{KITE_X86_INT(madd_epi16)(x.raw, KITE_X86_INT(set1_epi16)(k))};
 }
 // The int16 lanes of x and y added.
-HWY_INLINE VI AddWords(VI x, VI y) {
-#if HWY_TARGET == HWY_AVX2
-  return VI{_mm256_add_epi16(x.raw, y.raw)};
-#else
-  return VI{_mm512_add_epi16(x.raw, y.raw)};
-#endif
-}
+HWY_INLINE VI AddWords(VI x, VI y) { return VI{KITE_X86_INT(add_epi16)(x.raw, y.raw)}; }
 #endif
 
 // acc + Σ_j w.byte[j] · a.byte[j] per 32-bit lane, w unsigned, a signed; every code of w below
