@@ -237,6 +237,13 @@ static_assert(kTile % kScoreKeys == 0, "a tile pads to whole score passes");
 
 // Rows a value pass takes at once (fewer only for a scalar target's single lane).
 constexpr int kRowStep = static_cast<int>(std::min<int64_t>(4, kRows));
+// Vectors of a row a value pass takes at once: its kRowStep x kValueVecs accumulators, the value
+// vectors and a broadcast must fit the registers. AVX2 has 16, where 4 x 4 spilled.
+#if HWY_TARGET == HWY_AVX2
+constexpr int kValueVecs = 2;
+#else
+constexpr int kValueVecs = 4;
+#endif
 
 // acc[r] = acc[r] · corr[r] + Σ_j p[j][r] · v[j] for kRowStep rows from r0 and VN vectors from
 // i0.
@@ -346,8 +353,8 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
     hn::Store(correction, df, corr);
     for (int64_t r0 = 0; r0 < count; r0 += kRowStep) {
       int64_t i0 = 0;
-      for (; i0 + 4 * lanes <= dim; i0 += 4 * lanes) {
-        AccumulateValues<4>(p, vf, corr, padded, dim, r0, i0, acc);
+      for (; i0 + kValueVecs * lanes <= dim; i0 += kValueVecs * lanes) {
+        AccumulateValues<kValueVecs>(p, vf, corr, padded, dim, r0, i0, acc);
       }
       for (; i0 < dim; i0 += lanes) AccumulateValues<1>(p, vf, corr, padded, dim, r0, i0, acc);
     }
