@@ -252,8 +252,9 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const in
       }
     }
   } else {
-    // Codes of 6 bits (q5_K and q6_K widened) in pairs of chunks, both in one half (Dot2: a
-    // Zen 3's 1B Q6_K prefill +18%); 8-bit ones one at a time (in pairs, its Q8_0 lost 3-6%).
+    // Codes of up to 6 bits (q5_0, q5_1, q5_K and q6_K widened) in pairs of chunks, both in one
+    // half (Dot2: a Zen 3's 1B Q6_K prefill +18%); 8-bit ones one at a time (in pairs, its Q8_0
+    // lost 3-6%).
     constexpr int kStep = kPairedDot && !kCentred && kCodeBits <= 6 ? 2 : 1;
     for (int g = 0; g < 8; g += kStep) {
       for (int v = 0; v < G * kVecs; ++v) {

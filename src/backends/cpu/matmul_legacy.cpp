@@ -34,7 +34,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // kSuper (the k-quants): d = d_super·scale and m = -dmin_super·min, formed in f32 from the
 // super-block's f16s and the block's int8 scales (kquant_repack.h); the same products ggml forms.
 // kCodeBits: the codes' width where it is less than the storage's (6: q5_K and q6_K widened to
-// 8-bit storage for a prefill).
+// 8-bit storage for a prefill; 5: q5_0 and q5_1, PackLayout::narrow_bits).
 template <int C, int G, int kBits, bool kMin, bool kLevels = false, bool kF32 = false,
           bool kHalves = false, bool kSuper = false, int kCodeBits = kBits>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
@@ -185,6 +185,10 @@ void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, Legacy<8, false>::Tile>(job, begin, end);
     case PackKernel::kLegacy8Min:
       return Groups<4, Legacy<8, true>::Tile>(job, begin, end);
+    case PackKernel::kLegacy5:
+      return Groups<4, Legacy<8, false, false, false, false, false, 5>::Tile>(job, begin, end);
+    case PackKernel::kLegacy5Min:
+      return Groups<4, Legacy<8, true, false, false, false, false, 5>::Tile>(job, begin, end);
     case PackKernel::kLegacy4F32:
       return Groups<4, Legacy<4, false, false, true>::Tile>(job, begin, end);
     case PackKernel::kLegacy4MinF32:

@@ -114,8 +114,10 @@ Result<PackLayout> LayoutOf(DType dtype) {
     l.zero = 128;
   }
   if (c.family == PackFamily::kLegacy && l.block == kQK && c.sub_block == kQK) {
-    // 5-bit codes (q5_0, q5_1) run as 8-bit ones.
-    l.kernel = l.levels != nullptr ? PackKernel::kLegacy4Levels
+    // 5-bit codes (q5_0, q5_1) are stored as 8-bit ones and dotted as 5-bit ones.
+    if (c.code_bits == 5) l.narrow_bits = 5;
+    l.kernel = l.levels != nullptr  ? PackKernel::kLegacy4Levels
+               : l.narrow_bits == 5 ? (l.has_min ? PackKernel::kLegacy5Min : PackKernel::kLegacy5)
                : l.code_bits == 8   ? (l.has_min ? PackKernel::kLegacy8Min : PackKernel::kLegacy8)
                : l.has_min          ? PackKernel::kLegacy4Min
                                     : PackKernel::kLegacy4;

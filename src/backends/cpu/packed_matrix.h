@@ -53,7 +53,8 @@ using PackFamily = BlockFamily;
 enum class PackKernel : uint8_t {
   kF32, kF16, kBF16,                   // float element types
   kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1 (and q4_K), q8_0 and q5_0
-  kLegacy8Min,                         // q5_1, encoded 8-bit weights with offsets
+  kLegacy8Min,                         // encoded 8-bit weights with offsets
+  kLegacy5, kLegacy5Min,               // q5_0, q5_1: 5-bit codes in 8-bit storage
   kLegacy4F32, kLegacy4MinF32,         // encoded weights whose scales f16 cannot hold
   kLegacy8F32, kLegacy8MinF32,
   kLegacy4Halves,                      // encoded 4-bit weights with a scale per 16 (lpbq16)
@@ -68,6 +69,9 @@ struct PackLayout {
   int32_t block = 1;         // elements per block (1 float, 32 integer types)
   int32_t source_block = 1;  // elements per block of the source rows (256 repacked k-quants)
   int32_t code_bits = 8;     // 4, 6 or 8 (integer families)
+  // Codes below 2^narrow_bits where that is fewer than code_bits (5: q5_0 and q5_1 in 8-bit
+  // storage, whose narrower codes the kernels dot in fewer instructions); 0: code_bits.
+  int32_t narrow_bits = 0;
   int32_t zero = 0;         // subtracted from codes (8 q4_0, 128 q8_0, 32 q6_K)
   bool has_min = false;     // q4_1 (f16 m), q4_K and q5_K (dmin · min)
   // Non-linear codes (iq4_nl, iq4_xs): the kernel reads code q as levels[q] + 128 (zero 128).
@@ -79,6 +83,9 @@ struct PackLayout {
   bool super_scales = false;
   int64_t header_bytes = 0;
   int64_t block_bytes = 0;  // bytes of one block of a 16-row group (its codes and scales)
+
+  // The codes' width as the kernels dot them.
+  int32_t CodeRangeBits() const { return narrow_bits != 0 ? narrow_bits : code_bits; }
 
   // Bytes from a group's start to its block b.
   int64_t BlockOffset(int64_t b) const {
