@@ -14,6 +14,7 @@ namespace {
 struct CpuKey {
   char vendor[13] = "unknown";  // CPUID's vendor string
   unsigned family = 0;          // CPUID's display family (base + extended)
+  unsigned model = 0;           // CPUID's display model (extended << 4 + base)
 };
 
 CpuKey ReadCpuKey() {
@@ -28,6 +29,8 @@ CpuKey ReadCpuKey() {
   if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return key;
   const unsigned base = (eax >> 8) & 0xf;
   key.family = base == 0xf ? base + ((eax >> 20) & 0xff) : base;
+  key.model = (eax >> 4) & 0xf;
+  if (base == 0x6 || base == 0xf) key.model += ((eax >> 16) & 0xf) << 4;
 #endif
   return key;
 }
@@ -38,6 +41,7 @@ CpuKey ReadCpuKey() {
 struct TileRow {
   const char* vendor;  // nullptr: any (the default row, last)
   unsigned family_min, family_max;
+  unsigned model_min, model_max;
   const char* name;
   DecodeTile float_tile, legacy_tile, codes6_tile;
 };
@@ -49,19 +53,30 @@ struct TileRow {
 // AMD family 0x1a (Zen 5 EPYC, 2 vCPUs, shared): 4 streams with 2 KB of software prefetch read
 // f16 ~18%, bf16 ~12%, q4_0 ~10% and q8_0 ~9% faster than the default (8 or 4 streams, none);
 // the hardware prefetchers alone keep fewer lines in flight per stream than the memory needs.
-// Family 0x19 (Zen 3/4) shares the row until measured apart. 6-bit codes: 4 streams (faster
-// than 8 with matmul_bench when they were added), and 2 KB of software prefetch: q6_K GEMVs
-// 17-25 -> 24-27 GB/s at 1 thread, 37.7 -> 41.5 at 2 (matmul_bench, 2026-12-06, idle machine).
+// Zen 4 (family 0x19's other models) shares the row until measured apart. 6-bit codes: 4
+// streams (faster than 8 with matmul_bench when they were added), and 2 KB of software
+// prefetch: q6_K GEMVs 17-25 -> 24-27 GB/s at 1 thread, 37.7 -> 41.5 at 2 (matmul_bench,
+// 2026-12-06, idle machine).
+// Zen 3 (family 0x19, models 0x00-0x0f, 0x20-0x2f, 0x40-0x5f, as public CPUID tables list
+// AMD's parts; Zen 4 is 0x10-0x1f, 0x60-0x7f, 0xa0-0xaf. Measured on a 2-vCPU EPYC, model 0x01,
+// 2026-12-07, 5 rounds): there the software prefetch costs: without it f16 read 32.5 GB/s
+// against 28.8, q8_0 31.0 (8 streams) against 26.5, q4_0 28.1 against 27.2; bf16 and q6_K level.
+constexpr DecodeTile kZen3Float{4, 0}, kZen3Legacy{8, 0}, kZen3Codes6{4, 0};
 constexpr TileRow kTable[] = {
-    {"AuthenticAMD", 0x19, 0x1a, "AMD family 0x19-0x1a (Zen 3-5)", {4, 2048}, {4, 2048}, {4, 2048}},
-    {nullptr, 0, ~0u, "default", {4, 0}, {8, 0}, {4, 0}},
+    {"AuthenticAMD", 0x19, 0x19, 0x00, 0x0f, "AMD Zen 3", kZen3Float, kZen3Legacy, kZen3Codes6},
+    {"AuthenticAMD", 0x19, 0x19, 0x20, 0x2f, "AMD Zen 3", kZen3Float, kZen3Legacy, kZen3Codes6},
+    {"AuthenticAMD", 0x19, 0x19, 0x40, 0x5f, "AMD Zen 3", kZen3Float, kZen3Legacy, kZen3Codes6},
+    {"AuthenticAMD", 0x19, 0x1a, 0, ~0u, "AMD family 0x19-0x1a (Zen 4-5)", {4, 2048}, {4, 2048},
+     {4, 2048}},
+    {nullptr, 0, ~0u, 0, ~0u, "default", {4, 0}, {8, 0}, {4, 0}},
 };
 
 const TileRow& RowFor(const CpuKey& key) {
   for (const TileRow& row : kTable) {
     if (row.vendor == nullptr ||
         (std::strcmp(row.vendor, key.vendor) == 0 && key.family >= row.family_min &&
-         key.family <= row.family_max)) {
+         key.family <= row.family_max && key.model >= row.model_min &&
+         key.model <= row.model_max)) {
       return row;
     }
   }
@@ -84,7 +99,8 @@ DecodeTile DecodeTileFor(const PackLayout& layout) {
 std::string DecodeTileSource() {
   const CpuKey key = ReadCpuKey();
   char text[96];
-  std::snprintf(text, sizeof text, "%s family 0x%x: %s", key.vendor, key.family, ThisCpu().name);
+  std::snprintf(text, sizeof text, "%s family 0x%x model 0x%x: %s", key.vendor, key.family,
+                key.model, ThisCpu().name);
   return text;
 }
 
