@@ -35,8 +35,8 @@ void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t blocks = k / kQK;
   const size_t lanes = hn::Lanes(df);
   // Where the kernels take the codes centred, their zero counts from the centre.
-  const int32_t zero =
-      l.zero - (CentredCodes(l.CodeRangeBits(), l.has_min, l.levels != nullptr) ? kCodeCentre : 0);
+  const bool centred = CentredCodes(l.CodeRangeBits(), l.has_min, l.levels != nullptr);
+  const int32_t zero = l.zero - (centred ? kCodeCentre : 0);
   for (int64_t t = begin; t < end; ++t) {
     const float* x = job.x + t * job.x_stride;
     int8_t* q = job.qs + t * k;

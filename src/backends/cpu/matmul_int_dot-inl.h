@@ -169,7 +169,8 @@ HWY_INLINE KITE_VNNI VI DotOf(VI acc, VI w, VI a) {
 // 6-bit codes: matmul_codes6-inl.h. 4-bit codes: chunk p holds element groups p (low nibbles)
 // and p + 4 (high nibbles). kLevels: the 4-bit codes index `biased` (16 levels + 128, LevelTable),
 // one byte lookup per vector of codes. 8-bit storage holds codes below 2^kCodeBits (6: q5_K and
-// q6_K widened for a prefill). kCentred: the codes count from kCodeCentre (CentredCodes).
+// q6_K widened for a prefill; 5: q5_0 and q5_1). kCentred: the codes count from kCodeCentre
+// (CentredCodes). kOneScale: dot and dot2 are the same array.
 template <int C, int G, int kBits, bool kLevels, int kCodeBits, bool kCentred, bool kOneScale>
 HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const int8_t* const* act,
                                       int64_t at, VI (&dot)[C][G * kVecs],
@@ -229,17 +230,20 @@ HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const in
           const VI a_lo = Broadcast4(act[c] + at + 4 * p);
           const VI a_hi = Broadcast4(act[c] + at + 16 + 4 * p);
           for (int v = 0; v < G * kVecs; ++v) {
-            sum[c][v] = AddWords(sum[c][v], AddWords(BytePairs(lo[v], a_lo), BytePairs(hi[v], a_hi)));
+            const VI pairs = AddWords(BytePairs(lo[v], a_lo), BytePairs(hi[v], a_hi));
+            sum[c][v] = AddWords(sum[c][v], pairs);
           }
         }
       }
-      for (int c = 0; c < C; ++c)
-        for (int v = 0; v < G * kVecs; ++v) dot[c][v] = hn::Add(dot[c][v], WordPairs(sum[c][v], 1));
+      for (int c = 0; c < C; ++c) {
+        for (int v = 0; v < G * kVecs; ++v) {
+          dot[c][v] = hn::Add(dot[c][v], WordPairs(sum[c][v], 1));
+        }
+      }
       return;
     }
 #endif
-    // One chunk at a time: taken in pairs (Dot2), a Zen 3's 1B Q4_0 decode was 10% slower and
-    // its prefill no faster.
+    // Elsewhere (VNNI, no pmaddubsw, iq4 levels, a scale per 16) one chunk at a time.
     for (int p = 0; p < 4; ++p) {
       for (int v = 0; v < G * kVecs; ++v) {
         VI lo, hi;

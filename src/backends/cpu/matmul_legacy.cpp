@@ -94,11 +94,11 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
     if constexpr (kBits == 6) {
       DotSubBlock6<C, G>(block, act, b * kQK, dot, kHalves ? dot2 : dot);
     } else if constexpr (kHalves) {
-      DotSubBlock<C, G, kBits, kLevels, kCodeBits, kCentred, false>(block, act, b * kQK, dot, dot2,
-                                                              table.biased);
+      DotSubBlock<C, G, kBits, kLevels, kCodeBits, kCentred, false>(block, act, b * kQK, dot,
+                                                                     dot2, table.biased);
     } else {  // one scale for the block: both halves into one chain (C·R chains are enough)
-      DotSubBlock<C, G, kBits, kLevels, kCodeBits, kCentred, true>(block, act, b * kQK, dot, dot,
-                                                              table.biased);
+      DotSubBlock<C, G, kBits, kLevels, kCodeBits, kCentred, true>(block, act, b * kQK, dot,
+                                                                    dot, table.biased);
     }
     for (int v = 0; v < R; ++v) {
       const uint8_t* tail = VecAt<G>(block, v, kScaleBytes * kLanes) + code_bytes;

@@ -52,7 +52,7 @@ using PackFamily = BlockFamily;
 // The matmul kernel a layout runs on (matmul_kernels.cpp).
 enum class PackKernel : uint8_t {
   kF32, kF16, kBF16,                   // float element types
-  kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1 (and q4_K), q8_0 and q5_0
+  kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1 (and q4_K), q8_0
   kLegacy8Min,                         // encoded 8-bit weights with offsets
   kLegacy5, kLegacy5Min,               // q5_0, q5_1: 5-bit codes in 8-bit storage
   kLegacy4F32, kLegacy4MinF32,         // encoded weights whose scales f16 cannot hold
