@@ -108,11 +108,12 @@ HWY_INLINE KITE_VNNI VI Dot2(VI acc, VI w0, VI a0, VI w1, VI a1) {
 }
 
 // Where pmaddubsw is the dot product (AVX2), 8-bit codes cost 9 instructions as unsigned bytes
-// (Dot<8>) but 5 as signed ones, |w| times a·sign(w), whose int16 pair sums stay exact. There
-// the kernels take the codes of 8-bit layouts without a min (q8_0, q5_0, int8 NPU weights) and
-// the iq4 levels centred, as code − kCodeCentre in a signed byte, and QuantizeActivations gives
-// them offsets with zero − kCodeCentre. AVX-512 has no vpsignb (and AVX3_DL's vpdpbusd takes the
-// unsigned codes whole); elsewhere there is no centre.
+// (Dot<8>) but 6 as signed ones with the XOR that centres them, |w| times a·sign(w), whose int16
+// pair sums stay exact. There the kernels take the 8-bit codes of layouts without a min (q8_0,
+// int8 NPU weights; q5_0's are narrower and take Dot2) and the iq4 levels centred, as
+// code − kCodeCentre in a signed byte, and QuantizeActivations gives them offsets with
+// zero − kCodeCentre. AVX-512 has no vpsignb (and AVX3_DL's vpdpbusd takes the unsigned codes
+// whole); elsewhere there is no centre.
 #if HWY_TARGET == HWY_AVX2
 inline constexpr int32_t kCodeCentre = 128;
 #else
@@ -120,8 +121,8 @@ inline constexpr int32_t kCodeCentre = 0;
 #endif
 
 // Whether this target's kernels take a layout's codes centred (kCodeCentre): codes of
-// `code_bits` (as the layout stores them: 4, 6 or 8), with a min per block or not, iq4 levels or
-// not.
+// `code_bits` (as the kernels dot them, PackLayout::CodeRangeBits: 4, 5, 6 or 8), with a min per
+// block or not, iq4 levels or not.
 constexpr bool CentredCodes(int code_bits, bool min, bool levels) {
   return kCodeCentre != 0 && !min && (code_bits == 8 || levels);
 }
