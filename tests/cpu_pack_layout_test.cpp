@@ -21,7 +21,6 @@ struct Expected {
   bool has_min;
   int64_t block_bytes;  // of one block of a 16-row group
   int64_t header_bytes = 0;  // of a 16-row group's super-block (k-quants)
-  int32_t narrow_bits = 0;   // codes narrower than their storage
 };
 
 TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
@@ -33,11 +32,9 @@ TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
       {DType::kQ4_0, {PackFamily::kLegacy, PackKernel::kLegacy4, 32, 4, 8, false, 256 + 32}},
       {DType::kQ4_1, {PackFamily::kLegacy, PackKernel::kLegacy4Min, 32, 4, 0, true, 256 + 64}},
       {DType::kQ8_0, {PackFamily::kLegacy, PackKernel::kLegacy8, 32, 8, 128, false, 512 + 32}},
-      // 5-bit codes stored as 8-bit ones, dotted as 5-bit ones
-      {DType::kQ5_0,
-       {PackFamily::kLegacy, PackKernel::kLegacy5, 32, 8, 16, false, 512 + 32, 0, 5}},
-      {DType::kQ5_1,
-       {PackFamily::kLegacy, PackKernel::kLegacy5Min, 32, 8, 0, true, 512 + 64, 0, 5}},
+      // 5-bit codes: nibbles, then a vector of top bits (the file's 20 bytes a row and block)
+      {DType::kQ5_0, {PackFamily::kLegacy, PackKernel::kLegacy5, 32, 5, 16, false, 320 + 32}},
+      {DType::kQ5_1, {PackFamily::kLegacy, PackKernel::kLegacy5Min, 32, 5, 0, true, 320 + 64}},
       // k-quants in blocks of 32 under super-blocks of 256 (kquant_repack.h): each block its
       // codes (5- and 6-bit codes as 6 bits) and int8 scale[16] (and min[16], or q6_K's second
       // half's scale[16]); each super-block headed by f16 d[16] (and -dmin[16])
@@ -73,7 +70,6 @@ TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
     EXPECT_EQ(layout->has_min, e.has_min);
     EXPECT_EQ(layout->block_bytes, e.block_bytes);
     EXPECT_EQ(layout->header_bytes, e.header_bytes);
-    EXPECT_EQ(layout->narrow_bits, e.narrow_bits);
     EXPECT_EQ(layout->super_scales, e.header_bytes > 0);
   }
 }

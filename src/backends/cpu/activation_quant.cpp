@@ -35,7 +35,7 @@ void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t blocks = k / kQK;
   const size_t lanes = hn::Lanes(df);
   // Where the kernels take the codes centred, their zero counts from the centre.
-  const bool centred = CentredCodes(l.CodeRangeBits(), l.has_min, l.levels != nullptr);
+  const bool centred = CentredCodes(l.code_bits, l.has_min, l.levels != nullptr);
   const int32_t zero = l.zero - (centred ? kCodeCentre : 0);
   for (int64_t t = begin; t < end; ++t) {
     const float* x = job.x + t * job.x_stride;

@@ -18,6 +18,13 @@ HWY_BEFORE_NAMESPACE();
 namespace kite::cpu {
 namespace HWY_NAMESPACE {
 
+// The bytes of one block of a 16-row group widened for a prefill (Widen6, Widen5): its 8-bit
+// codes, then f32 d[16] and, where the layout has one, the f32 second (min or second half's
+// scale) [16].
+HWY_INLINE int64_t WideBlockBytes(const PackLayout& l) {
+  return kPackRows * kQK + kPackRows * 4 * (l.has_min || l.half_scales ? 2 : 1);
+}
+
 // The codes of vector `base` (a 16-row group's sub-block, kLanes rows at 4·kLanes·v) whose high
 // bits lie in high vector h, as unsigned bytes: q[0], q[1] the low and high nibbles of chunk 2h
 // (elements 8h.. and 16+8h..), q[2], q[3] those of chunk 2h+1 (8h+4.. and 20+8h..). Each is
@@ -66,9 +73,8 @@ HWY_INLINE KITE_VNNI void DotSubBlock6(const uint8_t* const (&codes)[G], const i
 // A 16-row group's super-blocks of 6-bit codes (layout `l`, at `src`) rewritten as blocks of
 // the 8-bit layout (chunk g: elements 4g..4g+3 of each row, unsigned), each block's scale and
 // second (min or second half's scale) as f32 products with the super-block's d (or -dmin), the
-// values decode's tiles form (matmul_legacy.cpp), at `dst` (kWideBlockBytes a block), for a
+// values decode's tiles form (matmul_legacy.cpp), at `dst` (WideBlockBytes(l) a block), for a
 // prefill: its tiles of tokens then read codes and scales as they are.
-inline constexpr int64_t kWideBlockBytes = kPackRows * kQK + kPackRows * 4 * 2;
 HWY_INLINE void Widen6(const uint8_t* src, int64_t supers, const PackLayout& l, uint8_t* dst) {
   const DF df;
   const DI di;
@@ -77,7 +83,7 @@ HWY_INLINE void Widen6(const uint8_t* src, int64_t supers, const PackLayout& l, 
   for (int64_t s = 0; s < supers; ++s) {
     const uint8_t* header = src;
     src += l.header_bytes;
-    for (int64_t b = 0; b < kQKK / kQK; ++b, src += l.block_bytes, dst += kWideBlockBytes) {
+    for (int64_t b = 0; b < kQKK / kQK; ++b, src += l.block_bytes, dst += WideBlockBytes(l)) {
       for (int v = 0; v < kVecs; ++v) {
         for (int h = 0; h < 2; ++h) {
           VI q[4];

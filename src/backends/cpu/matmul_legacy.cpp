@@ -15,7 +15,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 // clang-format off: after highway.h, once per target
-#include "backends/cpu/matmul_codes6-inl.h"
+#include "backends/cpu/matmul_codes5-inl.h"
 // clang-format on
 
 #include "backends/cpu/matmul_kernels.h"
@@ -33,8 +33,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 // for 16..31 (dot2), each with its own activation offset. kBits 6: q5_K and q6_K as repacked.
 // kSuper (the k-quants): d = d_super·scale and m = -dmin_super·min, formed in f32 from the
 // super-block's f16s and the block's int8 scales (kquant_repack.h); the same products ggml forms.
-// kCodeBits: the codes' width where it is less than the storage's (6: q5_K and q6_K widened to
-// 8-bit storage for a prefill; 5: q5_0 and q5_1, PackLayout::narrow_bits).
+// kBits 5: q5_0 and q5_1 as packed. kCodeBits: the codes' width where it is less than the
+// storage's (a prefill's 8-bit storage of codes widened from 6 bits, q5_K and q6_K, or from 5,
+// q5_0 and q5_1).
 template <int C, int G, int kBits, bool kMin, bool kLevels = false, bool kF32 = false,
           bool kHalves = false, bool kSuper = false, int kCodeBits = kBits>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
@@ -49,8 +50,8 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   const int64_t k = job.w->cols();
   const int64_t blocks = k / kQK;
   const int64_t code_bytes = kPackRows * kQK * kBits / 8;
-  // The block's bytes: the layout's for k-quants; from the template otherwise (Widen6 hands
-  // 6-bit blocks over as 8-bit ones with f32 scales, which no layout describes).
+  // The block's bytes: the layout's for k-quants; from the template otherwise (Widen6 and
+  // Widen5 hand blocks over as 8-bit ones with f32 scales, which no layout describes).
   constexpr int kScaleBytes = kSuper ? 1 : kF32 ? 4 : 2;
   const int64_t block_bytes =
       kSuper ? l.block_bytes : code_bytes + kPackRows * kScaleBytes * (kMin || kHalves ? 2 : 1);
@@ -93,6 +94,8 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
       for (int v = 0; v < R; ++v) dot[c][v] = dot2[c][v] = hn::Zero(di);
     if constexpr (kBits == 6) {
       DotSubBlock6<C, G>(block, act, b * kQK, dot, kHalves ? dot2 : dot);
+    } else if constexpr (kBits == 5) {
+      DotSubBlock5<C, G>(block, act, b * kQK, dot);
     } else if constexpr (kHalves) {
       DotSubBlock<C, G, kBits, kLevels, kCodeBits, kCentred, false>(block, act, b * kQK, dot,
                                                                      dot2, table.biased);
@@ -155,24 +158,41 @@ struct Legacy {
 template <int kBits, bool kMin, bool kLevels = false, bool kHalves = false>
 using Super = Legacy<kBits, kMin, kLevels, false, kHalves, true>;
 
-// 6-bit codes (q5_K, q6_K): decode and a few tokens (Groups' decode tiles) read them as packed;
-// more tokens first widen each PG groups' codes to the 8-bit layout (Widen6, into this thread's
-// scratch) and run Tile8 on them, so that the unpacking is paid once per group, not once per
-// tile of tokens.
-template <template <int, int> class Tile6, template <int, int> class Tile8,
-          int PG = kPrefillIntGroups>
-void Groups6(const MatMulJob& job, int64_t begin, int64_t end) {
-  if (job.tokens < kFewIntTokens) return Groups<4, Tile6>(job, begin, end);
+// Codes packed narrower than 8 bits with their top bits apart (5 and 6 bits: q5_0, q5_1, q5_K,
+// q6_K): decode and a few tokens (Groups' decode tiles) read them as packed (TilePacked); more
+// tokens first widen each PG groups' codes to the 8-bit layout (widen, Widen5 or Widen6: the
+// group's codes, its K/32 blocks and layout, the destination), into this thread's scratch, and
+// run TileWide on them, so that the unpacking is paid once per group, not once per tile of
+// tokens.
+template <template <int, int> class TilePacked, template <int, int> class TileWide,
+          int PG = kPrefillIntGroups, typename Widen>
+void GroupsWidened(const MatMulJob& job, int64_t begin, int64_t end, Widen&& widen) {
+  if (job.tokens < kFewIntTokens) return Groups<4, TilePacked>(job, begin, end);
   const PackLayout& l = job.w->layout();
-  const int64_t supers = job.w->cols() / kQKK;
-  const int64_t wide_bytes = supers * kQKK / kQK * kWideBlockBytes;
+  const int64_t blocks = job.w->cols() / kQK;
+  const int64_t wide_bytes = blocks * WideBlockBytes(l);
   thread_local std::vector<uint8_t> wide;
   wide.resize(PG * wide_bytes);
-  return Groups<4, Tile8, PG>(job, begin, end, [&](int64_t g, int i) HWY_ATTR {
+  return Groups<4, TileWide, PG>(job, begin, end, [&](int64_t g, int i) HWY_ATTR {
     uint8_t* dst = wide.data() + i * wide_bytes;
-    Widen6(reinterpret_cast<const uint8_t*>(job.w->group(g)), supers, l, dst);
+    widen(reinterpret_cast<const uint8_t*>(job.w->group(g)), blocks, l, dst);
     return static_cast<const uint8_t*>(dst);
   });
+}
+// The 6-bit k-quants' super-blocks (Widen6 takes K/256 of them).
+template <template <int, int> class TilePacked, template <int, int> class TileWide>
+void Groups6(const MatMulJob& job, int64_t begin, int64_t end) {
+  GroupsWidened<TilePacked, TileWide>(
+      job, begin, end,
+      [](const uint8_t* src, int64_t blocks, const PackLayout& l, uint8_t* dst)
+          HWY_ATTR { Widen6(src, blocks * kQK / kQKK, l, dst); });
+}
+template <template <int, int> class TilePacked, template <int, int> class TileWide>
+void Groups5(const MatMulJob& job, int64_t begin, int64_t end) {
+  GroupsWidened<TilePacked, TileWide>(
+      job, begin, end,
+      [](const uint8_t* src, int64_t blocks, const PackLayout& l, uint8_t* dst)
+          HWY_ATTR { Widen5(src, blocks, l, dst); });
 }
 
 void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
@@ -185,10 +205,12 @@ void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, Legacy<8, false>::Tile>(job, begin, end);
     case PackKernel::kLegacy8Min:
       return Groups<4, Legacy<8, true>::Tile>(job, begin, end);
-    case PackKernel::kLegacy5:
-      return Groups<4, Legacy<8, false, false, false, false, false, 5>::Tile>(job, begin, end);
+    case PackKernel::kLegacy5:  // widened for a prefill to 8-bit storage under f32 scales
+      return Groups5<Legacy<5, false>::Tile, Legacy<8, false, false, true, false, false, 5>::Tile>(
+          job, begin, end);
     case PackKernel::kLegacy5Min:
-      return Groups<4, Legacy<8, true, false, false, false, false, 5>::Tile>(job, begin, end);
+      return Groups5<Legacy<5, true>::Tile, Legacy<8, true, false, true, false, false, 5>::Tile>(
+          job, begin, end);
     case PackKernel::kLegacy4F32:
       return Groups<4, Legacy<4, false, false, true>::Tile>(job, begin, end);
     case PackKernel::kLegacy4MinF32:

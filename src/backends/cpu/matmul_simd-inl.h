@@ -189,7 +189,7 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
 // Tile<NC, NG>::Run(job, groups, t0, out, prefetch) computes NC tokens from t0 over NG groups,
 // with software prefetch `prefetch` bytes ahead (0: none, the weights being in cache).
 // `group_at`(g, i), when given, supplies the codes the PG-group tiles read for group g (slot i
-// of PG) instead of the packed group (Groups6, matmul_legacy.cpp).
+// of PG) instead of the packed group (GroupsWidened, matmul_legacy.cpp).
 // kFewIntTokens: with two neighbouring groups and no prefetch, a pass of 2 tokens cost 1.2-2.0
 // decode steps on 1B Q8_0, Q4_K_M, Q6_K files (Zen 5, 2 threads), on the decode tiles 1.0-1.1;
 // at 16 tokens both ways cost the same, at 31 the decode tiles up to 29% more (the k-quants).

@@ -19,7 +19,16 @@ constexpr int kSub = 32;  // elements per sub-block of codes
 
 // Writes the codes of sub-block `codes` [32] of row r into its chunks at `dst`.
 void PutCodes(const uint8_t* codes, int bits, int r, uint8_t* dst) {
-  if (bits == 6) {  // low nibbles as 4-bit codes, then the high bits (packed_matrix.h)
+  if (bits == 5) {  // low nibbles as 4-bit codes, then the top bits (packed_matrix.h)
+    uint8_t low[kSub];
+    for (int i = 0; i < kSub; ++i) low[i] = codes[i] & 0xf;
+    PutCodes(low, 4, r, dst);
+    for (int j = 0; j < 4; ++j) {
+      uint8_t top = 0;
+      for (int i = 0; i < 8; ++i) top |= static_cast<uint8_t>((codes[4 * i + j] >> 4) << i);
+      dst[256 + 4 * r + j] = top;
+    }
+  } else if (bits == 6) {  // low nibbles as 4-bit codes, then the high bits (packed_matrix.h)
     uint8_t low[kSub];
     for (int i = 0; i < kSub; ++i) low[i] = codes[i] & 0xf;
     PutCodes(low, 4, r, dst);
@@ -105,7 +114,7 @@ Result<PackLayout> LayoutOf(DType dtype) {
     return *repacked;
   }
   l.block = l.source_block = row->block_size;
-  l.code_bits = c.code_bits <= 4 ? 4 : 8;
+  l.code_bits = c.code_bits <= 4 ? 4 : c.code_bits == 5 ? 5 : 8;
   l.zero = c.zero;
   l.has_min = c.has_min;
   if (c.levels != nullptr) {  // 16 levels, looked up as the kernel reads the 4-bit codes
@@ -114,13 +123,11 @@ Result<PackLayout> LayoutOf(DType dtype) {
     l.zero = 128;
   }
   if (c.family == PackFamily::kLegacy && l.block == kQK && c.sub_block == kQK) {
-    // 5-bit codes (q5_0, q5_1) are stored as 8-bit ones and dotted as 5-bit ones.
-    if (c.code_bits == 5) l.narrow_bits = 5;
-    l.kernel = l.levels != nullptr  ? PackKernel::kLegacy4Levels
-               : l.narrow_bits == 5 ? (l.has_min ? PackKernel::kLegacy5Min : PackKernel::kLegacy5)
-               : l.code_bits == 8   ? (l.has_min ? PackKernel::kLegacy8Min : PackKernel::kLegacy8)
-               : l.has_min          ? PackKernel::kLegacy4Min
-                                    : PackKernel::kLegacy4;
+    l.kernel = l.levels != nullptr ? PackKernel::kLegacy4Levels
+               : l.code_bits == 5  ? (l.has_min ? PackKernel::kLegacy5Min : PackKernel::kLegacy5)
+               : l.code_bits == 8  ? (l.has_min ? PackKernel::kLegacy8Min : PackKernel::kLegacy8)
+               : l.has_min         ? PackKernel::kLegacy4Min
+                                   : PackKernel::kLegacy4;
     l.block_bytes = CodeBytes(l) + kPackRows * 2 * (l.has_min ? 2 : 1);
     return l;
   }

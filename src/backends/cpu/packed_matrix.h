@@ -20,8 +20,12 @@
 // 16 (lpbq16) keep two f16 scales per block of 32, one per half (kLegacy4Halves).
 // Codes of one sub-block of 32 for 16 rows: 4-bit codes (q4_0, q4_1, q4_K) fill 4 chunks of 64
 // bytes, chunk p holding for each row r (4 bytes at 4r) elements 4p..4p+3 in the low nibbles
-// and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned, q5_0, q5_1) fill 8
-// chunks, chunk g holding elements 4g..4g+3. 6-bit codes (q5_K, q6_K) are their low nibbles as
+// and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned) fill 8 chunks,
+// chunk g holding elements 4g..4g+3. 5-bit codes (q5_0, q5_1) are their low nibbles as 4-bit
+// codes, then 1 vector of top bits: bit i of byte j of row r (at 4r) is that of element 4i+j
+// (chunk i's low nibbles for i < 4, chunk i-4's high ones after), so that one shift and mask
+// puts it over its nibble: 20 bytes a row and block, as the file's. 6-bit codes (q5_K, q6_K) are
+// their low nibbles as
 // 4-bit codes, then 2 vectors of high bits: byte j of row r (at 4r) in vector h holds, from bit
 // 0 up, those of elements 8h+j, 16+8h+j, 8h+4+j, 20+8h+j (chunks 2h and 2h+1, low then high
 // nibble), so that one shift and mask puts them over a chunk's nibbles. Codes are unsigned;
@@ -54,7 +58,7 @@ enum class PackKernel : uint8_t {
   kF32, kF16, kBF16,                   // float element types
   kLegacy4, kLegacy4Min, kLegacy8,     // q4_0, q4_1 (and q4_K), q8_0
   kLegacy8Min,                         // encoded 8-bit weights with offsets
-  kLegacy5, kLegacy5Min,               // q5_0, q5_1: 5-bit codes in 8-bit storage
+  kLegacy5, kLegacy5Min,               // q5_0, q5_1
   kLegacy4F32, kLegacy4MinF32,         // encoded weights whose scales f16 cannot hold
   kLegacy8F32, kLegacy8MinF32,
   kLegacy4Halves,                      // encoded 4-bit weights with a scale per 16 (lpbq16)
@@ -68,10 +72,7 @@ struct PackLayout {
   PackKernel kernel = PackKernel::kF32;
   int32_t block = 1;         // elements per block (1 float, 32 integer types)
   int32_t source_block = 1;  // elements per block of the source rows (256 repacked k-quants)
-  int32_t code_bits = 8;     // 4, 6 or 8 (integer families)
-  // Codes below 2^narrow_bits where that is fewer than code_bits (5: q5_0 and q5_1 in 8-bit
-  // storage, whose narrower codes the kernels dot in fewer instructions); 0: code_bits.
-  int32_t narrow_bits = 0;
+  int32_t code_bits = 8;     // 4, 5, 6 or 8 (integer families)
   int32_t zero = 0;         // subtracted from codes (8 q4_0, 128 q8_0, 32 q6_K)
   bool has_min = false;     // q4_1 (f16 m), q4_K and q5_K (dmin · min)
   // Non-linear codes (iq4_nl, iq4_xs): the kernel reads code q as levels[q] + 128 (zero 128).
@@ -83,9 +84,6 @@ struct PackLayout {
   bool super_scales = false;
   int64_t header_bytes = 0;
   int64_t block_bytes = 0;  // bytes of one block of a 16-row group (its codes and scales)
-
-  // The codes' width as the kernels dot them.
-  int32_t CodeRangeBits() const { return narrow_bits != 0 ? narrow_bits : code_bits; }
 
   // Bytes from a group's start to its block b.
   int64_t BlockOffset(int64_t b) const {

@@ -1,0 +1,93 @@
+// 5-bit weight codes (q5_0 and q5_1 packed, packed_matrix.h) against int8 activations, for
+// matmul_legacy.cpp: decode's dot products read the packed codes (DotSubBlock5), 20 bytes a row
+// and block as in the file (stored as 8-bit codes, decode read 32); a prefill widens them to the
+// 8-bit layout once per row group (Widen5). Compiled once per SIMD target.
+// Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
+#if defined(KITE_BACKENDS_CPU_MATMUL_CODES5_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KITE_BACKENDS_CPU_MATMUL_CODES5_INL_H_
+#undef KITE_BACKENDS_CPU_MATMUL_CODES5_INL_H_
+#else
+#define KITE_BACKENDS_CPU_MATMUL_CODES5_INL_H_
+#endif
+
+#include "backends/cpu/matmul_codes6-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::cpu {
+namespace HWY_NAMESPACE {
+
+// The codes of chunk P of vector `base` (a 16-row group's block, kLanes rows at 4·kLanes·v) as
+// unsigned bytes below 32: lo those of elements 4P.. (the chunk's low nibbles, their top bits at
+// bit P of the top-bit vector), hi those of 16+4P.. (high nibbles, top bits at bit P+4). A
+// shift, a mask and a masked or each.
+template <int P>
+HWY_INLINE void Codes5(const uint8_t* base, VI& lo, VI& hi) {
+  const DI di;
+  const VI nibble = hn::Set(di, 0x0f0f0f0f);
+  const VI top = hn::Set(di, 0x10101010);
+  const VI w = LoadCodes(base + 64 * P);
+  const VI bits = LoadCodes(base + 256);
+  const VI lo_top = hn::ShiftLeft<4 - P>(bits);
+  const VI hi_top = hn::ShiftRight<P>(bits);
+  lo = hn::OrAnd(hn::And(w, nibble), lo_top, top);
+  hi = hn::OrAnd(hn::And(hn::ShiftRight<4>(w), nibble), hi_top, top);
+}
+
+// Calls fn.template operator()<P>() for the four chunks P of a block.
+template <typename Fn>
+HWY_INLINE void EachChunk4(Fn&& fn) {
+  fn.template operator()<0>();
+  fn.template operator()<1>();
+  fn.template operator()<2>();
+  fn.template operator()<3>();
+}
+
+// Accumulates a block of 32 five-bit codes of 16 rows (at codes[g], per group) against each
+// token's 32 activations at act[c] + at into dot: a chunk's two code vectors in one Dot2 (their
+// pmaddubsw pair sums, at most 2·31·127 each, share one pmaddwd where there is no VNNI).
+template <int C, int G>
+HWY_INLINE KITE_VNNI void DotSubBlock5(const uint8_t* const (&codes)[G], const int8_t* const* act,
+                                       int64_t at, VI (&dot)[C][G * kVecs]) {
+  EachChunk4([&]<int P>() HWY_ATTR {
+    for (int v = 0; v < G * kVecs; ++v) {
+      VI lo, hi;
+      Codes5<P>(VecAt<G>(codes, v, 4 * kLanes), lo, hi);
+      for (int c = 0; c < C; ++c) {
+        const int8_t* a = act[c] + at + 4 * P;
+        dot[c][v] = Dot2<5>(dot[c][v], lo, Broadcast4(a), hi, Broadcast4(a + 16));
+      }
+    }
+  });
+}
+
+// A 16-row group's `blocks` blocks of 5-bit codes (layout `l`, at `src`) rewritten as blocks of
+// the 8-bit layout (chunk g: elements 4g..4g+3 of each row), d (and m) as f32, at `dst`
+// (WideBlockBytes(l) a block), for a prefill: its tiles of tokens then read the codes as they
+// are.
+HWY_INLINE void Widen5(const uint8_t* src, int64_t blocks, const PackLayout& l, uint8_t* dst) {
+  const DF df;
+  const DI di;
+  constexpr int64_t kCodeBytes5 = kPackRows * kQK * 5 / 8;
+  const int scales = l.has_min ? 2 : 1;
+  for (int64_t b = 0; b < blocks; ++b, src += l.block_bytes, dst += WideBlockBytes(l)) {
+    for (int v = 0; v < kVecs; ++v) {
+      EachChunk4([&]<int P>() HWY_ATTR {
+        VI lo, hi;
+        Codes5<P>(src + 4 * kLanes * v, lo, hi);
+        hn::StoreU(lo, di, reinterpret_cast<int32_t*>(dst + 64 * P + 4 * kLanes * v));
+        hn::StoreU(hi, di, reinterpret_cast<int32_t*>(dst + 64 * (P + 4) + 4 * kLanes * v));
+      });
+      for (int s = 0; s < scales; ++s) {
+        const VF d = LoadF16(src + kCodeBytes5 + 2 * (s * kPackRows + kLanes * v));
+        hn::StoreU(d, df, reinterpret_cast<float*>(dst + kPackRows * kQK) + s * kPackRows +
+                              kLanes * v);
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // KITE_BACKENDS_CPU_MATMUL_CODES5_INL_H_
