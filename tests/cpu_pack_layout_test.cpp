@@ -36,12 +36,12 @@ TEST(CpuPackLayoutTest, KernelsFollowTheRowFacts) {
       {DType::kQ5_0, {PackFamily::kLegacy, PackKernel::kLegacy5, 32, 5, 16, false, 320 + 32}},
       {DType::kQ5_1, {PackFamily::kLegacy, PackKernel::kLegacy5Min, 32, 5, 0, true, 320 + 64}},
       // k-quants in blocks of 32 under super-blocks of 256 (kquant_repack.h): each block its
-      // codes (5- and 6-bit codes as 6 bits) and int8 scale[16] (and min[16], or q6_K's second
+      // codes and int8 scale[16] (and min[16], or q6_K's second
       // half's scale[16]); each super-block headed by f16 d[16] (and -dmin[16])
       {DType::kQ4_K,
        {PackFamily::kLegacy, PackKernel::kSuper4Min, 32, 4, 0, true, 256 + 32, 64}},
       {DType::kQ5_K,
-       {PackFamily::kLegacy, PackKernel::kSuper6Min, 32, 6, 0, true, 384 + 32, 64}},
+       {PackFamily::kLegacy, PackKernel::kSuper5Min, 32, 5, 0, true, 320 + 32, 64}},
       {DType::kQ6_K,
        {PackFamily::kLegacy, PackKernel::kSuper6Halves, 32, 6, 32, false, 384 + 32, 32}},
       // 4-bit level indices, looked up as level + 128: zero 128

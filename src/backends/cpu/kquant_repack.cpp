@@ -22,9 +22,9 @@ std::optional<PackLayout> RepackedKQuantLayout(const DTypeRow& row) {
     l.zero = 128;  // levels + 128, as the kernels look them up
   } else if (c.levels != nullptr) {
     return std::nullopt;
-  } else if (c.has_min && c.zero == 0 && c.sub_block == kQK && c.code_bits <= 6) {
-    l.kernel = c.code_bits <= 4 ? PackKernel::kSuper4Min : PackKernel::kSuper6Min;
-    l.code_bits = c.code_bits <= 4 ? 4 : 6;
+  } else if (c.has_min && c.zero == 0 && c.sub_block == kQK && c.code_bits <= 5) {
+    l.kernel = c.code_bits <= 4 ? PackKernel::kSuper4Min : PackKernel::kSuper5Min;
+    l.code_bits = c.code_bits <= 4 ? 4 : 5;
   } else if (!c.has_min && c.sub_block == kQK / 2 && c.code_bits == 6) {
     l.kernel = PackKernel::kSuper6Halves;
     l.code_bits = 6;

@@ -18,8 +18,8 @@
 namespace kite::cpu {
 
 // The layout k-quant `row` is repacked into: q4_K's codes as q4_1's (kSuper4Min), iq4_xs's as
-// iq4_nl's (kSuper4Levels), q5_K's 5-bit codes in the 6-bit layout (kSuper6Min), q6_K with a
-// scale per half block (kSuper6Halves); nullopt for a type it does not know.
+// iq4_nl's (kSuper4Levels), q5_K's 5-bit codes (kSuper5Min), q6_K
+// with a scale per half block (kSuper6Halves); nullopt for a type it does not know.
 std::optional<PackLayout> RepackedKQuantLayout(const DTypeRow& row);
 
 // The integer scales of sub-block `sub` (of 32) of the unpacked super-block `super`: its scale,

@@ -1,7 +1,8 @@
-// 5-bit weight codes (q5_0 and q5_1 packed, packed_matrix.h) against int8 activations, for
+// 5-bit weight codes (q5_0, q5_1 and q5_K packed, packed_matrix.h) against int8 activations, for
 // matmul_legacy.cpp: decode's dot products read the packed codes (DotSubBlock5), 20 bytes a row
-// and block as in the file (stored as 8-bit codes, decode read 32); a prefill widens them to the
-// 8-bit layout once per row group (Widen5). Compiled once per SIMD target.
+// and block as in the file (stored as 8-bit codes, q5_0's decode read 32, as 6-bit ones q5_K's
+// 24); a prefill widens them to the 8-bit layout once per row group (matmul_widen-inl.h).
+// Compiled once per SIMD target.
 // Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
 #if defined(KITE_BACKENDS_CPU_MATMUL_CODES5_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KITE_BACKENDS_CPU_MATMUL_CODES5_INL_H_
@@ -10,7 +11,7 @@
 #define KITE_BACKENDS_CPU_MATMUL_CODES5_INL_H_
 #endif
 
-#include "backends/cpu/matmul_codes6-inl.h"
+#include "backends/cpu/matmul_int_dot-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kite::cpu {
@@ -58,32 +59,6 @@ HWY_INLINE KITE_VNNI void DotSubBlock5(const uint8_t* const (&codes)[G], const i
       }
     }
   });
-}
-
-// A 16-row group's `blocks` blocks of 5-bit codes (layout `l`, at `src`) rewritten as blocks of
-// the 8-bit layout (chunk g: elements 4g..4g+3 of each row), d (and m) as f32, at `dst`
-// (WideBlockBytes(l) a block), for a prefill: its tiles of tokens then read the codes as they
-// are.
-HWY_INLINE void Widen5(const uint8_t* src, int64_t blocks, const PackLayout& l, uint8_t* dst) {
-  const DF df;
-  const DI di;
-  constexpr int64_t kCodeBytes5 = kPackRows * kQK * 5 / 8;
-  const int scales = l.has_min ? 2 : 1;
-  for (int64_t b = 0; b < blocks; ++b, src += l.block_bytes, dst += WideBlockBytes(l)) {
-    for (int v = 0; v < kVecs; ++v) {
-      EachChunk4([&]<int P>() HWY_ATTR {
-        VI lo, hi;
-        Codes5<P>(src + 4 * kLanes * v, lo, hi);
-        hn::StoreU(lo, di, reinterpret_cast<int32_t*>(dst + 64 * P + 4 * kLanes * v));
-        hn::StoreU(hi, di, reinterpret_cast<int32_t*>(dst + 64 * (P + 4) + 4 * kLanes * v));
-      });
-      for (int s = 0; s < scales; ++s) {
-        const VF d = LoadF16(src + kCodeBytes5 + 2 * (s * kPackRows + kLanes * v));
-        hn::StoreU(d, df, reinterpret_cast<float*>(dst + kPackRows * kQK) + s * kPackRows +
-                              kLanes * v);
-      }
-    }
-  }
 }
 
 }  // namespace HWY_NAMESPACE

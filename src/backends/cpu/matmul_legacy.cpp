@@ -1,6 +1,6 @@
 // Matmul kernels of the legacy block types (block 32: q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl), of
-// the k-quants repacked into them at load (q4_K as q4_1, iq4_xs as iq4_nl, q5_K and q6_K as
-// 6-bit codes: kquant_repack.h) and of the encoded NPU layouts packed into them (int8/int4 per
+// the k-quants repacked into them at load (q4_K as q4_1, iq4_xs as iq4_nl, q5_K as 5-bit
+// codes, q6_K as 6-bit ones: kquant_repack.h) and of the encoded NPU layouts packed into them (int8/int4 per
 // channel or group, LPBQ), compiled per SIMD target (Highway foreach_target) and dispatched at
 // run time.
 #include <cmath>
@@ -15,7 +15,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 // clang-format off: after highway.h, once per target
-#include "backends/cpu/matmul_codes5-inl.h"
+#include "backends/cpu/matmul_widen-inl.h"
 // clang-format on
 
 #include "backends/cpu/matmul_kernels.h"
@@ -30,12 +30,12 @@ namespace hn = hwy::HWY_NAMESPACE;
 // da·Σq). d and m are f16, or f32 (kF32: encoded weights whose scales f16 cannot hold).
 // kLevels: non-linear 4-bit codes (iq4_nl) read through the layout's level table.
 // kHalves (symmetric: lpbq16, q6_K): a scale per 16 elements, d for elements 0..15 (dot) and d2
-// for 16..31 (dot2), each with its own activation offset. kBits 6: q5_K and q6_K as repacked.
+// for 16..31 (dot2), each with its own activation offset.
 // kSuper (the k-quants): d = d_super·scale and m = -dmin_super·min, formed in f32 from the
 // super-block's f16s and the block's int8 scales (kquant_repack.h); the same products ggml forms.
-// kBits 5: q5_0 and q5_1 as packed. kCodeBits: the codes' width where it is less than the
-// storage's (a prefill's 8-bit storage of codes widened from 6 bits, q5_K and q6_K, or from 5,
-// q5_0 and q5_1).
+// kBits 5: q5_0, q5_1 and q5_K as packed; kBits 6: q6_K. kCodeBits: the codes' width where it
+// is less than the storage's (a prefill's 8-bit storage of codes widened from 6 bits, q6_K, or
+// from 5, q5_0, q5_1 and q5_K).
 template <int C, int G, int kBits, bool kMin, bool kLevels = false, bool kF32 = false,
           bool kHalves = false, bool kSuper = false, int kCodeBits = kBits>
 KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G], int64_t t0,
@@ -50,7 +50,7 @@ KITE_VNNI void LegacyTile(const MatMulJob& job, const uint8_t* const (&groups)[G
   const int64_t k = job.w->cols();
   const int64_t blocks = k / kQK;
   const int64_t code_bytes = kPackRows * kQK * kBits / 8;
-  // The block's bytes: the layout's for k-quants; from the template otherwise (Widen6 and
+  // The block's bytes: the layout's for k-quants; from the template otherwise (WidenSuper and
   // Widen5 hand blocks over as 8-bit ones with f32 scales, which no layout describes).
   constexpr int kScaleBytes = kSuper ? 1 : kF32 ? 4 : 2;
   const int64_t block_bytes =
@@ -160,10 +160,9 @@ using Super = Legacy<kBits, kMin, kLevels, false, kHalves, true>;
 
 // Codes packed narrower than 8 bits with their top bits apart (5 and 6 bits: q5_0, q5_1, q5_K,
 // q6_K): decode and a few tokens (Groups' decode tiles) read them as packed (TilePacked); more
-// tokens first widen each PG groups' codes to the 8-bit layout (widen, Widen5 or Widen6: the
-// group's codes, its K/32 blocks and layout, the destination), into this thread's scratch, and
-// run TileWide on them, so that the unpacking is paid once per group, not once per tile of
-// tokens.
+// tokens first widen each PG groups' codes to the 8-bit layout (matmul_widen-inl.h), into this
+// thread's scratch, and run TileWide on them, so that the unpacking is paid once per group, not
+// once per tile of tokens. widen(codes, blocks, layout, dst): a group's K/32 blocks.
 template <template <int, int> class TilePacked, template <int, int> class TileWide,
           int PG = kPrefillIntGroups, typename Widen>
 void GroupsWidened(const MatMulJob& job, int64_t begin, int64_t end, Widen&& widen) {
@@ -179,20 +178,18 @@ void GroupsWidened(const MatMulJob& job, int64_t begin, int64_t end, Widen&& wid
     return static_cast<const uint8_t*>(dst);
   });
 }
-// The 6-bit k-quants' super-blocks (Widen6 takes K/256 of them).
-template <template <int, int> class TilePacked, template <int, int> class TileWide>
-void Groups6(const MatMulJob& job, int64_t begin, int64_t end) {
-  GroupsWidened<TilePacked, TileWide>(
-      job, begin, end,
-      [](const uint8_t* src, int64_t blocks, const PackLayout& l, uint8_t* dst)
-          HWY_ATTR { Widen6(src, blocks * kQK / kQKK, l, dst); });
-}
+// The legacy 5-bit blocks.
 template <template <int, int> class TilePacked, template <int, int> class TileWide>
 void Groups5(const MatMulJob& job, int64_t begin, int64_t end) {
+  GroupsWidened<TilePacked, TileWide>(job, begin, end, Widen5);
+}
+// The k-quants' super-blocks of kBits-bit codes (K/256 of them).
+template <int kBits, template <int, int> class TilePacked, template <int, int> class TileWide>
+void GroupsSuper(const MatMulJob& job, int64_t begin, int64_t end) {
   GroupsWidened<TilePacked, TileWide>(
       job, begin, end,
       [](const uint8_t* src, int64_t blocks, const PackLayout& l, uint8_t* dst)
-          HWY_ATTR { Widen5(src, blocks, l, dst); });
+          HWY_ATTR { WidenSuper<kBits>(src, blocks * kQK / kQKK, l, dst); });
 }
 
 void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
@@ -227,12 +224,12 @@ void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
       return Groups<4, Super<4, true>::Tile>(job, begin, end);
     case PackKernel::kSuper4Levels:
       return Groups<4, Super<4, false, true>::Tile>(job, begin, end);
-    case PackKernel::kSuper6Min:  // widened for a prefill to 8-bit storage under f32 scales
-      return Groups6<Super<6, true>::Tile, Legacy<8, true, false, true, false, false, 6>::Tile>(
-          job, begin, end);
+    case PackKernel::kSuper5Min:  // widened for a prefill to 8-bit storage under f32 scales
+      return GroupsSuper<5, Super<5, true>::Tile,
+                         Legacy<8, true, false, true, false, false, 5>::Tile>(job, begin, end);
     case PackKernel::kSuper6Halves:
-      return Groups6<Super<6, false, false, true>::Tile,
-                     Legacy<8, false, false, true, true, false, 6>::Tile>(job, begin, end);
+      return GroupsSuper<6, Super<6, false, false, true>::Tile,
+                         Legacy<8, false, false, true, true, false, 6>::Tile>(job, begin, end);
     default:
       return;  // not a legacy layout: MatMulGroups sends only these here
   }

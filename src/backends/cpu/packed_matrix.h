@@ -21,10 +21,10 @@
 // Codes of one sub-block of 32 for 16 rows: 4-bit codes (q4_0, q4_1, q4_K) fill 4 chunks of 64
 // bytes, chunk p holding for each row r (4 bytes at 4r) elements 4p..4p+3 in the low nibbles
 // and 16+4p..16+4p+3 in the high ones; 8-bit codes (q8_0 biased to unsigned) fill 8 chunks,
-// chunk g holding elements 4g..4g+3. 5-bit codes (q5_0, q5_1) are their low nibbles as 4-bit
+// chunk g holding elements 4g..4g+3. 5-bit codes (q5_0, q5_1, q5_K) are their low nibbles as 4-bit
 // codes, then 1 vector of top bits: bit i of byte j of row r (at 4r) is that of element 4i+j
 // (chunk i's low nibbles for i < 4, chunk i-4's high ones after), so that one shift and mask
-// puts it over its nibble: 20 bytes a row and block, as the file's. 6-bit codes (q5_K, q6_K) are
+// puts it over its nibble: 20 bytes a row and block, as the file's. 6-bit codes (q6_K) are
 // their low nibbles as
 // 4-bit codes, then 2 vectors of high bits: byte j of row r (at 4r) in vector h holds, from bit
 // 0 up, those of elements 8h+j, 16+8h+j, 8h+4+j, 20+8h+j (chunks 2h and 2h+1, low then high
@@ -63,8 +63,8 @@ enum class PackKernel : uint8_t {
   kLegacy8F32, kLegacy8MinF32,
   kLegacy4Halves,                      // encoded 4-bit weights with a scale per 16 (lpbq16)
   kLegacy4Levels,                      // iq4_nl: 4-bit indices into 16 levels
-  // K-quants, in super-blocks (super_scales): q4_K, iq4_xs, q5_K (6-bit codes), q6_K.
-  kSuper4Min, kSuper4Levels, kSuper6Min, kSuper6Halves,
+  // K-quants, in super-blocks (super_scales): q4_K, iq4_xs, q5_K, q6_K.
+  kSuper4Min, kSuper4Levels, kSuper5Min, kSuper6Halves,
 };
 
 struct PackLayout {
