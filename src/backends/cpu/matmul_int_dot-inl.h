@@ -167,11 +167,12 @@ HWY_INLINE KITE_VNNI VI DotOf(VI acc, VI w, VI a) {
 // Accumulates the int32 dot products of one sub-block of 32 codes (at codes[g], per group) of
 // 16 rows with tokens' int8 activations at act[c] (32 each): elements 0..15 into dot, 16..31 into
 // dot2 (the same array when the block has one scale; apart for a scale per 16: lpbq16, q6_K).
-// 5- and 6-bit codes as packed: matmul_codes5-inl.h, matmul_codes6-inl.h. 4-bit codes: chunk p holds element groups p (low nibbles)
-// and p + 4 (high nibbles). kLevels: the 4-bit codes index `biased` (16 levels + 128, LevelTable),
-// one byte lookup per vector of codes. 8-bit storage holds codes below 2^kCodeBits (6: q6_K
-// widened for a prefill; 5: q5_0, q5_1 and q5_K). kCentred: the codes count from kCodeCentre
-// (CentredCodes). kOneScale: dot and dot2 are the same array.
+// 5- and 6-bit codes as packed: matmul_codes5-inl.h, matmul_codes6-inl.h. 4-bit codes: chunk p
+// holds element groups p (low nibbles) and p + 4 (high nibbles). kLevels: the 4-bit codes index
+// `biased` (16 levels + 128, LevelTable), one byte lookup per vector of codes. 8-bit storage
+// holds codes below 2^kCodeBits (6: q6_K widened for a prefill; 5: q5_0, q5_1 and q5_K).
+// kCentred: the codes count from kCodeCentre (CentredCodes). kOneScale: dot and dot2 are the
+// same array.
 template <int C, int G, int kBits, bool kLevels, int kCodeBits, bool kCentred, bool kOneScale>
 HWY_INLINE KITE_VNNI void DotSubBlock(const uint8_t* const (&codes)[G], const int8_t* const* act,
                                       int64_t at, VI (&dot)[C][G * kVecs],

@@ -1,8 +1,8 @@
 // Matmul kernels of the legacy block types (block 32: q4_0, q4_1, q5_0, q5_1, q8_0, iq4_nl), of
-// the k-quants repacked into them at load (q4_K as q4_1, iq4_xs as iq4_nl, q5_K as 5-bit
-// codes, q6_K as 6-bit ones: kquant_repack.h) and of the encoded NPU layouts packed into them (int8/int4 per
-// channel or group, LPBQ), compiled per SIMD target (Highway foreach_target) and dispatched at
-// run time.
+// the k-quants repacked into them at load (q4_K as q4_1, iq4_xs as iq4_nl, q5_K as 5-bit codes,
+// q6_K as 6-bit ones: kquant_repack.h) and of the encoded NPU layouts packed into them
+// (int8/int4 per channel or group, LPBQ), compiled per SIMD target (Highway foreach_target) and
+// dispatched at run time.
 #include <cmath>
 #include <cstring>
 #include <vector>
