@@ -200,6 +200,24 @@ TEST(DecodeTile, IntegerTypesOnEverySimdTargetThisCpuRuns) {
   EXPECT_GE(checked, 1);
 }
 
+// On Arm the NEON kernels take SDOT where the CPU has it and a portable sequence where it does
+// not (matmul_int_dot-inl.h): the other tests run the first, this one the second, with the same
+// centred codes and activation offsets.
+TEST(DecodeTile, IntegerTypesWithoutTheArmDotProduct) {
+  if (!cpu::CpuHasArmDotProduct()) {
+    GTEST_SKIP() << "no SDOT on this CPU: the other tests ran without it";
+  }
+  std::vector<TypeCase> integer_types;
+  for (const TypeCase& type : kTypes) {
+    if (type.act_block > 0) integer_types.push_back(type);
+  }
+  const Shape shapes[] = {{150, 256}, {33, 768}};
+  const int64_t token_counts[] = {1, 3, 17};
+  cpu::arm_dot_product = false;
+  CheckTiles(integer_types, shapes, {{4, 0}, {1, 2048}}, token_counts);
+  cpu::arm_dot_product = true;
+}
+
 // The table gives every layout (float, legacy, 6-bit codes) a shape the kernels take.
 TEST(DecodeTile, ThisCpuHasAShapeForEveryFamily) {
   for (const DType dtype : {DType::kF16, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {

@@ -49,6 +49,47 @@ HWY_INLINE VI WordPairs(VI x, int16_t k) {
 HWY_INLINE VI AddWords(VI x, VI y) { return VI{KITE_X86_INT(adds_epi16)(x.raw, y.raw)}; }
 #endif
 
+#undef KITE_ARM_SDOT
+#if HWY_TARGET == HWY_NEON && HWY_ARCH_ARM_A64
+#define KITE_ARM_SDOT 1
+// SDOT: acc + Σ_j w.byte[j]·a.byte[j] per 32-bit lane, both signed. From asm, so that nothing
+// else is compiled for dotprod: a CPU without it runs the portable sequence (arm_dot_product).
+// The directive lets the assembler take the instruction (binutils 2.40 refuses
+// `.arch_extension dotprod` over the compiler's armv8-a); the compiler's own code stays v8.0.
+HWY_INLINE VI SignedDotProduct(VI acc, VI w, VI a) {
+  int32x4_t sum = acc.raw;
+  asm(".arch armv8.2-a+dotprod\n\tsdot %0.4s, %1.16b, %2.16b"
+      : "+w"(sum)
+      : "w"(vreinterpretq_s8_s32(w.raw)), "w"(vreinterpretq_s8_s32(a.raw)));
+  return VI{sum};
+}
+#endif
+
+// Byte j of each 32-bit lane of v, sign-extended or zero-extended.
+template <int j>
+HWY_INLINE VI SignedByte(VI v) {
+  return hn::ShiftRight<24>(hn::ShiftLeft<24 - 8 * j>(v));
+}
+template <int j>
+HWY_INLINE VI UnsignedByte(VI v) {
+  return hn::And(hn::ShiftRight<8 * j>(v), hn::Set(DI(), 0xff));
+}
+
+// acc + Σ_j w.byte[j]·a.byte[j] per 32-bit lane where there is no dot-product instruction: byte
+// by byte, a signed, w unsigned or (kSignedW) signed. 19 instructions.
+template <bool kSignedW>
+HWY_INLINE VI PortableDot(VI acc, VI w, VI a) {
+  auto term = [&]<int j>() HWY_ATTR {
+    const VI w_j = kSignedW ? SignedByte<j>(w) : UnsignedByte<j>(w);
+    acc = hn::Add(acc, hn::Mul(w_j, SignedByte<j>(a)));
+  };
+  term.template operator()<0>();
+  term.template operator()<1>();
+  term.template operator()<2>();
+  term.template operator()<3>();
+  return acc;
+}
+
 // acc + Σ_j w.byte[j] · a.byte[j] per 32-bit lane, w unsigned, a signed; every code of w below
 // 2^kCodeBits (narrower codes take fewer instructions where there is no VNNI).
 //   - AVX3_DL: one vpdpbusd.
@@ -57,7 +98,9 @@ HWY_INLINE VI AddWords(VI x, VI y) { return VI{KITE_X86_INT(adds_epi16)(x.raw, y
 //     for codes below 128 (two products reach 2·127·128 = 32512); 8-bit codes go in two parts,
 //     their low 7 bits and their top bit (× 128 in the pmaddwd). 3 or 9 instructions where the
 //     portable sequence below takes 19: 4-bit decode on a Zen 3 was 7x slower than llama.cpp's.
-//   - elsewhere: a portable sequence of multiplies.
+//   - NEON, where the CPU has it (arm_dot_product): SDOT (signed bytes both), codes below 128
+//     as they are, 8-bit ones in the same two parts.
+//   - elsewhere: the portable sequence (PortableDot).
 template <int kCodeBits>
 HWY_INLINE KITE_VNNI VI Dot(VI acc, VI w, VI a) {
   static_assert(kCodeBits >= 1 && kCodeBits <= 8);
@@ -74,16 +117,17 @@ HWY_INLINE KITE_VNNI VI Dot(VI acc, VI w, VI a) {
                                 WordPairs(BytePairs(top, a), 128)));
   }
 #else
-  const DI di;
-  const VI byte = hn::Set(di, 0xff);
-  acc = hn::Add(acc, hn::Mul(hn::And(w, byte), hn::ShiftRight<24>(hn::ShiftLeft<24>(a))));
-  acc = hn::Add(
-      acc, hn::Mul(hn::And(hn::ShiftRight<8>(w), byte), hn::ShiftRight<24>(hn::ShiftLeft<16>(a))));
-  acc = hn::Add(
-      acc, hn::Mul(hn::And(hn::ShiftRight<16>(w), byte), hn::ShiftRight<24>(hn::ShiftLeft<8>(a))));
-  // w >> 24 is arithmetic on int32; the mask drops the sign copies.
-  acc = hn::Add(acc, hn::Mul(hn::And(hn::ShiftRight<24>(w), byte), hn::ShiftRight<24>(a)));
-  return acc;
+#ifdef KITE_ARM_SDOT
+  if (arm_dot_product) {
+    if constexpr (kCodeBits <= 7) return SignedDotProduct(acc, w, a);
+    const DI di;
+    const VI low7 = hn::And(w, hn::Set(di, 0x7f7f7f7f));
+    const VI top = hn::And(hn::ShiftRight<7>(w), hn::Set(di, 0x01010101));
+    return hn::Add(SignedDotProduct(acc, low7, a),
+                   hn::ShiftLeft<7>(SignedDotProduct(hn::Zero(di), top, a)));
+  }
+#endif
+  return PortableDot<false>(acc, w, a);
 #endif
 }
 
@@ -109,12 +153,13 @@ HWY_INLINE KITE_VNNI VI Dot2(VI acc, VI w0, VI a0, VI w1, VI a1) {
 
 // Where pmaddubsw is the dot product (AVX2), 8-bit codes cost 9 instructions as unsigned bytes
 // (Dot<8>) but 6 as signed ones with the XOR that centres them, |w| times a·sign(w), whose int16
-// pair sums stay exact. There the kernels take the 8-bit codes of layouts without a min (q8_0,
-// int8 NPU weights; q5_0's are narrower and take Dot2) and the iq4 levels centred, as
+// pair sums stay exact. On NEON, whose SDOT takes signed bytes both, they cost 2 SDOTs and 4
+// more as unsigned ones, 1 SDOT and the XOR as signed. There the kernels take the 8-bit codes of
+// layouts without a min (q8_0, int8 NPU weights) and the iq4 levels centred, as
 // code − kCodeCentre in a signed byte, and QuantizeActivations gives them offsets with
 // zero − kCodeCentre. AVX-512 has no vpsignb (and AVX3_DL's vpdpbusd takes the unsigned codes
 // whole); elsewhere there is no centre.
-#if HWY_TARGET == HWY_AVX2
+#if HWY_TARGET == HWY_AVX2 || defined(KITE_ARM_SDOT)
 inline constexpr int32_t kCodeCentre = 128;
 #else
 inline constexpr int32_t kCodeCentre = 0;
@@ -135,6 +180,9 @@ HWY_INLINE KITE_VNNI VI DotCentred(VI acc, VI w, VI a) {
   // |s| ≤ 128 unsigned times ±a: two products reach 2·128·127 = 32512, inside int16.
   const VI magnitude{_mm256_sign_epi8(s, s)}, signed_a{_mm256_sign_epi8(a.raw, s)};
   return hn::Add(acc, WordPairs(BytePairs(magnitude, signed_a), 1));
+#elif defined(KITE_ARM_SDOT)
+  const VI s = hn::Xor(w, hn::Set(DI(), static_cast<int32_t>(0x80808080u)));
+  return arm_dot_product ? SignedDotProduct(acc, s, a) : PortableDot<true>(acc, s, a);
 #else
   return Dot<8>(acc, w, a);
 #endif

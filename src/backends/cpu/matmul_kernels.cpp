@@ -11,6 +11,11 @@
 
 #include <algorithm>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 #include "backends/cpu/matmul_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -27,6 +32,14 @@ namespace kite::cpu {
 HWY_EXPORT(TargetName);
 
 const char* MatMulTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+bool CpuHasArmDotProduct() {
+#if defined(__aarch64__) && defined(__linux__)
+  return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#else
+  return false;
+#endif
+}
 
 void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   switch (job.w->layout().family) {

@@ -86,4 +86,12 @@ void RunMatMul(const MatMulJob& job, ThreadPool& pool);
 // The SIMD target chosen at run time, e.g. "AVX3_DL" (for reports and benchmarks).
 const char* MatMulTargetName();
 
+// Whether this CPU has Arm's int8 dot product (SDOT, Armv8.2's dotprod: every phone core since
+// the Cortex-A55/A75; not the A53 or A72), from the kernel's hwcaps; false off Arm. Highway's
+// NEON target does not require it, so the NEON kernels test it (matmul_int_dot-inl.h).
+bool CpuHasArmDotProduct();
+// Whether the NEON kernels use SDOT: CpuHasArmDotProduct() at start; tests turn it off to run
+// the portable sequence on a CPU that has it.
+inline bool arm_dot_product = CpuHasArmDotProduct();
+
 }  // namespace kite::cpu
