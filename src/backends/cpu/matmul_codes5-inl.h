@@ -34,13 +34,19 @@ HWY_INLINE void Codes5(const uint8_t* base, VI& lo, VI& hi) {
   hi = hn::OrAnd(hn::And(hn::ShiftRight<4>(w), nibble), hi_top, top);
 }
 
-// Calls fn.template operator()<P>() for the four chunks P of a block.
-template <typename Fn>
-HWY_INLINE void EachChunk4(Fn&& fn) {
-  fn.template operator()<0>();
-  fn.template operator()<1>();
-  fn.template operator()<2>();
-  fn.template operator()<3>();
+// Chunk P of DotSubBlock5. (A function, not a lambda: a lambda would not carry KITE_VNNI's
+// target, and clang refuses to inline Dot2 into it.)
+template <int P, int C, int G>
+HWY_INLINE KITE_VNNI void DotChunk5(const uint8_t* const (&codes)[G], const int8_t* const* act,
+                                    int64_t at, VI (&dot)[C][G * kVecs]) {
+  for (int v = 0; v < G * kVecs; ++v) {
+    VI lo, hi;
+    Codes5<P>(VecAt<G>(codes, v, 4 * kLanes), lo, hi);
+    for (int c = 0; c < C; ++c) {
+      const int8_t* a = act[c] + at + 4 * P;
+      dot[c][v] = Dot2<5>(dot[c][v], lo, Broadcast4(a), hi, Broadcast4(a + 16));
+    }
+  }
 }
 
 // Accumulates a block of 32 five-bit codes of 16 rows (at codes[g], per group) against each
@@ -49,16 +55,10 @@ HWY_INLINE void EachChunk4(Fn&& fn) {
 template <int C, int G>
 HWY_INLINE KITE_VNNI void DotSubBlock5(const uint8_t* const (&codes)[G], const int8_t* const* act,
                                        int64_t at, VI (&dot)[C][G * kVecs]) {
-  EachChunk4([&]<int P>() HWY_ATTR {
-    for (int v = 0; v < G * kVecs; ++v) {
-      VI lo, hi;
-      Codes5<P>(VecAt<G>(codes, v, 4 * kLanes), lo, hi);
-      for (int c = 0; c < C; ++c) {
-        const int8_t* a = act[c] + at + 4 * P;
-        dot[c][v] = Dot2<5>(dot[c][v], lo, Broadcast4(a), hi, Broadcast4(a + 16));
-      }
-    }
-  });
+  DotChunk5<0, C, G>(codes, act, at, dot);
+  DotChunk5<1, C, G>(codes, act, at, dot);
+  DotChunk5<2, C, G>(codes, act, at, dot);
+  DotChunk5<3, C, G>(codes, act, at, dot);
 }
 
 }  // namespace HWY_NAMESPACE

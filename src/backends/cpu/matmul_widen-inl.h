@@ -25,6 +25,15 @@ HWY_INLINE int64_t WideBlockBytes(const PackLayout& l) {
   return kPackRows * kQK + kPackRows * 4 * (l.has_min || l.half_scales ? 2 : 1);
 }
 
+// Calls fn.template operator()<P>() for the four chunks P of a block of 5-bit codes (Codes5).
+template <typename Fn>
+HWY_INLINE void EachChunk4(Fn&& fn) {
+  fn.template operator()<0>();
+  fn.template operator()<1>();
+  fn.template operator()<2>();
+  fn.template operator()<3>();
+}
+
 // The codes of one block of a 16-row group (kBits 5 or 6, at `src`) as 8-bit ones at `dst`.
 template <int kBits>
 HWY_INLINE void WidenCodes(const uint8_t* src, uint8_t* dst) {
