@@ -166,8 +166,8 @@ inline constexpr int32_t kCodeCentre = 0;
 #endif
 
 // Whether this target's kernels take a layout's codes centred (kCodeCentre): codes of
-// `code_bits` (as the kernels dot them, PackLayout::CodeRangeBits: 4, 5, 6 or 8), with a min per
-// block or not, iq4 levels or not.
+// `code_bits` (PackLayout::code_bits: 4, 5, 6 or 8), with a min per block or not, iq4 levels or
+// not.
 constexpr bool CentredCodes(int code_bits, bool min, bool levels) {
   return kCodeCentre != 0 && !min && (code_bits == 8 || levels);
 }

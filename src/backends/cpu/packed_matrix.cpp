@@ -19,19 +19,18 @@ constexpr int kSub = 32;  // elements per sub-block of codes
 
 // Writes the codes of sub-block `codes` [32] of row r into its chunks at `dst`.
 void PutCodes(const uint8_t* codes, int bits, int r, uint8_t* dst) {
-  if (bits == 5) {  // low nibbles as 4-bit codes, then the top bits (packed_matrix.h)
+  if (bits == 5 || bits == 6) {  // low nibbles as 4-bit codes, then the top bits
     uint8_t low[kSub];
     for (int i = 0; i < kSub; ++i) low[i] = codes[i] & 0xf;
     PutCodes(low, 4, r, dst);
+  }
+  if (bits == 5) {  // one vector of top bits (packed_matrix.h)
     for (int j = 0; j < 4; ++j) {
       uint8_t top = 0;
       for (int i = 0; i < 8; ++i) top |= static_cast<uint8_t>((codes[4 * i + j] >> 4) << i);
       dst[256 + 4 * r + j] = top;
     }
-  } else if (bits == 6) {  // low nibbles as 4-bit codes, then the high bits (packed_matrix.h)
-    uint8_t low[kSub];
-    for (int i = 0; i < kSub; ++i) low[i] = codes[i] & 0xf;
-    PutCodes(low, 4, r, dst);
+  } else if (bits == 6) {  // two vectors of high bit pairs (packed_matrix.h)
     for (int h = 0; h < 2; ++h) {
       for (int j = 0; j < 4; ++j) {
         const int e = 8 * h + j;
