@@ -1,13 +1,14 @@
-// The cpu backend's matmul per weight type at Llama-3.2-1B shapes: GEMV (decode, T = 1) in GB/s
-// of packed weights streamed and GFLOP/s, GEMM (a prefill chunk, T = 128) in GFLOP/s. Medians
-// of repeated runs; for GEMV the weights cycle through enough copies to exceed the caches, as
-// a decode step's 1-2 GB of weights do. On a shared machine the wall-clock rate is the share of
-// the CPUs the benchmark got; "cpu GB/s" divides by the process's CPU time per thread instead,
-// which ranks tile shapes by how fast a running core streams (with 1 thread: exactly that), and
-// "gemm128 cpu GF/s" is the prefill rate per CPU-second a thread (steady while the wall clock's
-// swings with the neighbours). "gemv hot GB/s" runs one copy again and again, from the caches
-// (L3 at these sizes): the kernel's own speed with memory out of the way, so a GEMV whose
-// streaming rate is far below it waits on memory, and one near it is bound by its compute.
+// The cpu backend's matmul per weight type at Llama-3.2-1B and SmolLM2-135M shapes (those whose
+// K fits the type's block): GEMV (decode, T = 1) in GB/s of packed weights streamed and GFLOP/s,
+// GEMM (a prefill chunk, T = 128) in GFLOP/s. Medians of repeated runs; for GEMV the weights
+// cycle through enough copies to exceed the caches, as a decode step's weights do. On a shared
+// machine the wall-clock rate is the share of the CPUs the benchmark got; "cpu GB/s" divides by
+// the process's CPU time per thread instead, which ranks tile shapes by how fast a running core
+// streams (with 1 thread: exactly that), and "gemm128 cpu GF/s" is the prefill rate per
+// CPU-second a thread (steady while the wall clock's swings with the neighbours). "gemv hot
+// GB/s" runs one copy again and again, from the caches (L3 at these sizes): the kernel's own
+// speed with memory out of the way, so a GEMV whose streaming rate is far below it waits on
+// memory, and one near it is bound by its compute.
 //   matmul_bench [threads=2] [type filter, e.g. q4_0, or all] [streams prefetch: a decode tile
 //                shape to try instead of this CPU's (backends/cpu/tile_shape.h), e.g. 4 512]
 #include <algorithm>
@@ -107,11 +108,15 @@ int Main(int argc, char** argv) {
   const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16,  DType::kQ8_0,   DType::kQ4_0,
                          DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,  DType::kIQ4_NL, DType::kQ4_K,
                          DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS};
-  // k/v (512x2048: its "hot" GEMV stays in one core's L2), q/o, gate/up, down.
-  const Shape shapes[] = {{512, 2048}, {2048, 2048}, {8192, 2048}, {2048, 8192}};
+  // Llama-3.2-1B's k/v (512x2048: its "hot" GEMV stays in one core's L2), q/o, gate/up, down;
+  // then SmolLM2-135M's k/v, q/o, gate/up, down, whose GEMVs are short enough that how a call
+  // starts and ends shows (RunMatMul's chunks of decode tiles).
+  const Shape shapes[] = {{512, 2048}, {2048, 2048}, {8192, 2048}, {2048, 8192},
+                          {192, 576},  {576, 576},   {1536, 576},  {576, 1536}};
   for (DType dtype : types) {
     if (!filter.empty() && filter != DTypeName(dtype)) continue;
     for (const Shape& s : shapes) {
+      if (s.k % Traits(dtype).block_size != 0) continue;  // 576 is no whole super-block
       std::vector<float> w(s.n * s.k);
       std::mt19937 rng(1);
       std::uniform_real_distribution<float> dist(-1, 1);
@@ -121,7 +126,7 @@ int Main(int argc, char** argv) {
       if (!Quantize(dtype, w.data(), raw.data(), s.n * s.k)) return 1;
       std::vector<std::unique_ptr<cpu::PackedMatrix>> copies;
       // About 200 MB of weights: past the last-level cache share of this machine.
-      const int count = static_cast<int>(std::clamp<uint64_t>(200'000'000 / bytes, 1, 24));
+      const int count = static_cast<int>(std::clamp<uint64_t>(200'000'000 / bytes, 1, 2000));
       for (int i = 0; i < count; ++i) {
         auto packed = cpu::PackedMatrix::Pack(dtype, raw.data(), s.n, s.k);
         if (!packed) return 1;

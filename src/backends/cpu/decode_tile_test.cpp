@@ -103,12 +103,13 @@ struct Shape {
   int64_t n, k;
 };
 
-// Each type on each shape (where K fits its block) under each tile, with each token count:
-// within the bound of the exact product, integer weights the same bits under every tile, each
-// token's row the bits of that token alone.
+// Each type on each shape (where K fits its block) under each tile, with each token count, on
+// a pool of `threads`: within the bound of the exact product, integer weights the same bits
+// under every tile, each token's row the bits of that token alone.
 void CheckTiles(std::span<const TypeCase> types, std::span<const Shape> shapes,
-                const std::vector<cpu::DecodeTile>& tiles, std::span<const int64_t> token_counts) {
-  ThreadPool pool(2);
+                const std::vector<cpu::DecodeTile>& tiles, std::span<const int64_t> token_counts,
+                int threads = 2) {
+  ThreadPool pool(threads);
   uint32_t seed = 11;
   for (const TypeCase& type : types) {
     for (const Shape& s : shapes) {
@@ -175,6 +176,20 @@ TEST(DecodeTile, EveryTileShapeOnEveryTypeAndAwkwardShape) {
   // (FewTokensOverGroups, by stream count), 17 the prefill's tiles.
   const int64_t token_counts[] = {1, 3, 9, 17};
   CheckTiles(kTypes, shapes, EveryTile(), token_counts);
+}
+
+// RunMatMul deals a decode step's tiles as one long chunk a thread and then single tiles: every
+// row group is computed at any thread count, including more threads than tiles (one and 7
+// groups), one tile more or less than a multiple (9, 15 and 17 groups under 8 streams) and a
+// tail of several tiles (151 groups).
+TEST(DecodeTile, EveryRowAtAnyThreadCount) {
+  const TypeCase types[] = {{DType::kF16, 0, 1}, {DType::kQ4_0, 32, 32}, {DType::kQ6_K, 32, 256}};
+  const Shape shapes[] = {{5, 256}, {112, 256}, {144, 256}, {240, 256}, {272, 256}, {2405, 256}};
+  const int64_t token_counts[] = {1, 3};
+  for (const int threads : {1, 3, 5}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    CheckTiles(types, shapes, {{4, 0}, {8, 0}}, token_counts, threads);
+  }
 }
 
 // The integer dot products differ by SIMD target (VNNI; pmaddubsw on AVX2 and AVX-512 without

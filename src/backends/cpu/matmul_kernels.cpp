@@ -53,6 +53,32 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   }
 }
 
+namespace {
+
+// Decode tiles (see RunMatMul). Chunks of a tile or two taken in turn gave each thread short
+// streams that start afresh every chunk (a chunk's streams are its quarters: DecodeTiles); one
+// long chunk a thread streams each quarter in order. The tail in single tiles lets a thread
+// that runs slower do less. SmolLM2-135M shapes on a Zen 3, 2 threads, GEMV over copies past
+// the caches, timed call by call against the old chunks in one process: q5_0 576x576 +4-7%,
+// 1536x576 +13-21%, q4_0 1536x576 +7-12%; the 1B shapes level (within ±3%). 135M Q4_K_M decode
+// 226 -> 258 t/s (medians of 5 alternating runs).
+void DecodeTileChunks(const MatMulJob& job, ThreadPool& pool) {
+  const int64_t groups = job.w->groups();
+  const int64_t streams = job.tile.streams;
+  const int64_t threads = pool.size();
+  const int64_t tiles = (groups + streams - 1) / streams;
+  const int64_t long_tiles = std::max<int64_t>(1, tiles * 7 / (8 * threads));
+  const int64_t head = std::min(tiles, long_tiles * threads);
+  pool.ParallelForChunks(
+      std::min(threads, tiles) + tiles - head, 1, [&](int64_t chunk, int64_t) {
+        const int64_t first = chunk < threads ? chunk * long_tiles : head + chunk - threads;
+        const int64_t last = chunk < threads ? std::min(head, first + long_tiles) : first + 1;
+        MatMulGroups(job, first * streams, std::min(groups, last * streams));
+      });
+}
+
+}  // namespace
+
 void RunMatMul(const MatMulJob& job, ThreadPool& pool) {
   if (job.x_bf16 != nullptr) {
     pool.ParallelFor(job.tokens,
@@ -66,6 +92,7 @@ void RunMatMul(const MatMulJob& job, ThreadPool& pool) {
     }
   }
   const int64_t groups = job.w->groups();
+  if (job.decode_tiles()) return DecodeTileChunks(job, pool);
   const int64_t tile = job.tile.streams;
   const int64_t chunk =
       std::max<int64_t>(tile, (groups / (8 * pool.size()) + tile - 1) / tile * tile);

@@ -45,6 +45,9 @@ struct MatMulJob {
   // Whether float weights take the prefill kernels: kStreamTokens or more tokens that are not
   // decode steps.
   bool prefill() const;
+  // Whether the row groups are walked in decode tiles (DecodeTiles, matmul_simd-inl.h): float
+  // weights when not prefill(), integer weights below kFewIntTokens tokens.
+  bool decode_tiles() const;
 };
 
 // Below this many tokens a float matmul computes each token's row with the bits of a single
@@ -54,6 +57,17 @@ struct MatMulJob {
 inline constexpr int64_t kStreamTokens = 32;
 
 inline bool MatMulJob::prefill() const { return tokens >= kStreamTokens && !decode_steps; }
+
+// Below this many tokens an integer matmul takes the decode tiles, from it on PG groups at a time
+// (Groups, matmul_simd-inl.h). With two neighbouring groups and no prefetch, a pass of 2 tokens
+// cost 1.2-2.0 decode steps on 1B Q8_0, Q4_K_M, Q6_K files (Zen 5, 2 threads), on the decode
+// tiles 1.0-1.1; at 16 tokens both ways cost the same, at 31 the decode tiles up to 29% more
+// (the k-quants).
+inline constexpr int64_t kFewIntTokens = 16;
+
+inline bool MatMulJob::decode_tiles() const {
+  return w->layout().family == PackFamily::kFloat ? !prefill() : tokens < kFewIntTokens;
+}
 
 // Scratch bytes for the quantized (integer weights) or bf16-rounded (UsesBf16Pairs) activations
 // of `tokens` rows; 0 for other float weights.
@@ -79,8 +93,9 @@ void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 
 // Runs the whole job on `pool`: the activations quantized (integer weights; the caller has
-// assigned the scratch), split by rows, then the row groups in chunks of whole decode tiles,
-// about 8 a thread, taken in turn (a core slowed by a neighbour does less).
+// assigned the scratch), split by rows, then the row groups in chunks taken in turn (a core
+// slowed by a neighbour does less): a prefill's about 8 a thread; decode tiles (decode_tiles())
+// first one long chunk a thread, 7/8 of an even share, then one tile at a time.
 void RunMatMul(const MatMulJob& job, ThreadPool& pool);
 
 // The SIMD target chosen at run time, e.g. "AVX3_DL" (for reports and benchmarks).

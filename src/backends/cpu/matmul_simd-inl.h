@@ -177,7 +177,7 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
 }
 
 // Runs Tile over groups [begin, end) for every token of an integer matmul. Fewer than
-// kFewIntTokens tokens (a decode step, a batched one, a speculative verification pass, a short
+// kFewIntTokens (matmul_kernels.h) tokens (a decode step, a batched one, a speculative verification pass, a short
 // prompt chunk) take the job's decode tiles (DecodeTiles), their weights streamed with the
 // tile's software prefetch by the first tile of tokens and read again from cache by the rest:
 // kFewTokens at a time (as many as the accumulators hold beside G streams), then 1.
@@ -190,10 +190,6 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
 // with software prefetch `prefetch` bytes ahead (0: none, the weights being in cache).
 // `group_at`(g, i), when given, supplies the codes the PG-group tiles read for group g (slot i
 // of PG) instead of the packed group (GroupsWidened, matmul_legacy.cpp).
-// kFewIntTokens: with two neighbouring groups and no prefetch, a pass of 2 tokens cost 1.2-2.0
-// decode steps on 1B Q8_0, Q4_K_M, Q6_K files (Zen 5, 2 threads), on the decode tiles 1.0-1.1;
-// at 16 tokens both ways cost the same, at 31 the decode tiles up to 29% more (the k-quants).
-constexpr int64_t kFewIntTokens = 16;
 constexpr int kPrefillIntGroups = std::max(1, 2 / kVecs);
 template <template <int, int> class Tile>
 HWY_INLINE void FewTokensOverGroups(const MatMulJob& job, int64_t begin, int64_t end) {
