@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The decode tile shapes of backends/cpu/tile_shape.cpp's table, measured on this CPU: for each
 # weight type, `matmul_bench THREADS TYPE STREAMS PREFETCH` at every streams x prefetch pair,
-# rounds alternating, then the mean GEMV GB/s over matmul_bench's 1B shapes per pair and round.
+# rounds alternating, then the mean GEMV GB/s over matmul_bench's shapes (1B and, where K fits
+# the type's block, 135M) per pair and round.
 # The best pair of a family (float: f16/bf16; legacy: q4_0/q8_0) is the table row for this CPU.
 #
 #   bench/tile_sweep.sh [--rounds 3] [--threads 2] [--types "q4_0 q8_0 f16 bf16"]
