@@ -220,6 +220,7 @@ void HttpServer::Dispatch(evhttp_request* request) {
   }
   evhttp_connection* connection = evhttp_request_get_connection(request);
   evhttp_connection_set_closecb(connection, ConnectionClosed, reply.get());
+  reply->closes_ = connection;
   evhttp_request_set_on_complete_cb(request, ReplyComplete, reply.get());
   WatchSocket(*reply);
 
@@ -345,7 +346,7 @@ void HttpServer::Gone(HttpReply& reply, bool drop_connection) {
     if (connection == nullptr) {
       evhttp_request_free(request);  // evhttp let go of it when the connection failed
     } else if (drop_connection) {
-      evhttp_connection_set_closecb(connection, nullptr, nullptr);
+      ForgetConnection(reply);
       evhttp_connection_free(connection);  // frees the request too
     }
   }
@@ -364,10 +365,20 @@ void HttpServer::Gone(HttpReply& reply, bool drop_connection) {
   if (!ended && on_gone) on_gone();
 }
 
+void HttpServer::ForgetConnection(HttpReply& reply) {
+  if (reply.closes_ == nullptr) return;
+  evhttp_connection_set_closecb(reply.closes_, nullptr, nullptr);
+  reply.closes_ = nullptr;
+}
+
 void HttpServer::Finish(HttpReply& reply) {
   if (reply.finished_) return;
   reply.finished_ = true;
   StopWatching(reply);
+  // A reply dropped while its response was still being written (Gone without a request, as
+  // the drain at shutdown does) would otherwise leave the callback on the connection, which
+  // evhttp_free then calls with a freed reply (ASan caught it in ServiceTest).
+  ForgetConnection(reply);
   {
     std::lock_guard lock(mutex_);
     --stats_.replies_open;
@@ -408,13 +419,14 @@ void HttpServer::WatchCallback(int fd, short, void* arg) {
 
 void HttpServer::ConnectionClosed(evhttp_connection*, void* arg) {
   auto& reply = *static_cast<HttpReply*>(arg);
+  reply.server_->ForgetConnection(reply);  // evhttp may call it again when it frees the connection
   reply.server_->Gone(reply, /*drop_connection=*/false);
 }
 
 void HttpServer::ReplyComplete(evhttp_request* request, void* arg) {
   auto& reply = *static_cast<HttpReply*>(arg);
+  reply.server_->ForgetConnection(reply);
   if (evhttp_connection* connection = evhttp_request_get_connection(request)) {
-    evhttp_connection_set_closecb(connection, nullptr, nullptr);
     const timeval read_timeout = ToTimeval(reply.server_->limits_.read_timeout);
     bufferevent_set_timeouts(evhttp_connection_get_bufferevent(connection), &read_timeout,
                              &read_timeout);

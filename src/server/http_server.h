@@ -119,6 +119,8 @@ class HttpServer {
   // The client left (or is dropped): the reply is gone, the connection freed.
   void Gone(HttpReply& reply, bool drop_connection);
   void Finish(HttpReply& reply);
+  // Clears the close callback that names `reply` (HttpReply::closes_), if it is still set.
+  void ForgetConnection(HttpReply& reply);
   void RunOnGone(HttpReply& reply);
   void OnAcceptError(evconnlistener* listener);
   void CheckDrained();

@@ -250,6 +250,26 @@ TEST_F(HttpServerTest, StopEndsOpenRepliesAndFlushesEndedOnes) {
   EXPECT_EQ(late.Read("HTTP", 200ms).find("HTTP"), std::string::npos);
 }
 
+// Stop's drain gives up on a whole reply its client never reads: the reply is dropped, and
+// the connection evhttp frees later must not call back into it (its close callback named the
+// freed reply, and ASan caught evhttp_free calling it as the server was destroyed).
+TEST_F(HttpServerTest, StopDropsAWholeReplyItsClientNeverReads) {
+  const std::string big(4 << 20, 'b');  // more than the socket buffers hold
+  Serve({.max_unread_bytes = 16u << 20}, [&](HttpServer& server) {
+    server.Route("GET", "/big", [&](const HttpRequest&, std::shared_ptr<HttpReply> reply) {
+      reply->Send({200, {{"Content-Type", "text/plain"}}, big});
+    });
+  });
+  RawClient stuck = RawClient::Unix(unix_->path());  // sends, then never reads
+  stuck.Send(GetRequest("/big"));
+  ASSERT_TRUE(WaitFor([&] { return server_->Stats().requests == 1; }, 2s));
+  std::this_thread::sleep_for(50ms);  // the reply is handed to evhttp and stuck writing
+  server_->Stop(100ms);
+  EXPECT_EQ(server_->Stats().replies_open, 0);
+  EXPECT_EQ(server_->Stats().clients_gone, 0u);  // its handler had ended it
+  server_.reset();
+}
+
 // Out of descriptors, accept() fails at once for as long as a connection waits: the listener
 // must rest instead of spinning, and serve the waiting client once descriptors are free.
 TEST_F(HttpServerTest, AcceptDoesNotSpinWithoutDescriptors) {
