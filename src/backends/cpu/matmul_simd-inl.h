@@ -177,9 +177,10 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
 }
 
 // Runs Tile over groups [begin, end) for every token of an integer matmul. Fewer than
-// kFewIntTokens (matmul_kernels.h) tokens (a decode step, a batched one, a speculative verification pass, a short
-// prompt chunk) take the job's decode tiles (DecodeTiles), their weights streamed with the
-// tile's software prefetch by the first tile of tokens and read again from cache by the rest:
+// kFewIntTokens (matmul_kernels.h) tokens (a decode step, a batched one, a speculative
+// verification pass, a short prompt chunk) take the job's decode tiles (DecodeTiles), their
+// weights streamed with the tile's software prefetch by the first tile of tokens and read
+// again from cache by the rest:
 // kFewTokens at a time (as many as the accumulators hold beside G streams), then 1.
 // More take PG groups at a time (2 vectors of rows), their weights read from memory once and
 // from L1 by every tile: C tokens, then 2, then 1. Two vectors of rows, so that each activation
