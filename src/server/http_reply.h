@@ -77,8 +77,8 @@ class HttpReply : public std::enable_shared_from_this<HttpReply> {
   // I/O thread only.
   evhttp_request* request_ = nullptr;  // null once the reply is handed back or the client left
   event* watcher_ = nullptr;           // watches the socket until the reply starts
-  // The connection whose close callback points at this reply, until the callback is cleared
-  // (HttpServer::ForgetConnection): a reply must not outlive a callback that names it.
+  // The connection whose close callback points at this reply, until HttpServer::Finish (or a
+  // drop, before it frees the connection) clears the callback: ForgetConnection.
   evhttp_connection* closes_ = nullptr;
   bool finished_ = false;              // the exchange is over for the server
 };

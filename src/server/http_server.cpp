@@ -375,9 +375,9 @@ void HttpServer::Finish(HttpReply& reply) {
   if (reply.finished_) return;
   reply.finished_ = true;
   StopWatching(reply);
-  // A reply dropped while its response was still being written (Gone without a request, as
-  // the drain at shutdown does) would otherwise leave the callback on the connection, which
-  // evhttp_free then calls with a freed reply (ASan caught it in ServiceTest).
+  // Every end of a reply comes here, so no reply outlives a close callback that names it: one
+  // dropped while evhttp still wrote its response (Gone without a request, as Stop's drain
+  // does) left it on the connection, and evhttp_free called it with the freed reply.
   ForgetConnection(reply);
   {
     std::lock_guard lock(mutex_);
@@ -419,13 +419,11 @@ void HttpServer::WatchCallback(int fd, short, void* arg) {
 
 void HttpServer::ConnectionClosed(evhttp_connection*, void* arg) {
   auto& reply = *static_cast<HttpReply*>(arg);
-  reply.server_->ForgetConnection(reply);  // evhttp may call it again when it frees the connection
   reply.server_->Gone(reply, /*drop_connection=*/false);
 }
 
 void HttpServer::ReplyComplete(evhttp_request* request, void* arg) {
   auto& reply = *static_cast<HttpReply*>(arg);
-  reply.server_->ForgetConnection(reply);
   if (evhttp_connection* connection = evhttp_request_get_connection(request)) {
     const timeval read_timeout = ToTimeval(reply.server_->limits_.read_timeout);
     bufferevent_set_timeouts(evhttp_connection_get_bufferevent(connection), &read_timeout,

@@ -67,14 +67,15 @@ void DecodeTileChunks(const MatMulJob& job, ThreadPool& pool) {
   const int64_t streams = job.tile.streams;
   const int64_t threads = pool.size();
   const int64_t tiles = (groups + streams - 1) / streams;
+  const int64_t long_chunks = std::min(threads, tiles);
   const int64_t long_tiles = std::max<int64_t>(1, tiles * 7 / (8 * threads));
-  const int64_t head = std::min(tiles, long_tiles * threads);
-  pool.ParallelForChunks(
-      std::min(threads, tiles) + tiles - head, 1, [&](int64_t chunk, int64_t) {
-        const int64_t first = chunk < threads ? chunk * long_tiles : head + chunk - threads;
-        const int64_t last = chunk < threads ? std::min(head, first + long_tiles) : first + 1;
-        MatMulGroups(job, first * streams, std::min(groups, last * streams));
-      });
+  const int64_t head = long_chunks * long_tiles;  // at most `tiles`
+  pool.ParallelForChunks(long_chunks + tiles - head, 1, [&](int64_t chunk, int64_t) {
+    const bool long_chunk = chunk < long_chunks;
+    const int64_t first = long_chunk ? chunk * long_tiles : head + chunk - long_chunks;
+    const int64_t last = first + (long_chunk ? long_tiles : 1);
+    MatMulGroups(job, first * streams, std::min(groups, last * streams));
+  });
 }
 
 }  // namespace
@@ -91,8 +92,8 @@ void RunMatMul(const MatMulJob& job, ThreadPool& pool) {
                        [&](int64_t begin, int64_t end) { QuantizeActivations(job, begin, end); });
     }
   }
-  const int64_t groups = job.w->groups();
   if (job.decode_tiles()) return DecodeTileChunks(job, pool);
+  const int64_t groups = job.w->groups();
   const int64_t tile = job.tile.streams;
   const int64_t chunk =
       std::max<int64_t>(tile, (groups / (8 * pool.size()) + tile - 1) / tile * tile);

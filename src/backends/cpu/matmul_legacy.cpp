@@ -166,7 +166,7 @@ using Super = Legacy<kBits, kMin, kLevels, false, kHalves, true>;
 template <template <int, int> class TilePacked, template <int, int> class TileWide,
           int PG = kPrefillIntGroups, typename Widen>
 void GroupsWidened(const MatMulJob& job, int64_t begin, int64_t end, Widen&& widen) {
-  if (job.tokens < kFewIntTokens) return Groups<4, TilePacked>(job, begin, end);
+  if (job.decode_tiles()) return Groups<4, TilePacked>(job, begin, end);
   const PackLayout& l = job.w->layout();
   const int64_t blocks = job.w->cols() / kQK;
   const int64_t wide_bytes = blocks * WideBlockBytes(l);

@@ -215,7 +215,7 @@ HWY_INLINE void FewTokensOverGroups(const MatMulJob& job, int64_t begin, int64_t
 template <int C, template <int, int> class Tile, int PG = kPrefillIntGroups,
           typename GroupAt = std::nullptr_t>
 void Groups(const MatMulJob& job, int64_t begin, int64_t end, GroupAt group_at = nullptr) {
-  if (job.tokens < kFewIntTokens) return FewTokensOverGroups<Tile>(job, begin, end);
+  if (job.decode_tiles()) return FewTokensOverGroups<Tile>(job, begin, end);
   auto over = [&]<int NG>(int64_t g) HWY_ATTR {
     const uint8_t* groups[NG];
     if constexpr (std::is_same_v<GroupAt, std::nullptr_t>) {
