@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/amx.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/ref/ref_backend.h"
@@ -187,7 +188,7 @@ std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x
   for (int64_t t = 0; t < c.tokens; ++t) {
     for (int64_t n = 0; n < c.n; ++n) {
       double magnitude = 0, quant = 0;
-      for (int64_t b0 = 0; b0 < c.k; b0 += std::max<int64_t>(block, 1)) {
+      for (int64_t b0 = 0; b0 < c.k; b0 += block ? block : c.k) {
         const int64_t b1 = block ? b0 + block : c.k;
         double amax = 0, wsum = 0;
         for (int64_t i = b0; i < b1; ++i) {
@@ -204,6 +205,50 @@ std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x
     }
   }
   return bound;
+}
+
+// Each case on the backend under test (`run`: RunBoth) against ref, within MatMulBound.
+void CheckMatMulCases(const std::vector<MatMulCase>& cases,
+                      const std::function<Pair(const BuildFn&, const std::vector<Input>&)>& run) {
+  uint32_t seed = 1;
+  for (const MatMulCase& c : cases) {
+    SCOPED_TRACE(Describe(c));
+    const std::vector<float> x = Random(c.tokens * c.k, seed++);
+    // Weights with one large outlier per row, so block scales differ within a row.
+    std::vector<float> w_f32 = Random(c.n * c.k, seed++);
+    for (int64_t n = 0; n < c.n; ++n) w_f32[n * c.k + (n * 7) % c.k] *= 4;
+    const uint64_t bytes = *BytesFor(c.dtype, c.n * c.k);
+    std::vector<uint8_t> w(bytes);
+    ASSERT_TRUE(Quantize(c.dtype, w_f32.data(), w.data(), c.n * c.k).has_value());
+    std::vector<float> w_dequant(c.n * c.k);
+    ASSERT_TRUE(Dequantize(c.dtype, w.data(), w_dequant.data(), c.n * c.k).has_value());
+    const std::vector<float> bias = Random(c.n, seed++);
+    const BuildFn build = [&](GraphBuilder& b) -> Result<ValueId> {
+      const ValueId xv = KITE_TRY(b.Input("x", DType::kF32, {c.tokens, c.k}));
+      const ValueId wv = KITE_TRY(b.Weight(
+          {.name = "w", .dtype = c.dtype, .shape = {c.n, c.k}, .data = w.data(), .bytes = bytes}));
+      std::optional<ValueId> bv;
+      if (c.bias) {
+        bv = KITE_TRY(b.Weight({.name = "b",
+                                .dtype = DType::kF32,
+                                .shape = {c.n},
+                                .data = bias.data(),
+                                .bytes = static_cast<uint64_t>(c.n) * 4}));
+      }
+      return b.MatMul("mm", xv, wv, bv);
+    };
+    const Pair p = run(build, {F32("x", x)});
+    if (p.skipped) continue;
+    const std::vector<double> bound = MatMulBound(c, x, w_dequant);
+    ASSERT_EQ(p.cpu.size(), bound.size());
+    int misses = 0;
+    for (size_t i = 0; i < bound.size(); ++i) {
+      if (!(std::abs(p.cpu[i] - p.ref[i]) <= bound[i]) && ++misses <= 3) {
+        ADD_FAILURE() << "output " << i << ": cpu " << p.cpu[i] << ", ref " << p.ref[i]
+                      << ", allowed error " << bound[i];
+      }
+    }
+  }
 }
 
 TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
@@ -275,45 +320,30 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
       {DType::kBF16, 35, 20, 99},
       {DType::kBF16, 33, 40, 1090},
   };
-  uint32_t seed = 1;
-  for (const MatMulCase& c : cases) {
-    SCOPED_TRACE(Describe(c));
-    const std::vector<float> x = Random(c.tokens * c.k, seed++);
-    // Weights with one large outlier per row, so block scales differ within a row.
-    std::vector<float> w_f32 = Random(c.n * c.k, seed++);
-    for (int64_t n = 0; n < c.n; ++n) w_f32[n * c.k + (n * 7) % c.k] *= 4;
-    const uint64_t bytes = *BytesFor(c.dtype, c.n * c.k);
-    std::vector<uint8_t> w(bytes);
-    ASSERT_TRUE(Quantize(c.dtype, w_f32.data(), w.data(), c.n * c.k).has_value());
-    std::vector<float> w_dequant(c.n * c.k);
-    ASSERT_TRUE(Dequantize(c.dtype, w.data(), w_dequant.data(), c.n * c.k).has_value());
-    const std::vector<float> bias = Random(c.n, seed++);
-    const BuildFn build = [&](GraphBuilder& b) -> Result<ValueId> {
-      const ValueId xv = KITE_TRY(b.Input("x", DType::kF32, {c.tokens, c.k}));
-      const ValueId wv = KITE_TRY(b.Weight(
-          {.name = "w", .dtype = c.dtype, .shape = {c.n, c.k}, .data = w.data(), .bytes = bytes}));
-      std::optional<ValueId> bv;
-      if (c.bias) {
-        bv = KITE_TRY(b.Weight({.name = "b",
-                                .dtype = DType::kF32,
-                                .shape = {c.n},
-                                .data = bias.data(),
-                                .bytes = static_cast<uint64_t>(c.n) * 4}));
-      }
-      return b.MatMul("mm", xv, wv, bv);
-    };
-    const Pair p = RunBoth(build, {F32("x", x)});
-    if (p.skipped) continue;
-    const std::vector<double> bound = MatMulBound(c, x, w_dequant);
-    ASSERT_EQ(p.cpu.size(), bound.size());
-    int misses = 0;
-    for (size_t i = 0; i < bound.size(); ++i) {
-      if (!(std::abs(p.cpu[i] - p.ref[i]) <= bound[i]) && ++misses <= 3) {
-        ADD_FAILURE() << "output " << i << ": cpu " << p.cpu[i] << ", ref " << p.ref[i]
-                      << ", allowed error " << bound[i];
-      }
-    }
-  }
+  CheckMatMulCases(cases, [&](const BuildFn& build, const std::vector<Input>& inputs) {
+    return RunBoth(build, inputs);
+  });
+}
+
+// On a CPU with AMX a bf16 prefill runs on its tiles (cpu::amx_bf16, matmul_bf16_amx-inl.h), so
+// the dot products of pairs, which such a CPU otherwise never runs, are checked here with AMX
+// turned off; and the tiles get more shapes: K of one tile step, of many, padded to whole steps;
+// T of one tile of 32, padded within it, and past it; N of one group, a lone last group of a
+// pair, several pairs.
+TEST_P(ConsistencyTest, MatMulBf16PrefillOnAmxAndOnThePairs) {
+  if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
+  if (!cpu::CpuCanUseAmxBf16()) GTEST_SKIP() << "no AMX: MatMulEveryTypeAndShape ran the pairs";
+  const std::vector<MatMulCase> cases = {
+      {DType::kBF16, 32, 16, 32},   {DType::kBF16, 33, 17, 64, true},  {DType::kBF16, 64, 48, 2050},
+      {DType::kBF16, 100, 100, 96}, {DType::kBF16, 47, 33, 544, true},
+  };
+  const auto run = [&](const BuildFn& build, const std::vector<Input>& inputs) {
+    return RunBoth(build, inputs);
+  };
+  CheckMatMulCases(cases, run);
+  cpu::amx_bf16 = false;
+  CheckMatMulCases(cases, run);
+  cpu::amx_bf16 = true;
 }
 
 // NPU-layout weights (integer codes under an encoding, quant/npu_weights.h): every layout on

@@ -13,6 +13,7 @@
 #include "backends/cpu/matmul_int_dot-inl.h"
 // clang-format on
 
+#include "backends/cpu/amx.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "tensor/quant_blocks.h"
 
@@ -88,6 +89,7 @@ uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k) {
   if (UsesBf16Pairs(layout, tokens, k)) {
+    if (amx_bf16) return Align64(AmxPaddedTokens(tokens) * AmxPaddedK(k) * 2);
     return Align64((tokens + kBf16PairTokens - 1) / kBf16PairTokens * kBf16PairTokens * k * 2);
   }
   if (layout.family == PackFamily::kFloat) return 0;

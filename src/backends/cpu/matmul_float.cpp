@@ -1,6 +1,6 @@
 // Matmul kernels of the float weight types (f32, f16, bf16; computed in f32, except a bf16
-// prefill on CPUs with AVX512_BF16: matmul_bf16_pairs-inl.h), compiled per SIMD target (Highway
-// foreach_target) and dispatched at run time.
+// prefill on CPUs with AVX512_BF16: matmul_bf16_pairs-inl.h, or AMX: matmul_bf16_amx-inl.h),
+// compiled per SIMD target (Highway foreach_target) and dispatched at run time.
 #include <cstring>
 #include <type_traits>
 
@@ -15,8 +15,10 @@
 // clang-format off: after highway.h, once per target
 #include "backends/cpu/matmul_simd-inl.h"
 #include "backends/cpu/matmul_bf16_pairs-inl.h"
+#include "backends/cpu/matmul_bf16_amx-inl.h"
 // clang-format on
 
+#include "backends/cpu/amx.h"
 #include "backends/cpu/matmul_kernels.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -165,7 +167,9 @@ void FloatGroupsFew(const MatMulJob& job, int64_t begin, int64_t end) {
 template <int C, int PG, typename T>
 void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   if (job.tokens > 1 && !job.prefill()) return FloatGroupsFew<T>(job, begin, end);
-  if (job.x_bf16 != nullptr) return Bf16PairGroups(job, begin, end);
+  if (job.x_bf16 != nullptr) {
+    return amx_bf16 ? Bf16AmxGroups(job, begin, end) : Bf16PairGroups(job, begin, end);
+  }
   constexpr int64_t kBlock = 1024;
   const DF df;
   const int64_t k = job.w->cols();
@@ -232,6 +236,7 @@ namespace kite::cpu {
 HWY_EXPORT(FloatMatMulGroups);
 HWY_EXPORT(Bf16PairsSupported);
 HWY_EXPORT(RoundRowsToBf16);
+HWY_EXPORT(RoundRowsToBf16Padded);
 
 void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   HWY_DYNAMIC_DISPATCH(FloatMatMulGroups)(job, begin, end);
@@ -243,6 +248,7 @@ bool UsesBf16Pairs(const PackLayout& layout, int64_t tokens, int64_t k) {
 }
 
 void RoundActivationsToBf16(const MatMulJob& job, int64_t begin, int64_t end) {
+  if (amx_bf16) return HWY_DYNAMIC_DISPATCH(RoundRowsToBf16Padded)(job, begin, end);
   HWY_DYNAMIC_DISPATCH(RoundRowsToBf16)(job, begin, end);
 }
 }  // namespace kite::cpu

@@ -35,7 +35,8 @@ struct MatMulJob {
   // [T, K / 32] (half_scales: [T, K / 16]): d·Σq, times `zero` for symmetric types
   float* offset = nullptr;
   // A prefill() of BF16 weights on a CPU with AVX512_BF16: x rounded to bf16 [T, K] (scratch
-  // memory) for the dot products of pairs (matmul_bf16_pairs-inl.h); else null.
+  // memory) for the dot products of pairs (matmul_bf16_pairs-inl.h) or, where the CPU has AMX
+  // (amx_bf16), for its tiles (matmul_bf16_amx-inl.h, rows padded: AmxPaddedK); else null.
   uint16_t* x_bf16 = nullptr;
   // The rows are decode steps of different sequences (KvCacheView::decode_steps): each gets the
   // bits of its step alone at any count, float weights included.
@@ -84,7 +85,8 @@ inline constexpr int kBf16PairTokens = 8;
 // Whether a matmul of `tokens` rows of K = k over weights of `layout` runs on the dot products
 // of bf16 pairs: BF16 weights, at least kStreamTokens tokens, K even, a CPU with AVX512_BF16.
 bool UsesBf16Pairs(const PackLayout& layout, int64_t tokens, int64_t k);
-// Rounds rows [begin, end) of x to bf16 into job.x_bf16 (UsesBf16Pairs only).
+// Rounds rows [begin, end) of x to bf16 into job.x_bf16 (UsesBf16Pairs only), laid out for the
+// kernel that reads them (the pairs' or AMX's).
 void RoundActivationsToBf16(const MatMulJob& job, int64_t begin, int64_t end);
 // Computes the outputs of row groups [begin, end) for every token.
 void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);

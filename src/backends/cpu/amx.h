@@ -1,0 +1,29 @@
+// Whether the cpu kernels may use Intel AMX (Advanced Matrix Extensions: Sapphire Rapids and
+// later Xeons): eight tile registers of up to 16 rows x 64 bytes and an instruction that
+// multiplies two of them into a third, 16 x 16 x 32 bf16 products (TDPBF16PS) at a time.
+// Linux hands a process AMX's 8 KB of tile state only when asked (arch_prctl
+// ARCH_REQ_XCOMP_PERM); until then the instructions fault.
+#pragma once
+
+#include <cstdint>
+
+namespace kite::cpu {
+
+// CPUID's AMX-TILE and AMX-BF16, and Linux granting the tile data state (asked here, once per
+// process). False off x86-64 Linux.
+bool CpuCanUseAmxBf16();
+// Whether a bf16 prefill runs on AMX (matmul_bf16_amx-inl.h): CpuCanUseAmxBf16() at start;
+// tests turn it off to run the AVX-512 pairs kernel on the same CPU.
+inline bool amx_bf16 = CpuCanUseAmxBf16();
+
+// A tile's rows (tokens of x) and the bf16 of K it takes (64 bytes a row).
+inline constexpr int kAmxTileRows = 16;
+inline constexpr int64_t kAmxTileK = 32;
+// An AMX bf16 prefill reads x as rows of AmxPaddedK(K) bf16, AmxPaddedTokens(T) of them (tiles
+// of 32 tokens), the padding zero.
+inline int64_t AmxPaddedK(int64_t k) { return (k + kAmxTileK - 1) / kAmxTileK * kAmxTileK; }
+inline int64_t AmxPaddedTokens(int64_t tokens) {
+  return (tokens + 2 * kAmxTileRows - 1) / (2 * kAmxTileRows) * (2 * kAmxTileRows);
+}
+
+}  // namespace kite::cpu

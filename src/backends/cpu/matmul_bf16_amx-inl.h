@@ -1,0 +1,139 @@
+// BF16 weights at prefill on CPUs with AMX (amx.h): TDPBF16PS multiplies a tile of 16 tokens x
+// 32 bf16 of x by 16 pairs of 16 weight rows, 8192 multiply-adds in one instruction, summed in
+// the f32 tile across all of K; the pairs kernel (matmul_bf16_pairs-inl.h) needs 256 vdpbf16ps
+// for as many. Numerics are those of the pairs kernel: x rounded to bf16 (nearest even) once
+// per matmul, products of bf16 pairs summed in f32 (in another order). A tile of 32 tokens x
+// 32 rows holds its sums in four tile registers for the whole of K, so only the operands (two
+// tiles of x, two of weights) move a step. The rows of x and K are padded with zeros to whole
+// tiles (32 tokens, 32 of K).
+// Measured on a 2-vCPU Xeon with AMX: one core's loop of these tiles ran 338 GMAC/s, where its
+// f32 FMAs peak at 106; a 1B BF16 pp512 went from 96.8 to 539 t/s (README, "BF16 prefill on AMX
+// tiles").
+// For matmul_float.cpp, after matmul_bf16_pairs-inl.h (GroupToPairs); compiled once per SIMD
+// target, the tiles only on the AVX-512 targets and only called where amx_bf16 says the CPU has
+// them.
+// Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
+#if defined(KITE_BACKENDS_CPU_MATMUL_BF16_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KITE_BACKENDS_CPU_MATMUL_BF16_AMX_INL_H_
+#undef KITE_BACKENDS_CPU_MATMUL_BF16_AMX_INL_H_
+#else
+#define KITE_BACKENDS_CPU_MATMUL_BF16_AMX_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backends/cpu/amx.h"
+#include "backends/cpu/matmul_bf16_pairs-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::cpu {
+namespace HWY_NAMESPACE {
+
+#if KITE_BF16_PAIRS
+#undef KITE_AMX_ATTR
+#define KITE_AMX_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16,amx-tile,amx-bf16")))
+
+// Rows [begin, end) of x rounded to bf16 (nearest even) into job.x_bf16, one row of
+// AmxPaddedK(K) a token, K's padding zero; the call that ends at the last token also zeroes the
+// rows up to AmxPaddedTokens(T).
+KITE_AMX_ATTR void RoundRowsToBf16Padded(const MatMulJob& job, int64_t begin, int64_t end) {
+  const int64_t k = job.w->cols();
+  const int64_t padded_k = AmxPaddedK(k);
+  const int64_t last = end == job.tokens ? AmxPaddedTokens(job.tokens) : end;
+  for (int64_t t = begin; t < last; ++t) {
+    uint16_t* row = job.x_bf16 + t * padded_k;
+    if (t >= job.tokens) {
+      std::memset(row, 0, padded_k * sizeof(uint16_t));
+      continue;
+    }
+    const float* x = job.x + t * job.x_stride;
+    for (int64_t i = 0; i < padded_k; i += 16) {
+      const __mmask16 live = i >= k ? 0 : i + 16 <= k ? 0xffff : (1u << (k - i)) - 1;
+      const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(live, x + i));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + i), (__m256i)b);
+    }
+  }
+}
+
+// LDTILECFG's 64-byte operand (palette 1). Every tile is 16 rows of 64 bytes: tmm0 to tmm3 the
+// f32 sums of tokens t0.. and t0+16.. (rows of the tile) by the first and second group (its
+// columns); tmm4 and tmm5 those tokens' 32 bf16 of x; tmm6 and tmm7 the groups' 16 pairs of K,
+// each row's pair side by side (GroupToPairs' layout).
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// Groups [begin, end) of a bf16 matmul of kStreamTokens or more tokens (job.x_bf16 filled by
+// RoundRowsToBf16Padded), two at a time (their weights as pairs, zero past K: 64 KB each for
+// K = 2048, in L2), over tiles of 32 tokens. A lone last group and the padding tokens are
+// computed with the rest and not stored.
+KITE_AMX_ATTR void Bf16AmxGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  const int64_t k = job.w->cols();
+  const int64_t padded_k = AmxPaddedK(k);
+  const int64_t x_stride = padded_k * sizeof(uint16_t);
+  constexpr int64_t kPairRowBytes = kPackRows * 2 * sizeof(uint16_t);
+  thread_local std::vector<uint16_t> pairs;  // two groups of padded_k / 2 pairs of 16 rows
+  pairs.resize(2 * padded_k * kPackRows);
+  const AmxTileConfig config;
+  _tile_loadconfig(&config);
+  for (int64_t g = begin; g < end; g += 2) {
+    const int64_t groups = std::min<int64_t>(2, end - g);
+    for (int64_t i = 0; i < groups; ++i) {
+      uint16_t* dst = pairs.data() + i * padded_k * kPackRows;
+      GroupToPairs(reinterpret_cast<const uint8_t*>(job.w->group(g + i)), 0, k, dst);
+      std::fill(dst + k * kPackRows, dst + padded_k * kPackRows, uint16_t{0});
+    }
+    // The compilers' tile loads name no memory: keep the stores above before them.
+    asm volatile("" ::: "memory");
+    const uint16_t* w0 = pairs.data();
+    const uint16_t* w1 = w0 + padded_k * kPackRows;
+    for (int64_t t0 = 0; t0 < job.tokens; t0 += 2 * kAmxTileRows) {
+      const uint16_t* x0 = job.x_bf16 + t0 * padded_k;
+      const uint16_t* x1 = x0 + kAmxTileRows * padded_k;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t kk = 0; kk < padded_k; kk += kAmxTileK) {
+        _tile_loadd(4, x0 + kk, x_stride);
+        _tile_loadd(5, x1 + kk, x_stride);
+        _tile_loadd(6, w0 + kk * kPackRows, kPairRowBytes);
+        _tile_loadd(7, w1 + kk * kPackRows, kPairRowBytes);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      alignas(64) float sums[4][kAmxTileRows][kPackRows];  // [tokens half · 2 + group]
+      _tile_stored(0, sums[0], kPackRows * sizeof(float));
+      _tile_stored(1, sums[1], kPackRows * sizeof(float));
+      _tile_stored(2, sums[2], kPackRows * sizeof(float));
+      _tile_stored(3, sums[3], kPackRows * sizeof(float));
+      for (int half = 0; half < 2; ++half) {
+        for (int c = 0; c < kAmxTileRows && t0 + half * kAmxTileRows + c < job.tokens; ++c) {
+          for (int64_t i = 0; i < groups; ++i) {
+            StoreRows(job, t0 + half * kAmxTileRows + c, g + i, sums[half * 2 + i][c]);
+          }
+        }
+      }
+    }
+  }
+  _tile_release();  // so that a context switch need not save the tiles' 8 KB
+}
+#else
+// Never called: amx_bf16 needs the AVX-512 targets' bf16 pairs (Bf16PairsSupported()).
+void RoundRowsToBf16Padded(const MatMulJob&, int64_t, int64_t) {}
+void Bf16AmxGroups(const MatMulJob&, int64_t, int64_t) {}
+#endif  // KITE_BF16_PAIRS
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // KITE_BACKENDS_CPU_MATMUL_BF16_AMX_INL_H_
