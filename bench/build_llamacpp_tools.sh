@@ -14,9 +14,10 @@ bundle="$root/tools/llamacpp/node_modules/node-llama-cpp/llama/gitRelease.bundle
 [[ -d "$dir/.git" ]] || git clone -q "$bundle" "$dir"
 # On a CPU with AMX, -march=native turns on ggml's AMX matmuls. This release's die with SIGILL in
 # their first tileloadd at a prefill (ggml_backend_amx_mul_mat, seen on a 2-vCPU Xeon whose AMX
-# runs Kite's tiles), yet decode 2.5x faster than its build without them there. So such a CPU
-# gets both: build/ without AMX (the folder printed, for every prefill) and build-amx/ with it
-# (its llama-bench for decode: bench/compare.sh --llama-bench DIR/build-amx/bin/llama-bench -p 0).
+# runs Kite's tiles), yet decode Q4_0 and Q8_0 about twice as fast as its build without them
+# there. So such a CPU gets both: build/ without AMX (the folder printed, for every prefill) and
+# build-amx/ with it (its llama-bench for decode:
+# bench/compare.sh --llama-bench DIR/build-amx/bin/llama-bench -p 0).
 build() {  # folder, extra compiler flags
   cmake -S "$dir" -B "$dir/$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
     -DCMAKE_C_FLAGS="$2" -DCMAKE_CXX_FLAGS="$2" \

@@ -325,8 +325,8 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
   });
 }
 
-// On a CPU with AMX a bf16 prefill runs on its tiles (cpu::amx_bf16, matmul_bf16_amx-inl.h), so
-// the dot products of pairs, which such a CPU otherwise never runs, are checked here with AMX
+// On a CPU with AMX a bf16 prefill runs on its tiles (cpu::UseAmxBf16, matmul_bf16_amx-inl.h),
+// so the dot products of pairs, which such a CPU otherwise never runs, are checked here with AMX
 // turned off; and the tiles get more shapes: K of one tile step, of many, padded to whole steps;
 // T of one tile of 32, padded within it, and past it; N of one group, a lone last group of a
 // pair, several pairs.
@@ -337,13 +337,18 @@ TEST_P(ConsistencyTest, MatMulBf16PrefillOnAmxAndOnThePairs) {
       {DType::kBF16, 32, 16, 32},   {DType::kBF16, 33, 17, 64, true},  {DType::kBF16, 64, 48, 2050},
       {DType::kBF16, 100, 100, 96}, {DType::kBF16, 47, 33, 544, true},
   };
+  // Each case takes the bf16 prefill, and with AMX allowed, AMX's tiles.
+  for (const MatMulCase& c : cases) {
+    ASSERT_TRUE(cpu::UsesBf16Pairs(*cpu::LayoutOf(DType::kBF16), c.tokens, c.k)) << Describe(c);
+  }
   const auto run = [&](const BuildFn& build, const std::vector<Input>& inputs) {
     return RunBoth(build, inputs);
   };
+  ASSERT_TRUE(cpu::UseAmxBf16());
   CheckMatMulCases(cases, run);
-  cpu::amx_bf16 = false;
+  cpu::amx_bf16_allowed = false;
   CheckMatMulCases(cases, run);
-  cpu::amx_bf16 = true;
+  cpu::amx_bf16_allowed = true;
 }
 
 // NPU-layout weights (integer codes under an encoding, quant/npu_weights.h): every layout on

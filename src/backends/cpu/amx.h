@@ -9,12 +9,15 @@
 
 namespace kite::cpu {
 
-// CPUID's AMX-TILE and AMX-BF16, and Linux granting the tile data state (asked here, once per
-// process). False off x86-64 Linux.
+// CPUID's AMX-TILE and AMX-BF16, and Linux granting the tile data state. The grant is asked for
+// at the first call, from the first BF16 prefill, not at start: it enlarges every signal frame
+// of the process, which a program that loads libkite and never runs one should not pay. False
+// off x86-64 Linux.
 bool CpuCanUseAmxBf16();
-// Whether a bf16 prefill runs on AMX (matmul_bf16_amx-inl.h): CpuCanUseAmxBf16() at start;
-// tests turn it off to run the AVX-512 pairs kernel on the same CPU.
-inline bool amx_bf16 = CpuCanUseAmxBf16();
+// Tests turn this off to run the AVX-512 pairs kernel on a CPU with AMX.
+inline bool amx_bf16_allowed = true;
+// Whether a bf16 prefill runs on AMX (matmul_bf16_amx-inl.h).
+inline bool UseAmxBf16() { return amx_bf16_allowed && CpuCanUseAmxBf16(); }
 
 // A tile's rows (tokens of x) and the bf16 of K it takes (64 bytes a row).
 inline constexpr int kAmxTileRows = 16;

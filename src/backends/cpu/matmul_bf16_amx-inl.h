@@ -10,8 +10,8 @@
 // f32 FMAs peak at 106; a 1B BF16 pp512 went from 96.8 to 539 t/s (README, "BF16 prefill on AMX
 // tiles").
 // For matmul_float.cpp, after matmul_bf16_pairs-inl.h (GroupToPairs); compiled once per SIMD
-// target, the tiles only on the AVX-512 targets and only called where amx_bf16 says the CPU has
-// them.
+// target, the tiles only on the AVX-512 targets and only called where UseAmxBf16() says the CPU
+// has them.
 // Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
 #if defined(KITE_BACKENDS_CPU_MATMUL_BF16_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KITE_BACKENDS_CPU_MATMUL_BF16_AMX_INL_H_
@@ -37,7 +37,8 @@ namespace HWY_NAMESPACE {
 
 // Rows [begin, end) of x rounded to bf16 (nearest even) into job.x_bf16, one row of
 // AmxPaddedK(K) a token, K's padding zero; the call that ends at the last token also zeroes the
-// rows up to AmxPaddedTokens(T).
+// rows up to AmxPaddedTokens(T), which the tiles read but whose sums are not stored (so that
+// they read no memory left from before).
 KITE_AMX_ATTR void RoundRowsToBf16Padded(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t k = job.w->cols();
   const int64_t padded_k = AmxPaddedK(k);
@@ -127,7 +128,7 @@ KITE_AMX_ATTR void Bf16AmxGroups(const MatMulJob& job, int64_t begin, int64_t en
   _tile_release();  // so that a context switch need not save the tiles' 8 KB
 }
 #else
-// Never called: amx_bf16 needs the AVX-512 targets' bf16 pairs (Bf16PairsSupported()).
+// Never called: x_bf16 is only set where UsesBf16Pairs, which needs these targets' pairs.
 void RoundRowsToBf16Padded(const MatMulJob&, int64_t, int64_t) {}
 void Bf16AmxGroups(const MatMulJob&, int64_t, int64_t) {}
 #endif  // KITE_BF16_PAIRS

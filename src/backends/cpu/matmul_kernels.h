@@ -36,7 +36,7 @@ struct MatMulJob {
   float* offset = nullptr;
   // A prefill() of BF16 weights on a CPU with AVX512_BF16: x rounded to bf16 [T, K] (scratch
   // memory) for the dot products of pairs (matmul_bf16_pairs-inl.h) or, where the CPU has AMX
-  // (amx_bf16), for its tiles (matmul_bf16_amx-inl.h, rows padded: AmxPaddedK); else null.
+  // (UseAmxBf16), for its tiles (matmul_bf16_amx-inl.h, rows padded: AmxPaddedK); else null.
   uint16_t* x_bf16 = nullptr;
   // The rows are decode steps of different sequences (KvCacheView::decode_steps): each gets the
   // bits of its step alone at any count, float weights included.
