@@ -108,6 +108,8 @@ struct Pair {
   bool skipped = false;
 };
 
+struct MatMulCase;
+
 class ConsistencyTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -130,6 +132,9 @@ class ConsistencyTest : public ::testing::TestWithParam<std::string> {
     said_skipped_ = true;
     return true;
   }
+
+  // Each matmul case on the backend under test against ref, within MatMulBound.
+  void CheckMatMulCases(const std::vector<MatMulCase>& cases);
 
   Pair RunBoth(const BuildFn& build, const std::vector<Input>& inputs,
                const KvCacheView* cpu_kv = nullptr, const KvCacheView* ref_kv = nullptr) {
@@ -207,9 +212,18 @@ std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x
   return bound;
 }
 
-// Each case on the backend under test (`run`: RunBoth) against ref, within MatMulBound.
-void CheckMatMulCases(const std::vector<MatMulCase>& cases,
-                      const std::function<Pair(const BuildFn&, const std::vector<Input>&)>& run) {
+// The bias [N] of a matmul case as an f32 weight, where the case has one.
+Result<std::optional<ValueId>> MatMulBias(GraphBuilder& b, bool wanted,
+                                          const std::vector<float>& bias) {
+  if (!wanted) return std::optional<ValueId>();
+  return std::optional<ValueId>(KITE_TRY(b.Weight({.name = "b",
+                                                   .dtype = DType::kF32,
+                                                   .shape = {static_cast<int64_t>(bias.size())},
+                                                   .data = bias.data(),
+                                                   .bytes = bias.size() * sizeof(float)})));
+}
+
+void ConsistencyTest::CheckMatMulCases(const std::vector<MatMulCase>& cases) {
   uint32_t seed = 1;
   for (const MatMulCase& c : cases) {
     SCOPED_TRACE(Describe(c));
@@ -227,17 +241,9 @@ void CheckMatMulCases(const std::vector<MatMulCase>& cases,
       const ValueId xv = KITE_TRY(b.Input("x", DType::kF32, {c.tokens, c.k}));
       const ValueId wv = KITE_TRY(b.Weight(
           {.name = "w", .dtype = c.dtype, .shape = {c.n, c.k}, .data = w.data(), .bytes = bytes}));
-      std::optional<ValueId> bv;
-      if (c.bias) {
-        bv = KITE_TRY(b.Weight({.name = "b",
-                                .dtype = DType::kF32,
-                                .shape = {c.n},
-                                .data = bias.data(),
-                                .bytes = static_cast<uint64_t>(c.n) * 4}));
-      }
-      return b.MatMul("mm", xv, wv, bv);
+      return b.MatMul("mm", xv, wv, KITE_TRY(MatMulBias(b, c.bias, bias)));
     };
-    const Pair p = run(build, {F32("x", x)});
+    const Pair p = RunBoth(build, {F32("x", x)});
     if (p.skipped) continue;
     const std::vector<double> bound = MatMulBound(c, x, w_dequant);
     ASSERT_EQ(p.cpu.size(), bound.size());
@@ -320,9 +326,7 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
       {DType::kBF16, 35, 20, 99},
       {DType::kBF16, 33, 40, 1090},
   };
-  CheckMatMulCases(cases, [&](const BuildFn& build, const std::vector<Input>& inputs) {
-    return RunBoth(build, inputs);
-  });
+  CheckMatMulCases(cases);
 }
 
 // On a CPU with AMX a bf16 prefill runs on its tiles (cpu::UseAmxBf16, matmul_bf16_amx-inl.h),
@@ -341,13 +345,10 @@ TEST_P(ConsistencyTest, MatMulBf16PrefillOnAmxAndOnThePairs) {
   for (const MatMulCase& c : cases) {
     ASSERT_TRUE(cpu::UsesBf16Pairs(*cpu::LayoutOf(DType::kBF16), c.tokens, c.k)) << Describe(c);
   }
-  const auto run = [&](const BuildFn& build, const std::vector<Input>& inputs) {
-    return RunBoth(build, inputs);
-  };
   ASSERT_TRUE(cpu::UseAmxBf16());
-  CheckMatMulCases(cases, run);
+  CheckMatMulCases(cases);
   cpu::amx_bf16_allowed = false;
-  CheckMatMulCases(cases, run);
+  CheckMatMulCases(cases);
   cpu::amx_bf16_allowed = true;
 }
 
@@ -430,15 +431,7 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
                                             .data = q->bytes.data(),
                                             .bytes = q->bytes.size()},
                                            q->encoding));
-      std::optional<ValueId> bv;
-      if (c.bias) {
-        bv = KITE_TRY(b.Weight({.name = "b",
-                                .dtype = DType::kF32,
-                                .shape = {c.n},
-                                .data = bias.data(),
-                                .bytes = static_cast<uint64_t>(c.n) * 4}));
-      }
-      return b.MatMul("mm", xv, wv, bv);
+      return b.MatMul("mm", xv, wv, KITE_TRY(MatMulBias(b, c.bias, bias)));
     };
     // ref: x · decoded(w)ᵀ, summed in double (f32 rounding of the result only).
     const Outcome ref = RunGraph(ref_, nullptr, build, {F32("x", x)});

@@ -3,8 +3,6 @@
 // 32) to int8 with step max|x| / 127,
 // plus the sums of codes the kernels' offsets need; and the scratch memory that holds them.
 // Compiled per SIMD target (Highway foreach_target) and dispatched at run time.
-#include <algorithm>
-
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/activation_quant.cpp"
 // SSSE3/SSE4 machines fall back to the baseline target; skipping them halves the build time.
@@ -91,10 +89,9 @@ uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k) {
   if (UsesBf16Pairs(layout, tokens, k)) {
-    // Room for either kernel's layout (AMX's pads more), so that a graph planned before a test
-    // turns AMX on or off still holds the one its run picks.
-    const uint64_t pairs = (tokens + kBf16PairTokens - 1) / kBf16PairTokens * kBf16PairTokens * k;
-    return Align64(std::max<uint64_t>(pairs, AmxPaddedTokens(tokens) * AmxPaddedK(k)) * 2);
+    // AMX's layout (rows padded to 32 tokens, K to 32), which also holds the pairs' (8 tokens,
+    // K): a graph planned before a test turns AMX on or off still holds the one its run picks.
+    return Align64(AmxPaddedTokens(tokens) * AmxPaddedK(k) * 2);
   }
   if (layout.family == PackFamily::kFloat) return 0;
   const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / kQK);

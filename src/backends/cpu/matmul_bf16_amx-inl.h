@@ -35,7 +35,7 @@ namespace HWY_NAMESPACE {
 #undef KITE_AMX_ATTR
 #define KITE_AMX_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16,amx-tile,amx-bf16")))
 
-// Rows [begin, end) of x rounded to bf16 (nearest even) into job.x_bf16, one row of
+// Rows [begin, end) of x rounded to bf16 (RoundToBf16) into job.x_bf16, one row of
 // AmxPaddedK(K) a token, K's padding zero; the call that ends at the last token also zeroes the
 // rows up to AmxPaddedTokens(T), which the tiles read but whose sums are not stored (so that
 // they read no memory left from before).
@@ -51,9 +51,7 @@ KITE_AMX_ATTR void RoundRowsToBf16Padded(const MatMulJob& job, int64_t begin, in
     }
     const float* x = job.x + t * job.x_stride;
     for (int64_t i = 0; i < padded_k; i += 16) {
-      const __mmask16 live = i >= k ? 0 : i + 16 <= k ? 0xffff : (1u << (k - i)) - 1;
-      const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(live, x + i));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + i), (__m256i)b);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + i), (__m256i)RoundToBf16(x, i, k));
     }
   }
 }

@@ -63,14 +63,19 @@ HWY_INLINE int64_t PairAt(int64_t t, int64_t p, int64_t k) {
   return ((t / kBf16PairTokens * (k / 2) + p) * kBf16PairTokens + t % kBf16PairTokens) * 2;
 }
 
-// Rows [begin, end) of x rounded to bf16 (nearest even) into job.x_bf16, laid out by PairAt.
+// Elements [i, i + 16) of a row x of k rounded to bf16 (nearest even), zeros past k.
+KITE_BF16_ATTR HWY_INLINE __m256bh RoundToBf16(const float* x, int64_t i, int64_t k) {
+  const __mmask16 live = i >= k ? 0 : i + 16 <= k ? 0xffff : (1u << (k - i)) - 1;
+  return _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(live, x + i));
+}
+
+// Rows [begin, end) of x rounded to bf16 into job.x_bf16, laid out by PairAt.
 KITE_BF16_ATTR void RoundRowsToBf16(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t k = job.w->cols();
   for (int64_t t = begin; t < end; ++t) {
     const float* x = job.x + t * job.x_stride;
     for (int64_t i = 0; i < k; i += 16) {
-      const __mmask16 live = i + 16 <= k ? 0xffff : (1u << (k - i)) - 1;
-      const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(live, x + i));
+      const __m256bh b = RoundToBf16(x, i, k);
       alignas(32) uint32_t pairs[8];
       _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), (__m256i)b);
       for (int64_t p = 0; p < std::min<int64_t>(8, (k - i) / 2); ++p) {
