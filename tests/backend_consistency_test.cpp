@@ -176,10 +176,14 @@ std::string Describe(const MatMulCase& c) {
 // inside the bound for 256.
 // A bf16 prefill on a CPU with AVX512_BF16 (cpu::UsesBf16Pairs) rounds x to bf16: each product
 // moves by at most 2^-9 of |x·w|, so the output by 2^-9 of Σ|x·w| (allowed: 2^-8).
+// Integer weights at a cpu prefill on a CPU with AMX (`amx_integer`: cpu::UsesAmxForIntegers)
+// round x and the decoded weights to bf16 instead of x to int8: each product moves by at most
+// 2^-8 + 2^-18 of |x·w|, the f32 sums add less (allowed: 2^-8 + 2^-14 of Σ|x·w|, no int8 term).
 // Encoded weights (NPU layouts) run on the legacy kernels: blocks of 32 (pass kEncodedBlock).
 constexpr int64_t kEncodedBlock = 32;
 std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x,
-                                const std::vector<float>& w_dequant, int64_t encoded_block = 0) {
+                                const std::vector<float>& w_dequant, bool amx_integer,
+                                int64_t encoded_block = 0) {
   const int64_t block =
       encoded_block > 0 ? encoded_block
       : c.dtype == DType::kQ4_0 || c.dtype == DType::kQ4_1 || c.dtype == DType::kQ8_0 ||
@@ -206,7 +210,10 @@ std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x
       }
       const bool bf16_x = c.dtype == DType::kBF16 &&
                           cpu::UsesBf16Pairs(*cpu::LayoutOf(DType::kBF16), c.tokens, c.k);
-      bound[t * c.n + n] = (bf16_x ? std::ldexp(1.0, -8) : kF32SumRel) * magnitude + 1.01 * quant + 1e-6;
+      bound[t * c.n + n] =
+          amx_integer ? (std::ldexp(1.0, -8) + std::ldexp(1.0, -14)) * magnitude + 1e-6
+                      : (bf16_x ? std::ldexp(1.0, -8) : kF32SumRel) * magnitude + 1.01 * quant +
+                            1e-6;
     }
   }
   return bound;
@@ -245,7 +252,9 @@ void ConsistencyTest::CheckMatMulCases(const std::vector<MatMulCase>& cases) {
     };
     const Pair p = RunBoth(build, {F32("x", x)});
     if (p.skipped) continue;
-    const std::vector<double> bound = MatMulBound(c, x, w_dequant);
+    const bool amx_integer =
+        GetParam() == "cpu" && cpu::UsesAmxForIntegers(*cpu::LayoutOf(c.dtype), c.tokens);
+    const std::vector<double> bound = MatMulBound(c, x, w_dequant, amx_integer);
     ASSERT_EQ(p.cpu.size(), bound.size());
     int misses = 0;
     for (size_t i = 0; i < bound.size(); ++i) {
@@ -352,6 +361,34 @@ TEST_P(ConsistencyTest, MatMulBf16PrefillOnAmxAndOnThePairs) {
   cpu::amx_bf16_allowed = true;
 }
 
+// On a CPU with AMX an integer prefill runs on its bf16 tiles, each row group's weights decoded
+// to bf16 (cpu::UsesAmxForIntegers, matmul_dequant_pairs-inl.h): every ggml integer type, on T of
+// one tile of 32, padded within it and past it; N of one group, a lone last group of a pair,
+// many groups; K of one block, odd numbers of blocks, several super-blocks. Then the same cases
+// with AMX off, on the int8 prefill tiles such a CPU otherwise never runs past 31 tokens.
+TEST_P(ConsistencyTest, MatMulIntegerPrefillOnAmxAndOnInt8) {
+  if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
+  if (!cpu::CpuCanUseAmxBf16()) GTEST_SKIP() << "no AMX: integer prefills run the int8 tiles";
+  const std::vector<MatMulCase> cases = {
+      {DType::kQ4_0, 32, 16, 32},        {DType::kQ4_0, 100, 300, 96, true},
+      {DType::kQ4_1, 33, 17, 64},        {DType::kQ8_0, 47, 33, 160, true},
+      {DType::kQ8_0, 64, 100, 2048},     {DType::kQ5_0, 35, 40, 96},
+      {DType::kQ5_1, 40, 29, 224, true}, {DType::kIQ4_NL, 33, 37, 96},
+      {DType::kQ4_K, 39, 21, 256, true}, {DType::kQ4_K, 64, 48, 768},
+      {DType::kQ5_K, 33, 18, 512},       {DType::kQ6_K, 35, 29, 768, true},
+      {DType::kIQ4_XS, 32, 40, 256},     {DType::kIQ4_XS, 70, 17, 512},
+  };
+  for (const MatMulCase& c : cases) {
+    const auto layout = cpu::LayoutOf(c.dtype);
+    ASSERT_TRUE(layout.has_value());
+    ASSERT_TRUE(cpu::UsesAmxForIntegers(*layout, c.tokens)) << Describe(c);
+  }
+  CheckMatMulCases(cases);
+  cpu::amx_bf16_allowed = false;
+  CheckMatMulCases(cases);
+  cpu::amx_bf16_allowed = true;
+}
+
 // NPU-layout weights (integer codes under an encoding, quant/npu_weights.h): every layout on
 // awkward shapes (N not a multiple of 16, one and several tokens, K of one and of odd numbers of
 // blocks), with outliers so that scales differ between rows and blocks. ref decodes each code
@@ -393,6 +430,12 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
       {"int4", 1, 300, 64, false, EncodedCase::kNotF16},
       {"int4-g32", 5, 33, 96, true, EncodedCase::kNotF16},
       {"lpbq64", 1, 20, 128, false, EncodedCase::kNotF16},
+      // a prefill (on a CPU with AMX: its bf16 tiles) of every kernel the layouts pack into
+      {"int8", 33, 40, 96, true},        {"int8-asym", 40, 33, 64},
+      {"int4", 32, 17, 128},             {"int4-g32-asym", 35, 50, 96, true},
+      {"lpbq16", 47, 29, 64},            {"lpbq32", 33, 100, 96, false, EncodedCase::kThreeBits},
+      {"int8", 34, 18, 64, false, EncodedCase::kNotF16},
+      {"int4-asym", 36, 20, 128, false, EncodedCase::kThreeBits},
   };
   uint32_t seed = 1000;
   for (const EncodedCase& c : cases) {
@@ -450,7 +493,10 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
     const Pair p = RunBoth(build, {F32("x", x)});
     if (p.skipped) continue;
     MatMulCase as_case{DType::kF32, c.tokens, c.n, c.k, c.bias};
-    const std::vector<double> bound = MatMulBound(as_case, x, w_dequant, kEncodedBlock);
+    const bool amx_integer = GetParam() == "cpu" && cpu::UsesAmxForIntegers(
+                                                        *cpu::LayoutOfEncoded(q->dtype, *q->encoding, q->shape), c.tokens);
+    const std::vector<double> bound =
+        MatMulBound(as_case, x, w_dequant, amx_integer, kEncodedBlock);
     ASSERT_EQ(p.cpu.size(), bound.size());
     int misses = 0;
     for (size_t i = 0; i < bound.size(); ++i) {

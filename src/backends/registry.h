@@ -34,6 +34,9 @@ struct BackendOptions {
   // backends/npusim/support/attention_rule.cpp); context 0: not known, not checked.
   int64_t context = 0;
   DType kv_dtype = DType::kF16;
+  // cpu: false keeps prefills off the CPU's AMX tiles (cpu::amx_bf16_allowed), for the whole
+  // process: their rows then have the bits of decode steps, integer and BF16 weights alike.
+  bool amx = true;
 };
 
 struct BackendRegistration {

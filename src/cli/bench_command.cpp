@@ -69,6 +69,7 @@ struct BenchOptions {
   std::vector<int32_t> parallel;  // empty: tg tests on one session, unbatched
   bool json = false;
   bool profile = false;
+  bool no_amx = false;
 };
 
 struct BenchTest {
@@ -416,6 +417,7 @@ Status RunBench(BenchOptions options) {
   engine_options.prefill_chunk = std::clamp(largest_prompt, 1, kMaxPrefillChunk);
   engine_options.threads = options.threads;
   engine_options.kv_dtype = options.kv_type;
+  engine_options.amx = !options.no_amx;
   // A KV pool with room for every batched session's whole test.
   for (int32_t p : options.parallel) engine_options.parallel = std::max(engine_options.parallel, p);
 
@@ -501,6 +503,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                    "P of this comma-separated list (as kite serve batches its streams); t/s is the "
                    "aggregate, P x N tokens over the time")
       ->delimiter(',');
+  bench->add_flag("--no-amx", options->no_amx,
+                  "Keep prefills off the CPU's AMX tiles (Intel Xeons since Sapphire Rapids), as "
+                  "on a CPU without them: integer weights on the int8 dot products, BF16 on "
+                  "AVX-512's pairs");
   bench->add_flag("--json", options->json,
                   "Print a JSON array, one object per test, with llama-bench's field names");
   bench->add_flag("--profile", options->profile,

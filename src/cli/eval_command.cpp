@@ -60,6 +60,7 @@ EngineOptions EngineOptionsFor(const RunSettings& settings, int32_t window) {
   engine_options.threads = settings.engine.threads;
   engine_options.chip = settings.engine.chip;
   engine_options.check_tensors = settings.engine.check_tensors;
+  engine_options.amx = settings.engine.amx;
   engine_options.kv_dtype = settings.engine.kv_dtype;
   engine_options.quantized_activations = settings.engine.quantized_activations;
   // Scores every position, so a window is one prefill; no need to keep F16 rounding in the cache.
@@ -267,7 +268,7 @@ std::shared_ptr<SettingFlags> AddEvalFlags(CLI::App* command, const std::shared_
       "Score only the first N windows (0: all; default: all for kite, 32 for llama)");
   return std::make_shared<SettingFlags>(
       command, std::vector<std::string>{"backend", "chip", "threads", "check_tensors",
-                                             "kv_type", "float_activations"});
+                                             "kv_type", "float_activations", "no_amx"});
 }
 
 }  // namespace

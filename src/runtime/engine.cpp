@@ -161,7 +161,8 @@ Result<std::unique_ptr<Engine>> Engine::Create(ModelFiles files, const EngineOpt
                             BackendOptions{.threads = options.threads,
                                            .chip = compiled.chip,
                                            .context = context,
-                                           .kv_dtype = options.kv_dtype}));
+                                           .kv_dtype = options.kv_dtype,
+                                           .amx = options.amx}));
   std::unique_ptr<Engine> engine(new Engine(std::move(files), options, context, std::move(*pool),
                                             static_cast<uint64_t>(kv_bytes_exact),
                                             std::move(backends)));

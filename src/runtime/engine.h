@@ -55,6 +55,8 @@ struct EngineOptions {
   // Run a quantized model's static activation encodings (ModelConfig::activation_encodings) as
   // an NPU would quantize them; false: the activations stay float.
   bool quantized_activations = true;
+  // The cpu backend may run prefills on the CPU's AMX tiles (BackendOptions::amx).
+  bool amx = true;
 };
 
 // Most cpu backend threads Engine::Load accepts: creating tens of thousands of threads aborts

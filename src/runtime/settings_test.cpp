@@ -169,6 +169,14 @@ TEST(SettingsTable, FloatActivationsTurnsAModelsActivationEncodingsOff) {
   EXPECT_FALSE(settings.engine.quantized_activations);
 }
 
+TEST(SettingsTable, NoAmxKeepsTheCpuBackendOffAmx) {
+  RunSettings settings;
+  EXPECT_TRUE(settings.engine.amx);
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(ApplySettingsJson(json{{"no_amx", true}}, "run.json", &settings, &warnings));
+  EXPECT_FALSE(settings.engine.amx);
+}
+
 TEST(SettingsTable, JsonAppliesNestedKeysAndRefusesUnknownOnes) {
   RunSettings settings;
   std::vector<std::string> warnings;

@@ -3,6 +3,8 @@
 // 32) to int8 with step max|x| / 127,
 // plus the sums of codes the kernels' offsets need; and the scratch memory that holds them.
 // Compiled per SIMD target (Highway foreach_target) and dispatched at run time.
+#include <algorithm>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/activation_quant.cpp"
 // SSSE3/SSE4 machines fall back to the baseline target; skipping them halves the build time.
@@ -95,13 +97,24 @@ uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_
   }
   if (layout.family == PackFamily::kFloat) return 0;
   const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / kQK);
-  return Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2);
+  const uint64_t int8 = Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2);
+  // Room for AMX's layout too where the CPU has it: whether a run takes it is asked at run
+  // time (tests turn it off and on).
+  if (tokens >= kStreamTokens && CpuCanUseAmxBf16()) {
+    return std::max<uint64_t>(int8, Align64(AmxPaddedTokens(tokens) * AmxPaddedK(k) * 2));
+  }
+  return int8;
+}
+
+bool UsesAmxForIntegers(const PackLayout& layout, int64_t tokens) {
+  return layout.family != PackFamily::kFloat && tokens >= kStreamTokens && UseAmxBf16();
 }
 
 void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   const PackLayout& l = job->w->layout();
   const int64_t k = job->w->cols();
-  if (job->prefill() && UsesBf16Pairs(l, job->tokens, k)) {
+  if (job->prefill() &&
+      (UsesBf16Pairs(l, job->tokens, k) || UsesAmxForIntegers(l, job->tokens))) {
     job->x_bf16 = reinterpret_cast<uint16_t*>(scratch);
     return;
   }

@@ -10,13 +10,15 @@
 namespace kite::cpu {
 
 // CPUID's AMX-TILE and AMX-BF16, and Linux granting the tile data state. The grant is asked for
-// at the first call, from the first BF16 prefill, not at start: it enlarges every signal frame
-// of the process, which a program that loads libkite and never runs one should not pay. False
-// off x86-64 Linux.
+// at the first call, from the first prefill that could take AMX, not at start: it enlarges
+// every signal frame of the process, which a program that loads libkite and never runs one
+// should not pay. False off x86-64 Linux.
 bool CpuCanUseAmxBf16();
-// Tests turn this off to run the AVX-512 pairs kernel on a CPU with AMX.
+// Off: prefills keep to the AVX-512 kernels on a CPU with AMX (tests; --no-amx, through
+// BackendOptions::amx).
 inline bool amx_bf16_allowed = true;
-// Whether a bf16 prefill runs on AMX (matmul_bf16_amx-inl.h).
+// Whether a prefill of BF16 or integer weights runs on AMX's bf16 tiles (matmul_bf16_amx-inl.h,
+// matmul_dequant_pairs-inl.h).
 inline bool UseAmxBf16() { return amx_bf16_allowed && CpuCanUseAmxBf16(); }
 
 // A tile's rows (tokens of x) and the bf16 of K it takes (64 bytes a row).

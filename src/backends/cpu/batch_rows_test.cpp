@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/amx.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/ref/ref_backend.h"
+#include "backends/registry.h"
 #include "backends/testing.h"
 #include "graph/builder.h"
 #include "runtime/testing.h"
@@ -68,6 +70,33 @@ TEST(CpuBatchRows, MatMulRowsOfSeveralTokensAreTheBitsOfOneToken) {
       }
     }
   }
+}
+
+// A prefill of integer weights (kStreamTokens tokens or more) on a CPU with AMX takes its bf16
+// tiles, whose rows are not decode's bits; a cpu backend made with BackendOptions::amx off
+// (`--no-amx`) keeps prefills on the int8 kernels, whose rows are (without AMX they run anyway).
+TEST(CpuBatchRows, WithoutAmxAnIntegerPrefillsRowsAreTheBitsOfOneToken) {
+  auto backends = MakeBackends("cpu", {.threads = 2, .amx = false});
+  ASSERT_TRUE(backends.has_value()) << backends.error().message;
+  EXPECT_FALSE(cpu::UseAmxBf16());
+  constexpr int64_t kN = 40, kK = 256, kTokens = 40;
+  uint32_t seed = 100;
+  for (const DType dtype : {DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    SCOPED_TRACE(DTypeName(dtype));
+    const std::vector<float> w_f32 = Random(kN * kK, seed++);
+    std::vector<uint8_t> w(*BytesFor(dtype, kN * kK));
+    ASSERT_TRUE(Quantize(dtype, w_f32.data(), w.data(), kN * kK).has_value());
+    const std::vector<float> x = Random(kTokens * kK, seed++);
+    const std::vector<float> prefill = MatMul(w, dtype, kN, kK, x);
+    ASSERT_EQ(prefill.size(), static_cast<size_t>(kTokens * kN));
+    for (int64_t t = 0; t < kTokens; ++t) {
+      const std::vector<float> row(x.begin() + t * kK, x.begin() + (t + 1) * kK);
+      const std::vector<float> alone = MatMul(w, dtype, kN, kK, row);
+      ASSERT_EQ(std::memcmp(prefill.data() + t * kN, alone.data(), kN * sizeof(float)), 0)
+          << "token " << t;
+    }
+  }
+  cpu::amx_bf16_allowed = true;  // for the tests after this one
 }
 
 // Five sequences with histories of different lengths (long enough for the threads to share the

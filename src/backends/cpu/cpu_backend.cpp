@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "backends/cpu/amx.h"
 #include "backends/cpu/kernels.h"
 #include "backends/node_by_node.h"
 #include "backends/registry.h"
@@ -16,6 +17,7 @@ namespace {
 
 const bool kRegistered = RegisterBackend(
     {.name = "cpu", .make = [](const BackendOptions& options) -> Result<std::unique_ptr<Backend>> {
+       if (!options.amx) cpu::amx_bf16_allowed = false;
        return std::make_unique<CpuBackend>(options.threads);
      }});
 

@@ -9,9 +9,10 @@
 // Measured on a 2-vCPU Xeon with AMX: one core's loop of these tiles ran 338 GMAC/s, where its
 // f32 FMAs peak at 106; a 1B BF16 pp512 went from 96.8 to 539 t/s (README, "BF16 prefill on AMX
 // tiles").
-// For matmul_float.cpp, after matmul_bf16_pairs-inl.h (GroupToPairs); compiled once per SIMD
-// target, the tiles only on the AVX-512 targets and only called where UseAmxBf16() says the CPU
-// has them.
+// AmxGroups takes any weights a row group at a time converted to pairs: BF16 ones here
+// (matmul_float.cpp), integer ones decoded to bf16 (matmul_dequant_pairs-inl.h). Compiled once
+// per SIMD target, the tiles only on the AVX-512 targets and only called where UseAmxBf16() says
+// the CPU has them.
 // Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
 #if defined(KITE_BACKENDS_CPU_MATMUL_BF16_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KITE_BACKENDS_CPU_MATMUL_BF16_AMX_INL_H_
@@ -23,6 +24,8 @@
 #include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include <hwy/aligned_allocator.h>
 
 #include "backends/cpu/amx.h"
 #include "backends/cpu/matmul_bf16_pairs-inl.h"
@@ -39,7 +42,7 @@ namespace HWY_NAMESPACE {
 // AmxPaddedK(K) a token, K's padding zero; the call that ends at the last token also zeroes the
 // rows up to AmxPaddedTokens(T), which the tiles read but whose sums are not stored (so that
 // they read no memory left from before).
-KITE_AMX_ATTR void RoundRowsToBf16Padded(const MatMulJob& job, int64_t begin, int64_t end) {
+KITE_AMX_ATTR inline void RoundRowsToBf16Padded(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t k = job.w->cols();
   const int64_t padded_k = AmxPaddedK(k);
   const int64_t last = end == job.tokens ? AmxPaddedTokens(job.tokens) : end;
@@ -68,29 +71,33 @@ struct alignas(64) AmxTileConfig {
   uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
-// Groups [begin, end) of a bf16 matmul of kStreamTokens or more tokens (job.x_bf16 filled by
-// RoundRowsToBf16Padded), two at a time (their weights as pairs, zero past K: 64 KB each for
-// K = 2048, in L2), over tiles of 32 tokens. A lone last group and the padding tokens are
-// computed with the rest and not stored.
-KITE_AMX_ATTR void Bf16AmxGroups(const MatMulJob& job, int64_t begin, int64_t end) {
-  const int64_t k = job.w->cols();
-  const int64_t padded_k = AmxPaddedK(k);
+// Groups [begin, end) of a matmul of kStreamTokens or more tokens (job.x_bf16 filled by
+// RoundRowsToBf16Padded), two at a time, over tiles of 32 tokens. to_pairs(g, dst) writes group
+// g's weights as AmxPaddedK(K) / 2 pairs of 16 rows (GroupToPairs' layout), zero past K: 64 KB
+// a group for K = 2048, in L2, written once for all the tiles of tokens. A lone last group and
+// the padding tokens are computed with the rest and not stored.
+template <class ToPairs>
+KITE_AMX_ATTR void AmxGroups(const MatMulJob& job, int64_t begin, int64_t end,
+                             const ToPairs& to_pairs) {
+  const int64_t padded_k = AmxPaddedK(job.w->cols());
   const int64_t x_stride = padded_k * sizeof(uint16_t);
   constexpr int64_t kPairRowBytes = kPackRows * 2 * sizeof(uint16_t);
-  thread_local std::vector<uint16_t> pairs;  // two groups of padded_k / 2 pairs of 16 rows
-  pairs.resize(2 * padded_k * kPackRows);
+  // Two groups of padded_k / 2 pairs of 16 rows; 64-byte aligned, so that no tile row straddles
+  // two cache lines.
+  thread_local hwy::AlignedFreeUniquePtr<uint16_t[]> pairs;
+  thread_local int64_t pairs_size = 0;
+  if (pairs_size < 2 * padded_k * kPackRows) {
+    pairs_size = 2 * padded_k * kPackRows;
+    pairs = hwy::AllocateAligned<uint16_t>(pairs_size);
+  }
   const AmxTileConfig config;
   _tile_loadconfig(&config);
   for (int64_t g = begin; g < end; g += 2) {
     const int64_t groups = std::min<int64_t>(2, end - g);
-    for (int64_t i = 0; i < groups; ++i) {
-      uint16_t* dst = pairs.data() + i * padded_k * kPackRows;
-      GroupToPairs(reinterpret_cast<const uint8_t*>(job.w->group(g + i)), 0, k, dst);
-      std::fill(dst + k * kPackRows, dst + padded_k * kPackRows, uint16_t{0});
-    }
+    for (int64_t i = 0; i < groups; ++i) to_pairs(g + i, pairs.get() + i * padded_k * kPackRows);
     // The compilers' tile loads name no memory: keep the stores above before them.
     asm volatile("" ::: "memory");
-    const uint16_t* w0 = pairs.data();
+    const uint16_t* w0 = pairs.get();
     const uint16_t* w1 = w0 + padded_k * kPackRows;
     for (int64_t t0 = 0; t0 < job.tokens; t0 += 2 * kAmxTileRows) {
       const uint16_t* x0 = job.x_bf16 + t0 * padded_k;
@@ -125,10 +132,20 @@ KITE_AMX_ATTR void Bf16AmxGroups(const MatMulJob& job, int64_t begin, int64_t en
   }
   _tile_release();  // so that a context switch need not save the tiles' 8 KB
 }
+
+// The bf16 weights' groups [begin, end) (matmul_float.cpp).
+KITE_AMX_ATTR inline void Bf16AmxGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  const int64_t k = job.w->cols();
+  const int64_t padded_k = AmxPaddedK(k);
+  AmxGroups(job, begin, end, [&](int64_t g, uint16_t* dst) KITE_AMX_ATTR {
+    GroupToPairs(reinterpret_cast<const uint8_t*>(job.w->group(g)), 0, k, dst);
+    std::fill(dst + k * kPackRows, dst + padded_k * kPackRows, uint16_t{0});
+  });
+}
 #else
 // Never called: x_bf16 is only set where UsesBf16Pairs, which needs these targets' pairs.
-void RoundRowsToBf16Padded(const MatMulJob&, int64_t, int64_t) {}
-void Bf16AmxGroups(const MatMulJob&, int64_t, int64_t) {}
+inline void RoundRowsToBf16Padded(const MatMulJob&, int64_t, int64_t) {}
+inline void Bf16AmxGroups(const MatMulJob&, int64_t, int64_t) {}
 #endif  // KITE_BF16_PAIRS
 
 }  // namespace HWY_NAMESPACE

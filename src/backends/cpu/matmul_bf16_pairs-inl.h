@@ -37,7 +37,7 @@ namespace HWY_NAMESPACE {
 #define KITE_BF16_ATTR
 #endif
 
-bool Bf16PairsSupported() {
+inline bool Bf16PairsSupported() {
 #if KITE_BF16_PAIRS
   return __builtin_cpu_supports("avx512bf16");
 #else
@@ -70,7 +70,7 @@ KITE_BF16_ATTR HWY_INLINE __m256bh RoundToBf16(const float* x, int64_t i, int64_
 }
 
 // Rows [begin, end) of x rounded to bf16 into job.x_bf16, laid out by PairAt.
-KITE_BF16_ATTR void RoundRowsToBf16(const MatMulJob& job, int64_t begin, int64_t end) {
+KITE_BF16_ATTR inline void RoundRowsToBf16(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t k = job.w->cols();
   for (int64_t t = begin; t < end; ++t) {
     const float* x = job.x + t * job.x_stride;
@@ -87,7 +87,7 @@ KITE_BF16_ATTR void RoundRowsToBf16(const MatMulJob& job, int64_t begin, int64_t
 
 // The bf16 weights of group `src` ([K][16] elements) for k in [k0, k1) as pairs: vector p holds,
 // for row r, elements k0+2p and k0+2p+1 at lanes 2r and 2r+1 (what vdpbf16ps pairs up).
-KITE_BF16_ATTR void GroupToPairs(const uint8_t* src, int64_t k0, int64_t k1, uint16_t* dst) {
+KITE_BF16_ATTR inline void GroupToPairs(const uint8_t* src, int64_t k0, int64_t k1, uint16_t* dst) {
   // Lane 2r takes row r of the first 16 (element k), lane 2r+1 row r of the second (k+1).
   alignas(64) static constexpr uint16_t kInterleave[32] = {
       0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
@@ -130,7 +130,7 @@ KITE_BF16_ATTR void PairTile(const MatMulJob& job, const uint16_t* const (&pairs
 // Groups [begin, end) of a bf16 matmul of kStreamTokens or more tokens (job.x_bf16 filled by
 // RoundRowsToBf16): blocked over K as FloatGroups is, partial sums kept in job.out between
 // blocks; tiles of kBf16PairTokens tokens, then 4, 2 and 1 for the rest.
-KITE_BF16_ATTR void Bf16PairGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+KITE_BF16_ATTR inline void Bf16PairGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   const int64_t k = job.w->cols();
   thread_local std::vector<uint16_t> converted;  // kPairGroups blocks of pairs
   converted.resize(kPairGroups * kPairBlock * kPackRows);
@@ -163,8 +163,8 @@ KITE_BF16_ATTR void Bf16PairGroups(const MatMulJob& job, int64_t begin, int64_t 
 }
 #else
 // Never called: Bf16PairsSupported() is false on this target.
-void RoundRowsToBf16(const MatMulJob&, int64_t, int64_t) {}
-void Bf16PairGroups(const MatMulJob&, int64_t, int64_t) {}
+inline void RoundRowsToBf16(const MatMulJob&, int64_t, int64_t) {}
+inline void Bf16PairGroups(const MatMulJob&, int64_t, int64_t) {}
 #endif  // KITE_BF16_PAIRS
 
 }  // namespace HWY_NAMESPACE

@@ -34,17 +34,18 @@ struct MatMulJob {
   float* scale = nullptr;   // [T, K / 32]: the int8 step of each block
   // [T, K / 32] (half_scales: [T, K / 16]): d·Σq, times `zero` for symmetric types
   float* offset = nullptr;
-  // A prefill() of BF16 weights on a CPU with AVX512_BF16: x rounded to bf16 [T, K] (scratch
-  // memory) for the dot products of pairs (matmul_bf16_pairs-inl.h) or, where the CPU has AMX
-  // (UseAmxBf16), for its tiles (matmul_bf16_amx-inl.h, rows padded: AmxPaddedK); else null.
+  // A prefill() of BF16 weights on a CPU with AVX512_BF16, or of integer weights on a CPU with
+  // AMX (UsesAmxForIntegers): x rounded to bf16 [T, K] (scratch memory) for the dot products of
+  // pairs (matmul_bf16_pairs-inl.h) or, where the CPU has AMX (UseAmxBf16), for its tiles
+  // (matmul_bf16_amx-inl.h, rows padded: AmxPaddedK); else null.
   uint16_t* x_bf16 = nullptr;
   // The rows are decode steps of different sequences (KvCacheView::decode_steps): each gets the
   // bits of its step alone at any count, float weights included.
   bool decode_steps = false;
   DecodeTile tile;          // for T = 1, and for float weights when not prefill()
 
-  // Whether float weights take the prefill kernels: kStreamTokens or more tokens that are not
-  // decode steps.
+  // Whether float weights take the prefill kernels, and integer ones AMX's where the CPU has it:
+  // kStreamTokens or more tokens that are not decode steps.
   bool prefill() const;
   // Whether the row groups are walked in decode tiles (DecodeTiles, matmul_simd-inl.h): float
   // weights when not prefill(), integer weights below kFewIntTokens tokens.
@@ -52,9 +53,10 @@ struct MatMulJob {
 };
 
 // Below this many tokens a float matmul computes each token's row with the bits of a single
-// token's (integer weights do for any count), and so does a run of decode steps of any count
-// (MatMulJob::decode_steps): a batched decode step gives each sequence the logits it gets
-// alone. From this many tokens of one sequence on, float weights take the prefill kernels.
+// token's (integer weights do for any count, but on AMX), and so does a run of decode steps of
+// any count (MatMulJob::decode_steps): a batched decode step gives each sequence the logits it
+// gets alone. From this many tokens of one sequence on, float weights take the prefill kernels,
+// and integer weights AMX's bf16 tiles where the CPU has them (UsesAmxForIntegers).
 inline constexpr int64_t kStreamTokens = 32;
 
 inline bool MatMulJob::prefill() const { return tokens >= kStreamTokens && !decode_steps; }
@@ -70,8 +72,8 @@ inline bool MatMulJob::decode_tiles() const {
   return w->layout().family == PackFamily::kFloat ? !prefill() : tokens < kFewIntTokens;
 }
 
-// Scratch bytes for the quantized (integer weights) or bf16-rounded (UsesBf16Pairs) activations
-// of `tokens` rows; 0 for other float weights.
+// Scratch bytes for the quantized (integer weights) or bf16-rounded (UsesBf16Pairs,
+// UsesAmxForIntegers) activations of `tokens` rows; 0 for other float weights.
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k);
 // Points the job's qs/scale/offset (or x_bf16, unless its rows are decode steps) into
 // `scratch` (64-byte aligned, at least ActivationScratchBytes).
@@ -85,8 +87,13 @@ inline constexpr int kBf16PairTokens = 8;
 // Whether a matmul of `tokens` rows of K = k over weights of `layout` runs on the dot products
 // of bf16 pairs: BF16 weights, at least kStreamTokens tokens, K even, a CPU with AVX512_BF16.
 bool UsesBf16Pairs(const PackLayout& layout, int64_t tokens, int64_t k);
-// Rounds rows [begin, end) of x to bf16 into job.x_bf16 (UsesBf16Pairs only), laid out for the
-// kernel that reads them (the pairs' or AMX's).
+// Whether a prefill() of integer weights runs on AMX's bf16 tiles, its x rounded to bf16 and
+// each row group's weights decoded to bf16 once (matmul_dequant_pairs-inl.h), instead of the
+// int8 dot products: integer weights, a CPU with AMX (UseAmxBf16). Decode steps of any count
+// keep the int8 kernels and their bits.
+bool UsesAmxForIntegers(const PackLayout& layout, int64_t tokens);
+// Rounds rows [begin, end) of x to bf16 into job.x_bf16 (UsesBf16Pairs, UsesAmxForIntegers),
+// laid out for the kernel that reads them (the pairs' or AMX's).
 void RoundActivationsToBf16(const MatMulJob& job, int64_t begin, int64_t end);
 // Computes the outputs of row groups [begin, end) for every token.
 void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);

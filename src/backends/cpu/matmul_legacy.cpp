@@ -16,6 +16,7 @@
 #include <hwy/highway.h>
 // clang-format off: after highway.h, once per target
 #include "backends/cpu/matmul_widen-inl.h"
+#include "backends/cpu/matmul_dequant_pairs-inl.h"
 // clang-format on
 
 #include "backends/cpu/matmul_kernels.h"
@@ -193,6 +194,7 @@ void GroupsSuper(const MatMulJob& job, int64_t begin, int64_t end) {
 }
 
 void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
+  if (job.x_bf16 != nullptr) return IntegerAmxGroups(job, begin, end);
   switch (job.w->layout().kernel) {
     case PackKernel::kLegacy4:
       return Groups<4, Legacy<4, false>::Tile>(job, begin, end);

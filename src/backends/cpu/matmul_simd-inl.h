@@ -186,7 +186,8 @@ HWY_INLINE void TokensOverGroups(const MatMulJob& job, int64_t first, int64_t be
 // from L1 by every tile: C tokens, then 2, then 1. Two vectors of rows, so that each activation
 // broadcast (a load) feeds two dot products: with one, the broadcasts bound the tile before the
 // VNNI units do. Integer dot products are exact and each token's float steps are the same in
-// every tile, so a token's row has the same bits for any T and any tile shape.
+// every tile, so a token's row has the same bits for any T and any tile shape (a prefill on AMX
+// takes other kernels: UsesAmxForIntegers).
 // Tile<NC, NG>::Run(job, groups, t0, out, prefetch) computes NC tokens from t0 over NG groups,
 // with software prefetch `prefetch` bytes ahead (0: none, the weights being in cache).
 // `group_at`(g, i), when given, supplies the codes the PG-group tiles read for group g (slot i
