@@ -314,7 +314,8 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
       {DType::kIQ4_NL, 3, 300, 64},
       {DType::kIQ4_XS, 1, 170, 512},
       {DType::kF16, 3, 150, 48},
-      // k-quants past kStreamTokens tokens (prefill tiles of 4, then 2 and 1)
+      // k-quants past kStreamTokens tokens (prefill tiles of 4, then 2 and 1; on a CPU with
+      // AMX, its bf16 tiles: MatMulIntegerPrefillOnAmxAndOnInt8 runs both)
       {DType::kQ4_K, 39, 21, 256, true},
       {DType::kQ5_K, 33, 18, 512},
       {DType::kQ6_K, 35, 29, 512},

@@ -7,9 +7,10 @@
 //   (its n_past()); each session attends to its own KV sequence only (per-token sequence ids and
 //   page tables in the run's KvCacheView). Sessions may be at any positions.
 // - The logits of row i are the same bits as sessions[i]->Feed({tokens[i]}) alone would give,
-//   whatever the other rows are and however many there are (the kernels compute each token's
-//   row the same way for every T; on cpu, float weights: for B < 32, cpu::kStreamTokens):
-//   greedy output never depends on the server's load.
+//   whatever the other rows are and however many there are (the step's KV view says its rows
+//   are decode steps, and the kernels then compute each token's row as for T = 1, on cpu any
+//   weights at any B: cpu::MatMulJob::decode_steps): greedy output never depends on the
+//   server's load.
 // - All or nothing: on any error (a bad id, a session at the end of its context, the same
 //   session twice, a session of another engine, the KV pool out of pages, a kernel error) no
 //   session's history or cache changes, and the message names the row (index i) at fault.

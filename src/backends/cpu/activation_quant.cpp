@@ -100,23 +100,26 @@ uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_
   const uint64_t int8 = Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2);
   // Room for AMX's layout too where the CPU has it: whether a run takes it is asked at run
   // time (tests turn it off and on).
-  if (tokens >= kStreamTokens && CpuCanUseAmxBf16()) {
+  if (tokens >= kStreamTokens && CpuHasAmxBf16()) {
     return std::max<uint64_t>(int8, Align64(AmxPaddedTokens(tokens) * AmxPaddedK(k) * 2));
   }
   return int8;
 }
 
 bool UsesAmxForIntegers(const PackLayout& layout, int64_t tokens) {
-  return layout.family != PackFamily::kFloat && tokens >= kStreamTokens && UseAmxBf16();
+  return layout.family != PackFamily::kFloat && tokens >= kStreamTokens && UseAmxBf16() &&
+         IntegerAmxCompiled();
 }
 
 void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   const PackLayout& l = job->w->layout();
   const int64_t k = job->w->cols();
-  if (job->prefill() &&
-      (UsesBf16Pairs(l, job->tokens, k) || UsesAmxForIntegers(l, job->tokens))) {
-    job->x_bf16 = reinterpret_cast<uint16_t*>(scratch);
-    return;
+  if (job->prefill()) {
+    job->amx = UseAmxBf16();
+    if (UsesBf16Pairs(l, job->tokens, k) || (job->amx && UsesAmxForIntegers(l, job->tokens))) {
+      job->x_bf16 = reinterpret_cast<uint16_t*>(scratch);
+      return;
+    }
   }
   if (l.family == PackFamily::kFloat) return;
   const uint64_t blocks = static_cast<uint64_t>(job->tokens) * (k / kQK);

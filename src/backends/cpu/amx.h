@@ -5,21 +5,25 @@
 // ARCH_REQ_XCOMP_PERM); until then the instructions fault.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace kite::cpu {
 
-// CPUID's AMX-TILE and AMX-BF16, and Linux granting the tile data state. The grant is asked for
-// at the first call, from the first prefill that could take AMX, not at start: it enlarges
-// every signal frame of the process, which a program that loads libkite and never runs one
-// should not pay. False off x86-64 Linux.
+// CPUID's AMX-TILE and AMX-BF16 (what scratch memory is sized for); false off x86-64 Linux.
+bool CpuHasAmxBf16();
+// CpuHasAmxBf16 and Linux granting the tile data state. The grant is asked for at the first
+// call, from the first prefill that could take AMX, not at start: it enlarges every signal
+// frame of the process, which a program that loads libkite and never runs one should not pay.
 bool CpuCanUseAmxBf16();
 // Off: prefills keep to the AVX-512 kernels on a CPU with AMX (tests; --no-amx, through
-// BackendOptions::amx).
-inline bool amx_bf16_allowed = true;
+// BackendOptions::amx). A matmul reads it once (MatMulJob::amx).
+inline std::atomic<bool> amx_bf16_allowed = true;
 // Whether a prefill of BF16 or integer weights runs on AMX's bf16 tiles (matmul_bf16_amx-inl.h,
 // matmul_dequant_pairs-inl.h).
-inline bool UseAmxBf16() { return amx_bf16_allowed && CpuCanUseAmxBf16(); }
+inline bool UseAmxBf16() {
+  return amx_bf16_allowed.load(std::memory_order_relaxed) && CpuCanUseAmxBf16();
+}
 
 // A tile's rows (tokens of x) and the bf16 of K it takes (64 bytes a row).
 inline constexpr int kAmxTileRows = 16;

@@ -76,6 +76,9 @@ TEST(CpuBatchRows, MatMulRowsOfSeveralTokensAreTheBitsOfOneToken) {
 // tiles, whose rows are not decode's bits; a cpu backend made with BackendOptions::amx off
 // (`--no-amx`) keeps prefills on the int8 kernels, whose rows are (without AMX they run anyway).
 TEST(CpuBatchRows, WithoutAmxAnIntegerPrefillsRowsAreTheBitsOfOneToken) {
+  struct AllowAmxAtTheEnd {  // for the tests after this one, however this one ends
+    ~AllowAmxAtTheEnd() { cpu::amx_bf16_allowed = true; }
+  } allow_amx_at_the_end;
   auto backends = MakeBackends("cpu", {.threads = 2, .amx = false});
   ASSERT_TRUE(backends.has_value()) << backends.error().message;
   EXPECT_FALSE(cpu::UseAmxBf16());
@@ -96,7 +99,6 @@ TEST(CpuBatchRows, WithoutAmxAnIntegerPrefillsRowsAreTheBitsOfOneToken) {
           << "token " << t;
     }
   }
-  cpu::amx_bf16_allowed = true;  // for the tests after this one
 }
 
 // Five sequences with histories of different lengths (long enough for the threads to share the

@@ -41,7 +41,8 @@ SupportResult Support(const MatMulAttrs&, const Graph& graph, const Node& node) 
   return SupportResult::Yes();
 }
 
-// Scratch: the dequantized bias [N], then the quantized activations (integer weights).
+// Scratch: the dequantized bias [N], then the quantized (integer weights) or bf16-rounded
+// activations (ActivationScratchBytes).
 uint64_t Scratch(const MatMulAttrs&, const Graph& graph, const Node& node) {
   const Value& w = graph.value(node.inputs[1]);
   const auto layout = WeightLayout(w);
@@ -52,7 +53,7 @@ uint64_t Scratch(const MatMulAttrs&, const Graph& graph, const Node& node) {
 
 // x [..., K] f32 · W [N, K]ᵀ (+ bias [N]) -> out [..., N]. Output rows (groups of 16 weight
 // rows) are taken by the threads in chunks; for integer weights the activation rows are first
-// quantized to int8, split by rows too.
+// quantized to int8 (or rounded to bf16 for AMX's tiles), split by rows too.
 Status Run(const MatMulAttrs&, const KernelArgs& args) {
   const TensorArg& x = args.in[0];
   const PackedMatrix& w = *args.packed;

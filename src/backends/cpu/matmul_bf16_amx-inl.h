@@ -143,7 +143,8 @@ KITE_AMX_ATTR inline void Bf16AmxGroups(const MatMulJob& job, int64_t begin, int
   });
 }
 #else
-// Never called: x_bf16 is only set where UsesBf16Pairs, which needs these targets' pairs.
+// Never called: x_bf16 is only set where UsesBf16Pairs or IntegerAmxCompiled, which need these
+// targets.
 inline void RoundRowsToBf16Padded(const MatMulJob&, int64_t, int64_t) {}
 inline void Bf16AmxGroups(const MatMulJob&, int64_t, int64_t) {}
 #endif  // KITE_BF16_PAIRS

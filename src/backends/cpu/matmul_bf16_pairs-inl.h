@@ -5,8 +5,9 @@
 // are rounded to bf16 (round to nearest even) once per matmul, as llama.cpp does for BF16
 // weights: each product then carries a relative error of at most 2^-9 from x (the weights are
 // bf16 already). A decode step (fewer than kStreamTokens tokens) keeps the f32 kernels and
-// its bits. For matmul_float.cpp; compiled once per SIMD target, the dot products only on the
-// AVX-512 targets and only called where Bf16PairsSupported() says the CPU has them.
+// its bits. For matmul_float.cpp (and GroupToPairs, KITE_BF16_PAIRS for the AMX kernels);
+// compiled once per SIMD target, the dot products only on the AVX-512 targets and only called
+// where Bf16PairsSupported() says the CPU has them.
 // Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
 #if defined(KITE_BACKENDS_CPU_MATMUL_BF16_PAIRS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KITE_BACKENDS_CPU_MATMUL_BF16_PAIRS_INL_H_

@@ -161,10 +161,11 @@ KITE_AMX_ATTR inline void IntegerAmxGroups(const MatMulJob& job, int64_t begin, 
   });
 }
 #else
-// Never called: x_bf16 is only set for integer weights where UseAmxBf16(), which needs these
-// targets.
+// Never called: x_bf16 is only set for integer weights where IntegerAmxCompiled().
 inline void IntegerAmxGroups(const MatMulJob&, int64_t, int64_t) {}
 #endif  // KITE_BF16_PAIRS
+
+inline bool IntegerAmxKernels() { return KITE_BF16_PAIRS != 0; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace kite::cpu

@@ -168,7 +168,7 @@ template <int C, int PG, typename T>
 void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   if (job.tokens > 1 && !job.prefill()) return FloatGroupsFew<T>(job, begin, end);
   if (job.x_bf16 != nullptr) {
-    return UseAmxBf16() ? Bf16AmxGroups(job, begin, end) : Bf16PairGroups(job, begin, end);
+    return job.amx ? Bf16AmxGroups(job, begin, end) : Bf16PairGroups(job, begin, end);
   }
   constexpr int64_t kBlock = 1024;
   const DF df;
@@ -248,7 +248,7 @@ bool UsesBf16Pairs(const PackLayout& layout, int64_t tokens, int64_t k) {
 }
 
 void RoundActivationsToBf16(const MatMulJob& job, int64_t begin, int64_t end) {
-  if (UseAmxBf16()) return HWY_DYNAMIC_DISPATCH(RoundRowsToBf16Padded)(job, begin, end);
+  if (job.amx) return HWY_DYNAMIC_DISPATCH(RoundRowsToBf16Padded)(job, begin, end);
   HWY_DYNAMIC_DISPATCH(RoundRowsToBf16)(job, begin, end);
 }
 }  // namespace kite::cpu

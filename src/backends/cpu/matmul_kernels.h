@@ -29,7 +29,8 @@ struct MatMulJob {
   int64_t tokens = 0;
   const float* bias = nullptr;  // [N] or null
   float* out = nullptr;         // [T, N], contiguous
-  // Integer weights: x quantized per block to int8 by QuantizeActivations (scratch memory).
+  // Integer weights (but on AMX: x_bf16): x quantized per block to int8 by
+  // QuantizeActivations (scratch memory).
   int8_t* qs = nullptr;     // [T, K]
   float* scale = nullptr;   // [T, K / 32]: the int8 step of each block
   // [T, K / 32] (half_scales: [T, K / 16]): d·Σq, times `zero` for symmetric types
@@ -39,6 +40,9 @@ struct MatMulJob {
   // pairs (matmul_bf16_pairs-inl.h) or, where the CPU has AMX (UseAmxBf16), for its tiles
   // (matmul_bf16_amx-inl.h, rows padded: AmxPaddedK); else null.
   uint16_t* x_bf16 = nullptr;
+  // x_bf16 is laid out for, and read by, AMX's tiles: UseAmxBf16() as AssignActivationScratch
+  // read it, once, so that the layout and the kernel agree however the flag changes.
+  bool amx = false;
   // The rows are decode steps of different sequences (KvCacheView::decode_steps): each gets the
   // bits of its step alone at any count, float weights included.
   bool decode_steps = false;
@@ -92,6 +96,9 @@ bool UsesBf16Pairs(const PackLayout& layout, int64_t tokens, int64_t k);
 // int8 dot products: integer weights, a CPU with AMX (UseAmxBf16). Decode steps of any count
 // keep the int8 kernels and their bits.
 bool UsesAmxForIntegers(const PackLayout& layout, int64_t tokens);
+// Whether the SIMD target chosen at run time has the integer AMX kernels (the AVX-512 ones):
+// under any other (a test's narrower target) UsesAmxForIntegers is false.
+bool IntegerAmxCompiled();
 // Rounds rows [begin, end) of x to bf16 into job.x_bf16 (UsesBf16Pairs, UsesAmxForIntegers),
 // laid out for the kernel that reads them (the pairs' or AMX's).
 void RoundActivationsToBf16(const MatMulJob& job, int64_t begin, int64_t end);
@@ -101,10 +108,11 @@ void MatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 void LegacyMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end);
 
-// Runs the whole job on `pool`: the activations quantized (integer weights; the caller has
-// assigned the scratch), split by rows, then the row groups in chunks taken in turn (a core
-// slowed by a neighbour does less): a prefill's about 8 a thread; decode tiles (decode_tiles())
-// first one long chunk a thread, 7/8 of an even share, then one tile at a time.
+// Runs the whole job on `pool`: the activations quantized (integer weights) or rounded to bf16
+// (x_bf16; the caller has assigned the scratch), split by rows, then the row groups in chunks
+// taken in turn (a core slowed by a neighbour does less): a prefill's about 8 a thread; decode
+// tiles (decode_tiles()) first one long chunk a thread, 7/8 of an even share, then one tile at
+// a time.
 void RunMatMul(const MatMulJob& job, ThreadPool& pool);
 
 // The SIMD target chosen at run time, e.g. "AVX3_DL" (for reports and benchmarks).
