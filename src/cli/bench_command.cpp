@@ -523,6 +523,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                                  .backend = options->backend.empty() ? "cpu" : options->backend,
                                  .reps = options->reps, .n_gen = options->n_gen.front(),
                                  .ctx = options->ctx, .kv_type = options->kv_type,
+                                 .amx = !options->no_amx,
                                  .json = options->json});
     } else {
       status = RunBench(*options);

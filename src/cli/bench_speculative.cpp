@@ -58,6 +58,7 @@ Status SpeculativeBenchFlags::Run(const SpeculativeBenchRun& run) const {
   settings.engine.threads = run.threads;
   settings.engine.backend = run.backend;
   settings.engine.kv_dtype = run.kv_type;
+  settings.engine.amx = run.amx;
   settings.engine.context_length = run.ctx;
   (void)settings_.ApplyTo(&settings);  // warnings were printed by the table's parse
   if (settings.speculative.mode == "none" && settings.speculative.draft_model.empty()) {

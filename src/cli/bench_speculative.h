@@ -29,6 +29,7 @@ struct SpeculativeBenchRun {
   int32_t n_gen = 128;
   int32_t ctx = 0;
   DType kv_type = DType::kF16;
+  bool amx = true;  // false: --no-amx
   bool json = false;
 };
 
