@@ -135,6 +135,11 @@ class ConsistencyTest : public ::testing::TestWithParam<std::string> {
 
   // Each matmul case on the backend under test against ref, within MatMulBound.
   void CheckMatMulCases(const std::vector<MatMulCase>& cases);
+  // p's outputs within MatMulBound of case c (weights of `layout`, decoded to w_dequant), the
+  // first misses named.
+  void ExpectWithinMatMulBound(const Pair& p, const MatMulCase& c, const std::vector<float>& x,
+                               const std::vector<float>& w_dequant, const cpu::PackLayout& layout,
+                               int64_t encoded_block = 0);
 
   Pair RunBoth(const BuildFn& build, const std::vector<Input>& inputs,
                const KvCacheView* cpu_kv = nullptr, const KvCacheView* ref_kv = nullptr) {
@@ -252,16 +257,23 @@ void ConsistencyTest::CheckMatMulCases(const std::vector<MatMulCase>& cases) {
     };
     const Pair p = RunBoth(build, {F32("x", x)});
     if (p.skipped) continue;
-    const bool amx_integer =
-        GetParam() == "cpu" && cpu::UsesAmxForIntegers(*cpu::LayoutOf(c.dtype), c.tokens);
-    const std::vector<double> bound = MatMulBound(c, x, w_dequant, amx_integer);
-    ASSERT_EQ(p.cpu.size(), bound.size());
-    int misses = 0;
-    for (size_t i = 0; i < bound.size(); ++i) {
-      if (!(std::abs(p.cpu[i] - p.ref[i]) <= bound[i]) && ++misses <= 3) {
-        ADD_FAILURE() << "output " << i << ": cpu " << p.cpu[i] << ", ref " << p.ref[i]
-                      << ", allowed error " << bound[i];
-      }
+    ExpectWithinMatMulBound(p, c, x, w_dequant, *cpu::LayoutOf(c.dtype));
+  }
+}
+
+void ConsistencyTest::ExpectWithinMatMulBound(const Pair& p, const MatMulCase& c,
+                                              const std::vector<float>& x,
+                                              const std::vector<float>& w_dequant,
+                                              const cpu::PackLayout& layout,
+                                              int64_t encoded_block) {
+  const bool amx_integer = GetParam() == "cpu" && cpu::UsesAmxForIntegers(layout, c.tokens);
+  const std::vector<double> bound = MatMulBound(c, x, w_dequant, amx_integer, encoded_block);
+  ASSERT_EQ(p.cpu.size(), bound.size());
+  int misses = 0;
+  for (size_t i = 0; i < bound.size(); ++i) {
+    if (!(std::abs(p.cpu[i] - p.ref[i]) <= bound[i]) && ++misses <= 3) {
+      ADD_FAILURE() << "output " << i << ": cpu " << p.cpu[i] << ", ref " << p.ref[i]
+                    << ", allowed error " << bound[i];
     }
   }
 }
@@ -451,14 +463,12 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
       if (c.scales == EncodedCase::kThreeBits) scale = ThreeBits(scale);
       if (c.scales == EncodedCase::kNotF16) scale *= 1.0f + 0x1p-20f;
     }
-    {
-      const auto layout = cpu::LayoutOfEncoded(q->dtype, *q->encoding, q->shape);
-      ASSERT_TRUE(layout.has_value()) << layout.error().message;
-      const bool asym = c.type.ends_with("asym");
-      EXPECT_EQ(layout->f32_scale, c.scales == EncodedCase::kNotF16 ||
-                                       (c.scales == EncodedCase::kQuantized && asym));
-      EXPECT_EQ(layout->has_min, asym);
-    }
+    const auto layout = cpu::LayoutOfEncoded(q->dtype, *q->encoding, q->shape);
+    ASSERT_TRUE(layout.has_value()) << layout.error().message;
+    const bool asym = c.type.ends_with("asym");
+    EXPECT_EQ(layout->f32_scale, c.scales == EncodedCase::kNotF16 ||
+                                     (c.scales == EncodedCase::kQuantized && asym));
+    EXPECT_EQ(layout->has_min, asym);
     std::vector<float> w_dequant(c.n * c.k);
     for (int64_t i = 0; i < c.n * c.k; ++i) {
       int32_t code = 0;
@@ -493,19 +503,8 @@ TEST_P(ConsistencyTest, MatMulEncodedWeights) {
     }
     const Pair p = RunBoth(build, {F32("x", x)});
     if (p.skipped) continue;
-    MatMulCase as_case{DType::kF32, c.tokens, c.n, c.k, c.bias};
-    const bool amx_integer = GetParam() == "cpu" && cpu::UsesAmxForIntegers(
-                                                        *cpu::LayoutOfEncoded(q->dtype, *q->encoding, q->shape), c.tokens);
-    const std::vector<double> bound =
-        MatMulBound(as_case, x, w_dequant, amx_integer, kEncodedBlock);
-    ASSERT_EQ(p.cpu.size(), bound.size());
-    int misses = 0;
-    for (size_t i = 0; i < bound.size(); ++i) {
-      if (!(std::abs(p.cpu[i] - p.ref[i]) <= bound[i]) && ++misses <= 3) {
-        ADD_FAILURE() << "output " << i << ": cpu " << p.cpu[i] << ", ref " << p.ref[i]
-                      << ", allowed error " << bound[i];
-      }
-    }
+    const MatMulCase as_case{DType::kF32, c.tokens, c.n, c.k, c.bias};
+    ExpectWithinMatMulBound(p, as_case, x, w_dequant, *layout, kEncodedBlock);
   }
 }
 

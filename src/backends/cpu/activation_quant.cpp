@@ -87,13 +87,17 @@ void QuantizeActivations(const MatMulJob& job, int64_t begin, int64_t end) {
 
 namespace {
 uint64_t Align64(uint64_t bytes) { return (bytes + 63) / 64 * 64; }
+// x rounded to bf16 for AMX's tiles (rows padded to 32 tokens, K to 32).
+uint64_t AmxActivationBytes(int64_t tokens, int64_t k) {
+  return Align64(AmxPaddedTokens(tokens) * AmxPaddedK(k) * 2);
+}
 }  // namespace
 
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k) {
   if (UsesBf16Pairs(layout, tokens, k)) {
     // AMX's layout (rows padded to 32 tokens, K to 32), which also holds the pairs' (8 tokens,
     // K): a graph planned before a test turns AMX on or off still holds the one its run picks.
-    return Align64(AmxPaddedTokens(tokens) * AmxPaddedK(k) * 2);
+    return AmxActivationBytes(tokens, k);
   }
   if (layout.family == PackFamily::kFloat) return 0;
   const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / kQK);
@@ -101,7 +105,7 @@ uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_
   // Room for AMX's layout too where the CPU has it: whether a run takes it is asked at run
   // time (tests turn it off and on).
   if (tokens >= kStreamTokens && CpuHasAmxBf16()) {
-    return std::max<uint64_t>(int8, Align64(AmxPaddedTokens(tokens) * AmxPaddedK(k) * 2));
+    return std::max(int8, AmxActivationBytes(tokens, k));
   }
   return int8;
 }
@@ -115,8 +119,10 @@ void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   const PackLayout& l = job->w->layout();
   const int64_t k = job->w->cols();
   if (job->prefill()) {
-    job->amx = UseAmxBf16();
-    if (UsesBf16Pairs(l, job->tokens, k) || (job->amx && UsesAmxForIntegers(l, job->tokens))) {
+    // AMX's flag read once: x's layout and the kernel that reads it follow from job->amx.
+    const bool bf16_weights = UsesBf16Pairs(l, job->tokens, k);
+    job->amx = bf16_weights ? UseAmxBf16() : UsesAmxForIntegers(l, job->tokens);
+    if (bf16_weights || job->amx) {
       job->x_bf16 = reinterpret_cast<uint16_t*>(scratch);
       return;
     }

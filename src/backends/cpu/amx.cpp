@@ -14,7 +14,9 @@ bool CpuHasAmxBf16() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
     const bool bf16 = (edx >> 22) & 1, tile = (edx >> 24) & 1;
-    return bf16 && tile;
+    // The AMX kernels also round to bf16 with AVX512_BF16's instructions (every AMX CPU has it;
+    // a hypervisor could hide it).
+    return bf16 && tile && __builtin_cpu_supports("avx512bf16");
   }();
   return has;
 #else

@@ -10,7 +10,8 @@
 
 namespace kite::cpu {
 
-// CPUID's AMX-TILE and AMX-BF16 (what scratch memory is sized for); false off x86-64 Linux.
+// CPUID's AMX-TILE and AMX-BF16, and AVX512_BF16, which the AMX kernels also use (what scratch
+// memory is sized for); false off x86-64 Linux.
 bool CpuHasAmxBf16();
 // CpuHasAmxBf16 and Linux granting the tile data state. The grant is asked for at the first
 // call, from the first prefill that could take AMX, not at start: it enlarges every signal

@@ -32,15 +32,17 @@ struct BlockScales {
   __m512 d, d2, m;
 };
 
+// On these targets one vector holds a row group's 16 scales (matmul_simd-inl.h's loads).
+static_assert(kVecs == 1);
+
 // 16 scales of a block stored as f16 or, in `f32` layouts, f32.
-KITE_BF16_ATTR HWY_INLINE __m512 LoadRowScales(const uint8_t* p, bool f32) {
-  if (f32) return _mm512_loadu_ps(p);
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+HWY_INLINE __m512 LoadRowScales(const uint8_t* p, bool f32) {
+  return (f32 ? LoadF32(p) : LoadF16(p)).raw;
 }
 
 // 16 signed bytes (a k-quant block's scales or mins) as f32.
-KITE_BF16_ATTR HWY_INLINE __m512 LoadI8Scales(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+HWY_INLINE __m512 LoadI8Scales(const uint8_t* p) {
+  return hn::ConvertTo(DF(), LoadI8AsI32(p)).raw;
 }
 
 // A block of 16 rows from its codes, 8 chunks of 8-bit codes (chunk c: elements 4c..4c+3 of row
