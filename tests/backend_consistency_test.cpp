@@ -355,13 +355,15 @@ TEST_P(ConsistencyTest, MatMulEveryTypeAndShape) {
 // so the dot products of pairs, which such a CPU otherwise never runs, are checked here with AMX
 // turned off; and the tiles get more shapes: K of one tile step, of many, padded to whole steps;
 // T of one tile of 32, padded within it, and past it; N of one group, a lone last group of a
-// pair, several pairs.
+// pair, several pairs, chunks of threads' groups longer than the groups decoded at a time
+// (AmxBlockGroups) with a remainder.
 TEST_P(ConsistencyTest, MatMulBf16PrefillOnAmxAndOnThePairs) {
   if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
   if (!cpu::CpuCanUseAmxBf16()) GTEST_SKIP() << "no AMX: MatMulEveryTypeAndShape ran the pairs";
   const std::vector<MatMulCase> cases = {
       {DType::kBF16, 32, 16, 32},   {DType::kBF16, 33, 17, 64, true},  {DType::kBF16, 64, 48, 2050},
       {DType::kBF16, 100, 100, 96}, {DType::kBF16, 47, 33, 544, true},
+      {DType::kBF16, 33, 4630, 64},
   };
   // Each case takes the bf16 prefill, and with AMX allowed, AMX's tiles.
   for (const MatMulCase& c : cases) {
@@ -377,7 +379,7 @@ TEST_P(ConsistencyTest, MatMulBf16PrefillOnAmxAndOnThePairs) {
 // On a CPU with AMX an integer prefill runs on its bf16 tiles, each row group's weights decoded
 // to bf16 (cpu::UsesAmxForIntegers, matmul_dequant_pairs-inl.h): every ggml integer type, on T of
 // one tile of 32, padded within it and past it; N of one group, a lone last group of a pair,
-// many groups; K of one block, odd numbers of blocks, several super-blocks. Then the same cases
+// many groups, chunks longer than the groups decoded at a time; K of one block, odd numbers of blocks, several super-blocks. Then the same cases
 // with AMX off, on the int8 prefill tiles such a CPU otherwise never runs past 31 tokens.
 TEST_P(ConsistencyTest, MatMulIntegerPrefillOnAmxAndOnInt8) {
   if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
@@ -390,6 +392,7 @@ TEST_P(ConsistencyTest, MatMulIntegerPrefillOnAmxAndOnInt8) {
       {DType::kQ4_K, 39, 21, 256, true}, {DType::kQ4_K, 64, 48, 768},
       {DType::kQ5_K, 33, 18, 512},       {DType::kQ6_K, 35, 29, 768, true},
       {DType::kIQ4_XS, 32, 40, 256},     {DType::kIQ4_XS, 70, 17, 512},
+      {DType::kQ4_0, 33, 4630, 32},
   };
   for (const MatMulCase& c : cases) {
     const auto layout = cpu::LayoutOf(c.dtype);

@@ -59,6 +59,16 @@ KITE_AMX_ATTR inline void RoundRowsToBf16Padded(const MatMulJob& job, int64_t be
   }
 }
 
+// Groups decoded to pairs at a time (an even count from 2 to 16): their pairs take up to 1 MB of
+// L2, so that each tile of 32 tokens of x, read from L3 for the first two, is read from L2 for
+// the rest. Two at a time read all of x from L3 for every two groups: a 1B pp512 on a Xeon with
+// AMX ran 10-12% slower (README, "Integer prefill on AMX's bf16 tiles").
+inline int64_t AmxBlockGroups(int64_t padded_k) {
+  constexpr int64_t kPairsBytes = int64_t{1} << 20;
+  const int64_t group_bytes = padded_k * kPackRows * int64_t{sizeof(uint16_t)};
+  return std::clamp<int64_t>(kPairsBytes / group_bytes / 2 * 2, 2, 16);
+}
+
 // LDTILECFG's 64-byte operand (palette 1). Every tile is 16 rows of 64 bytes: tmm0 to tmm3 the
 // f32 sums of tokens t0.. and t0+16.. (rows of the tile) by the first and second group (its
 // columns); tmm4 and tmm5 those tokens' 32 bf16 of x; tmm6 and tmm7 the groups' 16 pairs of K,
@@ -72,59 +82,66 @@ struct alignas(64) AmxTileConfig {
 };
 
 // Groups [begin, end) of a matmul of kStreamTokens or more tokens (job.x_bf16 filled by
-// RoundRowsToBf16Padded), two at a time, over tiles of 32 tokens. to_pairs(g, dst) writes group
-// g's weights as AmxPaddedK(K) / 2 pairs of 16 rows (GroupToPairs' layout), zero past K: 64 KB
-// a group for K = 2048, in L2, written once for all the tiles of tokens. A lone last group and
-// the padding tokens are computed with the rest and not stored.
+// RoundRowsToBf16Padded), AmxBlockGroups at a time decoded to pairs, then for each tile of 32
+// tokens two groups at a time. to_pairs(g, dst) writes group g's weights as AmxPaddedK(K) / 2
+// pairs of 16 rows (GroupToPairs' layout), zero past K: 64 KB a group for K = 2048, in L2,
+// written once for all the tiles of tokens. A lone last group and the padding tokens are
+// computed with the rest and not stored.
 template <class ToPairs>
 KITE_AMX_ATTR void AmxGroups(const MatMulJob& job, int64_t begin, int64_t end,
                              const ToPairs& to_pairs) {
   const int64_t padded_k = AmxPaddedK(job.w->cols());
   const int64_t x_stride = padded_k * sizeof(uint16_t);
   constexpr int64_t kPairRowBytes = kPackRows * 2 * sizeof(uint16_t);
-  // Two groups of padded_k / 2 pairs of 16 rows; 64-byte aligned, so that no tile row straddles
-  // two cache lines.
+  const int64_t group_elems = padded_k * kPackRows;
+  const int64_t block = AmxBlockGroups(padded_k);
+  // `block` groups of padded_k / 2 pairs of 16 rows; 64-byte aligned, so that no tile row
+  // straddles two cache lines.
   thread_local hwy::AlignedFreeUniquePtr<uint16_t[]> pairs;
   thread_local int64_t pairs_size = 0;
-  if (pairs_size < 2 * padded_k * kPackRows) {
-    pairs_size = 2 * padded_k * kPackRows;
+  if (pairs_size < block * group_elems) {
+    pairs_size = block * group_elems;
     pairs = hwy::AllocateAligned<uint16_t>(pairs_size);
   }
   const AmxTileConfig config;
   _tile_loadconfig(&config);
-  for (int64_t g = begin; g < end; g += 2) {
-    const int64_t groups = std::min<int64_t>(2, end - g);
-    for (int64_t i = 0; i < groups; ++i) to_pairs(g + i, pairs.get() + i * padded_k * kPackRows);
+  for (int64_t g0 = begin; g0 < end; g0 += block) {
+    const int64_t decoded = std::min<int64_t>(block, end - g0);
+    for (int64_t i = 0; i < decoded; ++i) to_pairs(g0 + i, pairs.get() + i * group_elems);
     // The compilers' tile loads name no memory: keep the stores above before them.
     asm volatile("" ::: "memory");
-    const uint16_t* w0 = pairs.get();
-    const uint16_t* w1 = w0 + padded_k * kPackRows;
     for (int64_t t0 = 0; t0 < job.tokens; t0 += 2 * kAmxTileRows) {
       const uint16_t* x0 = job.x_bf16 + t0 * padded_k;
       const uint16_t* x1 = x0 + kAmxTileRows * padded_k;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (int64_t kk = 0; kk < padded_k; kk += kAmxTileK) {
-        _tile_loadd(4, x0 + kk, x_stride);
-        _tile_loadd(5, x1 + kk, x_stride);
-        _tile_loadd(6, w0 + kk * kPackRows, kPairRowBytes);
-        _tile_loadd(7, w1 + kk * kPackRows, kPairRowBytes);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-      alignas(64) float sums[4][kAmxTileRows][kPackRows];  // [tokens half · 2 + group]
-      _tile_stored(0, sums[0], kPackRows * sizeof(float));
-      _tile_stored(1, sums[1], kPackRows * sizeof(float));
-      _tile_stored(2, sums[2], kPackRows * sizeof(float));
-      _tile_stored(3, sums[3], kPackRows * sizeof(float));
-      for (int half = 0; half < 2; ++half) {
-        for (int c = 0; c < kAmxTileRows && t0 + half * kAmxTileRows + c < job.tokens; ++c) {
-          for (int64_t i = 0; i < groups; ++i) {
-            StoreRows(job, t0 + half * kAmxTileRows + c, g + i, sums[half * 2 + i][c]);
+      for (int64_t p = 0; p < decoded; p += 2) {
+        const int64_t g = g0 + p;
+        const int64_t groups = std::min<int64_t>(2, decoded - p);
+        const uint16_t* w0 = pairs.get() + p * group_elems;
+        const uint16_t* w1 = w0 + group_elems;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t kk = 0; kk < padded_k; kk += kAmxTileK) {
+          _tile_loadd(4, x0 + kk, x_stride);
+          _tile_loadd(5, x1 + kk, x_stride);
+          _tile_loadd(6, w0 + kk * kPackRows, kPairRowBytes);
+          _tile_loadd(7, w1 + kk * kPackRows, kPairRowBytes);
+          _tile_dpbf16ps(0, 4, 6);
+          _tile_dpbf16ps(1, 4, 7);
+          _tile_dpbf16ps(2, 5, 6);
+          _tile_dpbf16ps(3, 5, 7);
+        }
+        alignas(64) float sums[4][kAmxTileRows][kPackRows];  // [tokens half · 2 + group]
+        _tile_stored(0, sums[0], kPackRows * sizeof(float));
+        _tile_stored(1, sums[1], kPackRows * sizeof(float));
+        _tile_stored(2, sums[2], kPackRows * sizeof(float));
+        _tile_stored(3, sums[3], kPackRows * sizeof(float));
+        for (int half = 0; half < 2; ++half) {
+          for (int c = 0; c < kAmxTileRows && t0 + half * kAmxTileRows + c < job.tokens; ++c) {
+            for (int64_t i = 0; i < groups; ++i) {
+              StoreRows(job, t0 + half * kAmxTileRows + c, g + i, sums[half * 2 + i][c]);
+            }
           }
         }
       }
