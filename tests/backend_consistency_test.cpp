@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <hwy/targets.h>
+
 #include "backends/cpu/amx.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/matmul_kernels.h"
@@ -109,6 +111,7 @@ struct Pair {
 };
 
 struct MatMulCase;
+struct AttentionCase;
 
 class ConsistencyTest : public ::testing::TestWithParam<std::string> {
  protected:
@@ -140,6 +143,10 @@ class ConsistencyTest : public ::testing::TestWithParam<std::string> {
   void ExpectWithinMatMulBound(const Pair& p, const MatMulCase& c, const std::vector<float>& x,
                                const std::vector<float>& w_dequant, const cpu::PackLayout& layout,
                                int64_t encoded_block = 0);
+
+  // Each attention case (its own random cache, q, k and v from `seed` on) on the backend under
+  // test against ref, outputs within 2e-5, and the cache rows both wrote equal.
+  void CheckAttentionCases(const std::vector<AttentionCase>& cases, uint32_t seed);
 
   Pair RunBoth(const BuildFn& build, const std::vector<Input>& inputs,
                const KvCacheView* cpu_kv = nullptr, const KvCacheView* ref_kv = nullptr) {
@@ -756,8 +763,8 @@ TEST_P(ConsistencyTest, AttentionOverPagedCache) {
       {13, 5, 6, 3, 16, 4, DType::kF32},     // a prefill chunk after a short history
       {513, 0, 2, 1, 16, 64, DType::kF16},   // a long prefill chunk from position 0
       {40, 100, 4, 2, 128, 7, DType::kF16},  // odd page size, large heads
-      {20, 3, 8, 1, 64, 16, DType::kF16},    // GQA 8:1: a block of rows holds two tokens
-      {9, 0, 32, 2, 32, 64, DType::kF16},    // GQA 16:1: a block is one token's heads
+      {20, 3, 8, 1, 64, 16, DType::kF16},    // GQA 8:1: a block of rows holds several tokens
+      {9, 0, 32, 2, 32, 64, DType::kF16},    // GQA 16:1: a vector of rows is one token's heads
       {7, 10, 40, 1, 16, 4, DType::kF32},    // 40 heads on one KV head: a token spans blocks
       {3, 70, 2, 1, 320, 64, DType::kF16},   // heads larger than the prefill kernel takes
       // q8_0 pages: a head is head_dim / 32 blocks, each with its own scale.
@@ -772,7 +779,33 @@ TEST_P(ConsistencyTest, AttentionOverPagedCache) {
       {7, 10, 40, 1, 32, 4, DType::kQ8_0},    // 40 heads on one KV head: a token spans blocks
       {3, 70, 2, 1, 320, 64, DType::kQ8_0},   // heads larger than the prefill kernel takes
   };
-  uint32_t seed = 100;
+  CheckAttentionCases(cases, 100);
+}
+
+// The prefill kernel's register blocking differs by SIMD target (AVX2 takes fewer keys a score
+// pass with two vectors of rows): each target this CPU runs, not only the one it would pick, on
+// blocks of one and two row vectors, a row block past the last tile's keys and q8_0 pages.
+TEST_P(ConsistencyTest, AttentionPrefillOnEverySimdTargetThisCpuRuns) {
+  if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
+  const std::vector<AttentionCase> cases = {
+      {13, 5, 6, 3, 16, 4, DType::kF32},    // 26 rows a KV head: a partial block of two vectors
+      {40, 100, 4, 2, 128, 7, DType::kF16},  // 80 rows: whole blocks and a partial one
+      {9, 0, 32, 2, 32, 64, DType::kF16},   // 144 rows: a block of one token's 16 heads left
+      {20, 3, 8, 1, 64, 16, DType::kQ8_0},  // GQA 8:1 on q8_0 pages
+  };
+  int checked = 0;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
+    CheckAttentionCases(cases, 700);
+    ++checked;
+  }
+  hwy::SetSupportedTargetsForTest(0);  // back to what the CPU has
+  EXPECT_GE(checked, 1);
+}
+
+void ConsistencyTest::CheckAttentionCases(const std::vector<AttentionCase>& cases,
+                                          uint32_t seed) {
   for (const AttentionCase& c : cases) {
     SCOPED_TRACE("T=" + std::to_string(c.tokens) + " past=" + std::to_string(c.past) +
                  " Hq=" + std::to_string(c.q_heads) + " Hkv=" + std::to_string(c.kv_heads) +

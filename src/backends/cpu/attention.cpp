@@ -5,8 +5,8 @@
 // its int8 codes widen to f32 and each block's f16 scale multiplies once per block (a key's
 // partial dot, a value's softmax weight), as the blocks are read.
 //   decode (one token): each query head alone, its keys read straight from the pages;
-//   prefill: the query rows sharing a KV head in blocks of one SIMD lane a row (AttendRows),
-//   each tile converted to f32 once for the whole block.
+//   prefill: the query rows sharing a KV head in blocks of one or two vectors of rows, one SIMD
+//   lane a row (AttendRows), each tile converted to f32 once for the whole block.
 // The threads take work units one at a time from a shared counter, which balances causal prefill
 // (later rows attend to more positions) and a thread that shares its core with another process.
 #include <cmath>
@@ -40,8 +40,9 @@ inline constexpr int64_t kTile = 64;
 // Largest head size of the prefill kernel (its tiles live on the stack); larger heads take the
 // one-row kernel.
 inline constexpr int64_t kMaxBlockDim = 256;
-// Query rows that share a KV head, attended together in prefill: one SIMD lane each.
-inline constexpr int64_t kMaxRows = 16;
+// Query rows that share a KV head, attended together in prefill: one SIMD lane each, up to two
+// vectors of them.
+inline constexpr int64_t kMaxRows = 32;
 struct QueryRows {
   int64_t count = 0;         // <= kMaxRows
   const float* q[kMaxRows];  // query row [D]
@@ -196,11 +197,14 @@ void Attend(const float* q, const KvLayerView& layer, int64_t kv_head, int64_t f
   }
 }
 
-// Prefill: a block of up to kRows query rows (token, query head) that share a KV head, one row
-// a SIMD lane. A tile's keys and values are converted to f32 once and serve every row: the
-// scores of all rows come from one FMA per key element (Q transposed: no horizontal sums), and
-// the online softmax's max, sum and rescale are vector operations across the rows.
-constexpr int64_t kRows = static_cast<int64_t>(hn::MaxLanes(DF()));
+// Prefill: a block of up to kMaxRows query rows (token, query head) that share a KV head, one
+// row a SIMD lane, in NV vectors of rows. A tile's keys and values are converted to f32 once and
+// serve every row: the scores of all rows come from one FMA per key element and row vector (Q
+// transposed: no horizontal sums), and the online softmax's max, sum and rescale are vector
+// operations across the rows. Two vectors of rows (32 on AVX-512) convert each tile once for
+// twice the rows, and each key element broadcast feeds two FMAs.
+constexpr int64_t kLanes = static_cast<int64_t>(hn::MaxLanes(DF()));
+static_assert(2 * kLanes <= kMaxRows, "QueryRows holds two vectors of rows");
 
 // Rows j0 .. j0 + count of the tile's keys (or values) as f32 [padded][D]; rows count .. padded
 // are zero (their scores are masked; zero values keep 0 · v finite).
@@ -229,14 +233,16 @@ HWY_INLINE void TileToF32(const KvLayerView& layer, bool values, int64_t j0, int
   }
 }
 
-// Keys a score pass takes at once: each is an FMA chain, and with 4 their latency (4 cycles on
-// Zen 5) held the scores to one FMA a cycle; 8 keep both FMA units busy, their broadcasts of
-// key elements riding on the FMAs as memory operands.
-constexpr int kScoreKeys = 8;
-static_assert(kTile % kScoreKeys == 0, "a tile pads to whole score passes");
+// Keys a score pass takes at once: each is an FMA chain per row vector, and with 4 chains their
+// latency (4 cycles on Zen 5) held the scores to one FMA a cycle; 8 keep both FMA units busy,
+// their key elements broadcast once for the NV vectors of rows. AVX2's 16 registers hold 8
+// chains, so two row vectors take 4 keys there.
+template <int NV>
+constexpr int kScoreKeys = (HWY_TARGET == HWY_AVX2 && NV == 2) ? 4 : 8;
+static_assert(kTile % 8 == 0, "a tile pads to whole score passes");
 
 // Rows a value pass takes at once (fewer only for a scalar target's single lane).
-constexpr int kRowStep = static_cast<int>(std::min<int64_t>(4, kRows));
+constexpr int kRowStep = static_cast<int>(std::min<int64_t>(4, kLanes));
 // Vectors of a row a value pass takes at once: its kRowStep x kValueVecs accumulators, the value
 // vectors and a broadcast must fit the registers. AVX2 has 16, where 4 x 4 spilled.
 #if HWY_TARGET == HWY_AVX2
@@ -246,10 +252,10 @@ constexpr int kValueVecs = 4;
 #endif
 
 // acc[r] = acc[r] · corr[r] + Σ_j p[j][r] · v[j] for kRowStep rows from r0 and VN vectors from
-// i0.
+// i0; p holds `rows` probabilities a key.
 template <int VN>
-HWY_INLINE void AccumulateValues(const float* p, const float* vf, const float* corr, int64_t count,
-                                 int64_t dim, int64_t r0, int64_t i0, float* acc) {
+HWY_INLINE void AccumulateValues(const float* p, int64_t rows, const float* vf, const float* corr,
+                                 int64_t count, int64_t dim, int64_t r0, int64_t i0, float* acc) {
   const DF df;
   using V = hn::Vec<DF>;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
@@ -264,7 +270,7 @@ HWY_INLINE void AccumulateValues(const float* p, const float* vf, const float* c
     V vv[VN];
     for (int v = 0; v < VN; ++v) vv[v] = hn::Load(df, vf + j * dim + i0 + v * lanes);
     for (int r = 0; r < kRowStep; ++r) {
-      const V pr = hn::Set(df, p[j * kRows + r0 + r]);
+      const V pr = hn::Set(df, p[j * rows + r0 + r]);
       for (int v = 0; v < VN; ++v) a[r][v] = hn::MulAdd(pr, vv[v], a[r][v]);
     }
   }
@@ -273,94 +279,110 @@ HWY_INLINE void AccumulateValues(const float* p, const float* vf, const float* c
   }
 }
 
-// Rows [begin, begin + count) of `rows`, count <= kRows.
-template <typename T>
+// Rows [begin, begin + count) of `rows`, count <= NV lanes.
+template <typename T, int NV>
 void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvLayerView& layer,
                   int64_t kv_head, float scale, float softcap) {
   const DF df;
   using V = hn::Vec<DF>;
+  constexpr int kKeys = kScoreKeys<NV>;
   const int64_t dim = layer.head_dim;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const int64_t block_rows = NV * lanes;
   const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes);
-  HWY_ALIGN float qt[kMaxBlockDim * kRows];   // [D][rows], times the scale
-  HWY_ALIGN float kf[kTile * kMaxBlockDim];   // [tile][D]
-  HWY_ALIGN float vf[kTile * kMaxBlockDim];   // [tile][D]
-  HWY_ALIGN float p[kTile * kRows];           // [tile][rows]: scores, then probabilities
-  HWY_ALIGN float acc[kRows * kMaxBlockDim];  // [rows][D]
-  HWY_ALIGN float first[kRows];
-  HWY_ALIGN float last[kRows];
-  HWY_ALIGN float corr[kRows];
+  HWY_ALIGN float qt[kMaxBlockDim * kMaxRows];   // [D][block_rows], times the scale
+  HWY_ALIGN float kf[kTile * kMaxBlockDim];      // [tile][D]
+  HWY_ALIGN float vf[kTile * kMaxBlockDim];      // [tile][D]
+  HWY_ALIGN float p[kTile * kMaxRows];           // [tile][block_rows]: scores, then probabilities
+  HWY_ALIGN float acc[kMaxRows * kMaxBlockDim];  // [block_rows][D]
+  HWY_ALIGN float first[kMaxRows];
+  HWY_ALIGN float last[kMaxRows];
+  HWY_ALIGN float corr[kMaxRows];
   // Unused lanes repeat the first row, so that every lane stays finite; they are not stored.
   int64_t min_first = rows.first[begin], max_last = 0;
-  for (int64_t r = 0; r < kRows; ++r) {
+  for (int64_t r = 0; r < block_rows; ++r) {
     const int64_t from = begin + (r < count ? r : 0);
     first[r] = static_cast<float>(rows.first[from]);
     last[r] = static_cast<float>(rows.last[from]);
     min_first = std::min(min_first, rows.first[from]);
     max_last = std::max(max_last, rows.last[from]);
-    for (int64_t i = 0; i < dim; ++i) qt[i * kRows + r] = scale * rows.q[from][i];
+    for (int64_t i = 0; i < dim; ++i) qt[i * block_rows + r] = scale * rows.q[from][i];
   }
-  std::memset(acc, 0, sizeof(float) * kRows * dim);
-  const V first_v = hn::Load(df, first);
-  const V last_v = hn::Load(df, last);
-  const V cap = hn::Set(df, softcap), inv_cap = hn::Set(df, softcap > 0.0f ? 1.0f / softcap : 0.0f);
+  std::memset(acc, 0, sizeof(float) * block_rows * dim);
+  V first_v[NV], last_v[NV], max[NV], sum[NV];
   // Masked scores and the first running max are the lowest float, not -inf: Highway's Exp is
   // defined from -FLT_MAX up, where it gives 0 as exp(-inf) would.
   const V lowest = hn::Set(df, std::numeric_limits<float>::lowest());
-  V max = lowest;
-  V sum = hn::Zero(df);
+  for (int v = 0; v < NV; ++v) {
+    first_v[v] = hn::Load(df, first + v * lanes);
+    last_v[v] = hn::Load(df, last + v * lanes);
+    max[v] = lowest;
+    sum[v] = hn::Zero(df);
+  }
+  const V cap = hn::Set(df, softcap), inv_cap = hn::Set(df, softcap > 0.0f ? 1.0f / softcap : 0.0f);
   for (int64_t j0 = min_first; j0 <= max_last; j0 += kTile) {
     const int64_t keys = std::min(kTile, max_last + 1 - j0);
-    const int64_t padded = (keys + kScoreKeys - 1) / kScoreKeys * kScoreKeys;
+    const int64_t padded = (keys + kKeys - 1) / kKeys * kKeys;
     TileToF32<T>(layer, false, j0, keys, padded, head_offset, dim, kf);
     TileToF32<T>(layer, true, j0, keys, padded, head_offset, dim, vf);
-    // Scores, kScoreKeys keys at a time; positions outside a row's [first, last]: lowest.
-    V tile_max = lowest;
-    for (int64_t j = 0; j < padded; j += kScoreKeys) {
-      V s[kScoreKeys];
-      for (int u = 0; u < kScoreKeys; ++u) s[u] = hn::Zero(df);
+    // Scores, kKeys keys at a time; positions outside a row's [first, last]: lowest.
+    V tile_max[NV];
+    for (int v = 0; v < NV; ++v) tile_max[v] = lowest;
+    for (int64_t j = 0; j < padded; j += kKeys) {
+      V s[NV][kKeys];
+      for (int v = 0; v < NV; ++v) {
+        for (int u = 0; u < kKeys; ++u) s[v][u] = hn::Zero(df);
+      }
       for (int64_t i = 0; i < dim; ++i) {
-        const V qi = hn::Load(df, qt + i * kRows);
-        for (int u = 0; u < kScoreKeys; ++u) {
-          s[u] = hn::MulAdd(qi, hn::Set(df, kf[(j + u) * dim + i]), s[u]);
+        V qi[NV];
+        for (int v = 0; v < NV; ++v) qi[v] = hn::Load(df, qt + i * block_rows + v * lanes);
+        for (int u = 0; u < kKeys; ++u) {
+          const V key = hn::Set(df, kf[(j + u) * dim + i]);
+          for (int v = 0; v < NV; ++v) s[v][u] = hn::MulAdd(qi[v], key, s[v][u]);
         }
       }
-      for (int u = 0; u < kScoreKeys; ++u) {
+      for (int u = 0; u < kKeys; ++u) {
         const V at = hn::Set(df, static_cast<float>(j0 + j + u));
-        const auto outside = hn::Or(hn::Gt(at, last_v), hn::Lt(at, first_v));
-        if (softcap > 0.0f) s[u] = hn::Mul(cap, hn::Tanh(df, hn::Mul(s[u], inv_cap)));
-        s[u] = hn::IfThenElse(outside, lowest, s[u]);
-        tile_max = hn::Max(tile_max, s[u]);
-        hn::Store(s[u], df, p + (j + u) * kRows);
+        for (int v = 0; v < NV; ++v) {
+          const auto outside = hn::Or(hn::Gt(at, last_v[v]), hn::Lt(at, first_v[v]));
+          if (softcap > 0.0f) s[v][u] = hn::Mul(cap, hn::Tanh(df, hn::Mul(s[v][u], inv_cap)));
+          s[v][u] = hn::IfThenElse(outside, lowest, s[v][u]);
+          tile_max[v] = hn::Max(tile_max[v], s[v][u]);
+          hn::Store(s[v][u], df, p + (j + u) * block_rows + v * lanes);
+        }
       }
     }
     // A row whose window starts past this tile has seen nothing yet: its max stays lowest, and
     // its masked scores would give exp(0) = 1, so they are zeroed; its first seen score then
     // corrects the zero sum and accumulator by exp(lowest - max) = 0.
-    const V new_max = hn::Max(max, tile_max);
-    const V correction = hn::Exp(df, hn::Sub(max, new_max));  // 0 on the first tile
-    max = new_max;
-    V tile_sum = hn::Zero(df);
-    for (int64_t j = 0; j < padded; ++j) {
-      const V at = hn::Set(df, static_cast<float>(j0 + j));
-      const auto inside = hn::And(hn::Le(at, last_v), hn::Ge(at, first_v));
-      const V e =
-          hn::IfThenElseZero(inside, hn::Exp(df, hn::Sub(hn::Load(df, p + j * kRows), max)));
-      hn::Store(e, df, p + j * kRows);
-      tile_sum = hn::Add(tile_sum, e);
+    for (int v = 0; v < NV; ++v) {
+      const V new_max = hn::Max(max[v], tile_max[v]);
+      const V correction = hn::Exp(df, hn::Sub(max[v], new_max));  // 0 on the first tile
+      max[v] = new_max;
+      V tile_sum = hn::Zero(df);
+      for (int64_t j = 0; j < padded; ++j) {
+        const V at = hn::Set(df, static_cast<float>(j0 + j));
+        const auto inside = hn::And(hn::Le(at, last_v[v]), hn::Ge(at, first_v[v]));
+        float* pj = p + j * block_rows + v * lanes;
+        const V e = hn::IfThenElseZero(inside, hn::Exp(df, hn::Sub(hn::Load(df, pj), max[v])));
+        hn::Store(e, df, pj);
+        tile_sum = hn::Add(tile_sum, e);
+      }
+      sum[v] = hn::MulAdd(sum[v], correction, tile_sum);
+      hn::Store(correction, df, corr + v * lanes);
     }
-    sum = hn::MulAdd(sum, correction, tile_sum);
-    hn::Store(correction, df, corr);
     for (int64_t r0 = 0; r0 < count; r0 += kRowStep) {
       int64_t i0 = 0;
       for (; i0 + kValueVecs * lanes <= dim; i0 += kValueVecs * lanes) {
-        AccumulateValues<kValueVecs>(p, vf, corr, padded, dim, r0, i0, acc);
+        AccumulateValues<kValueVecs>(p, block_rows, vf, corr, padded, dim, r0, i0, acc);
       }
-      for (; i0 < dim; i0 += lanes) AccumulateValues<1>(p, vf, corr, padded, dim, r0, i0, acc);
+      for (; i0 < dim; i0 += lanes) {
+        AccumulateValues<1>(p, block_rows, vf, corr, padded, dim, r0, i0, acc);
+      }
     }
   }
-  HWY_ALIGN float total[kRows];
-  hn::Store(sum, df, total);
+  HWY_ALIGN float total[kMaxRows];
+  for (int v = 0; v < NV; ++v) hn::Store(sum[v], df, total + v * lanes);
   for (int64_t r = 0; r < count; ++r) {
     const V inv = hn::Set(df, 1.0f / total[r]);
     for (int64_t i = 0; i < dim; i += lanes) {
@@ -369,17 +391,28 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
   }
 }
 
+template <typename T>
+void AttendBlocks(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head, float scale,
+                  float softcap) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(DF()));
+  for (int64_t begin = 0; begin < rows.count; begin += 2 * lanes) {
+    const int64_t count = std::min(2 * lanes, rows.count - begin);
+    if (count > lanes) {
+      AttendBlockT<T, 2>(rows, begin, count, layer, kv_head, scale, softcap);
+    } else {
+      AttendBlockT<T, 1>(rows, begin, count, layer, kv_head, scale, softcap);
+    }
+  }
+}
+
 void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head, float scale,
                 float softcap) {
-  for (int64_t begin = 0; begin < rows.count; begin += kRows) {
-    const int64_t count = std::min(kRows, rows.count - begin);
-    if (layer.dtype == DType::kF16) {
-      AttendBlockT<hwy::float16_t>(rows, begin, count, layer, kv_head, scale, softcap);
-    } else if (layer.dtype == DType::kQ8_0) {
-      AttendBlockT<BlockQ8_0>(rows, begin, count, layer, kv_head, scale, softcap);
-    } else {
-      AttendBlockT<float>(rows, begin, count, layer, kv_head, scale, softcap);
-    }
+  if (layer.dtype == DType::kF16) {
+    AttendBlocks<hwy::float16_t>(rows, layer, kv_head, scale, softcap);
+  } else if (layer.dtype == DType::kQ8_0) {
+    AttendBlocks<BlockQ8_0>(rows, layer, kv_head, scale, softcap);
+  } else {
+    AttendBlocks<float>(rows, layer, kv_head, scale, softcap);
   }
 }
 
