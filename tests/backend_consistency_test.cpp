@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -172,6 +173,9 @@ struct MatMulCase {
   int64_t n;
   int64_t k;
   bool bias = false;
+  // x drawn as bf16 values, so that a kernel rounding x to bf16 rounds nothing and must meet
+  // the f32 bound: what is left to check is the weights' path alone.
+  bool x_in_bf16 = false;
 };
 
 std::string Describe(const MatMulCase& c) {
@@ -222,10 +226,16 @@ std::vector<double> MatMulBound(const MatMulCase& c, const std::vector<float>& x
       }
       const bool bf16_x = c.dtype == DType::kBF16 &&
                           cpu::UsesBf16Pairs(*cpu::LayoutOf(DType::kBF16), c.tokens, c.k);
+      // F16 on AMX: x and w each split into two bf16, x_lo·w_lo and x's bits past 16 left out.
+      const bool split_x = c.dtype == DType::kF16 &&
+                           cpu::UsesAmxForF16(*cpu::LayoutOf(DType::kF16), c.tokens, c.k);
       bound[t * c.n + n] =
           amx_integer ? (std::ldexp(1.0, -8) + std::ldexp(1.0, -14)) * magnitude + 1e-6
-                      : (bf16_x ? std::ldexp(1.0, -8) : kF32SumRel) * magnitude + 1.01 * quant +
-                            1e-6;
+                      : (bf16_x && !c.x_in_bf16 ? std::ldexp(1.0, -8)
+                         : split_x && !c.x_in_bf16 ? std::ldexp(1.0, -15) + kF32SumRel
+                                                  : kF32SumRel) *
+                                magnitude +
+                            1.01 * quant + 1e-6;
     }
   }
   return bound;
@@ -246,7 +256,10 @@ void ConsistencyTest::CheckMatMulCases(const std::vector<MatMulCase>& cases) {
   uint32_t seed = 1;
   for (const MatMulCase& c : cases) {
     SCOPED_TRACE(Describe(c));
-    const std::vector<float> x = Random(c.tokens * c.k, seed++);
+    std::vector<float> x = Random(c.tokens * c.k, seed++);
+    if (c.x_in_bf16) {
+      for (float& v : x) v = std::bit_cast<float>(std::bit_cast<uint32_t>(v) & 0xffff0000u);
+    }
     // Weights with one large outlier per row, so block scales differ within a row.
     std::vector<float> w_f32 = Random(c.n * c.k, seed++);
     for (int64_t n = 0; n < c.n; ++n) w_f32[n * c.k + (n * 7) % c.k] *= 4;
@@ -378,6 +391,32 @@ TEST_P(ConsistencyTest, MatMulBf16PrefillOnAmxAndOnThePairs) {
   }
   ASSERT_TRUE(cpu::UseAmxBf16());
   CheckMatMulCases(cases);
+  cpu::amx_bf16_allowed = false;
+  CheckMatMulCases(cases);
+  cpu::amx_bf16_allowed = true;
+}
+
+// On a CPU with AMX an F16 prefill runs on its bf16 tiles, each weight and x split into two bf16
+// (cpu::UsesAmxForF16), within 2^-15 of Σ|x·w| more than the f32 bound: the same shapes as the
+// BF16 tiles' (a K of one tile step, of many, padded; T of one tile, padded, past it; a lone last
+// group; chunks longer than a block), odd K on the f32 kernels, and the cases again with AMX off,
+// on the f32 kernels. With x drawn as bf16 values, whose lo part is zero, the weights' split
+// must be exact to meet the f32 bound itself (dropping w's lo part moves a weight by up to 2^-9
+// of itself).
+TEST_P(ConsistencyTest, MatMulF16PrefillOnAmxAndOnF32) {
+  if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
+  if (!cpu::CpuCanUseAmxBf16()) GTEST_SKIP() << "no AMX: F16 prefills run the f32 kernels";
+  const std::vector<MatMulCase> cases = {
+      {DType::kF16, 32, 16, 32},   {DType::kF16, 33, 17, 64, true}, {DType::kF16, 64, 48, 2050},
+      {DType::kF16, 100, 100, 96}, {DType::kF16, 47, 33, 544, true}, {DType::kF16, 33, 4630, 64},
+  };
+  const auto layout = cpu::LayoutOf(DType::kF16);
+  for (const MatMulCase& c : cases) {
+    ASSERT_TRUE(cpu::UsesAmxForF16(*layout, c.tokens, c.k)) << Describe(c);
+  }
+  ASSERT_FALSE(cpu::UsesAmxForF16(*layout, 40, 33)) << "odd K keeps the f32 kernels";
+  CheckMatMulCases(cases);
+  CheckMatMulCases({{DType::kF16, 40, 20, 33}, {DType::kF16, 40, 48, 256, false, true}});
   cpu::amx_bf16_allowed = false;
   CheckMatMulCases(cases);
   cpu::amx_bf16_allowed = true;

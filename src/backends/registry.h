@@ -35,7 +35,7 @@ struct BackendOptions {
   int64_t context = 0;
   DType kv_dtype = DType::kF16;
   // cpu: false keeps prefills off the CPU's AMX tiles (cpu::amx_bf16_allowed), for the whole
-  // process: their rows then have the bits of decode steps, integer and BF16 weights alike.
+  // process, integer, BF16 and F16 weights alike; integer weights' rows then have decode's bits.
   bool amx = true;
 };
 

@@ -99,6 +99,12 @@ uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_
     // K): a graph planned before a test turns AMX on or off still holds the one its run picks.
     return AmxActivationBytes(tokens, k);
   }
+  if (layout.kernel == PackKernel::kF16) {
+    // UsesAmxForF16's x in two parts, where the CPU has AMX (asked at run time, as for integer
+    // weights).
+    const bool amx = tokens >= kStreamTokens && k % 2 == 0 && CpuHasAmxBf16();
+    return amx ? 2 * AmxActivationBytes(tokens, k) : 0;
+  }
   if (layout.family == PackFamily::kFloat) return 0;
   const uint64_t blocks = static_cast<uint64_t>(tokens) * (k / kQK);
   const uint64_t int8 = Align64(tokens * k) + Align64(blocks * 4) + Align64(blocks * 4 * 2);
@@ -121,9 +127,14 @@ void AssignActivationScratch(MatMulJob* job, std::byte* scratch) {
   if (job->prefill()) {
     // AMX's flag read once: x's layout and the kernel that reads it follow from job->amx.
     const bool bf16_weights = UsesBf16Pairs(l, job->tokens, k);
-    job->amx = bf16_weights ? UseAmxBf16() : UsesAmxForIntegers(l, job->tokens);
+    job->amx = bf16_weights                   ? UseAmxBf16()
+               : l.kernel == PackKernel::kF16 ? UsesAmxForF16(l, job->tokens, k)
+                                              : UsesAmxForIntegers(l, job->tokens);
     if (bf16_weights || job->amx) {
       job->x_bf16 = reinterpret_cast<uint16_t*>(scratch);
+      if (l.kernel == PackKernel::kF16) {
+        job->x_bf16_lo = reinterpret_cast<uint16_t*>(scratch + AmxActivationBytes(job->tokens, k));
+      }
       return;
     }
   }

@@ -64,10 +64,15 @@ HWY_INLINE int64_t PairAt(int64_t t, int64_t p, int64_t k) {
   return ((t / kBf16PairTokens * (k / 2) + p) * kBf16PairTokens + t % kBf16PairTokens) * 2;
 }
 
+// Elements [i, i + 16) of a row x of k as f32, zeros past k.
+KITE_BF16_ATTR HWY_INLINE __m512 LoadRowPart(const float* x, int64_t i, int64_t k) {
+  const __mmask16 live = i >= k ? 0 : i + 16 <= k ? 0xffff : (1u << (k - i)) - 1;
+  return _mm512_maskz_loadu_ps(live, x + i);
+}
+
 // Elements [i, i + 16) of a row x of k rounded to bf16 (nearest even), zeros past k.
 KITE_BF16_ATTR HWY_INLINE __m256bh RoundToBf16(const float* x, int64_t i, int64_t k) {
-  const __mmask16 live = i >= k ? 0 : i + 16 <= k ? 0xffff : (1u << (k - i)) - 1;
-  return _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(live, x + i));
+  return _mm512_cvtneps_pbh(LoadRowPart(x, i, k));
 }
 
 // Rows [begin, end) of x rounded to bf16 into job.x_bf16, laid out by PairAt.
@@ -86,18 +91,22 @@ KITE_BF16_ATTR inline void RoundRowsToBf16(const MatMulJob& job, int64_t begin, 
   }
 }
 
-// The bf16 weights of group `src` ([K][16] elements) for k in [k0, k1) as pairs: vector p holds,
-// for row r, elements k0+2p and k0+2p+1 at lanes 2r and 2r+1 (what vdpbf16ps pairs up).
-KITE_BF16_ATTR inline void GroupToPairs(const uint8_t* src, int64_t k0, int64_t k1, uint16_t* dst) {
-  // Lane 2r takes row r of the first 16 (element k), lane 2r+1 row r of the second (k+1).
+// Two elements of a group's 16 rows (32 16-bit values: element k of rows 0..15, then k+1) as
+// pairs: lane 2r takes row r of the first 16, lane 2r+1 row r of the second.
+KITE_BF16_ATTR HWY_INLINE __m512i InterleavePairs(__m512i two) {
   alignas(64) static constexpr uint16_t kInterleave[32] = {
       0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
       8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  const __m512i order = _mm512_load_si512(kInterleave);
+  return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), two);
+}
+
+// The bf16 weights of group `src` ([K][16] elements) for k in [k0, k1) as pairs: vector p holds,
+// for row r, elements k0+2p and k0+2p+1 at lanes 2r and 2r+1 (what vdpbf16ps pairs up).
+KITE_BF16_ATTR inline void GroupToPairs(const uint8_t* src, int64_t k0, int64_t k1, uint16_t* dst) {
   const auto* w = reinterpret_cast<const uint16_t*>(src);
   for (int64_t kk = k0; kk < k1; kk += 2) {
     const __m512i two = _mm512_loadu_si512(w + kk * kPackRows);  // elements kk and kk+1
-    _mm512_storeu_si512(dst + (kk - k0) * kPackRows, _mm512_permutexvar_epi16(order, two));
+    _mm512_storeu_si512(dst + (kk - k0) * kPackRows, InterleavePairs(two));
   }
 }
 

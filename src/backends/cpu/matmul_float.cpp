@@ -168,7 +168,9 @@ template <int C, int PG, typename T>
 void FloatGroups(const MatMulJob& job, int64_t begin, int64_t end) {
   if (job.tokens > 1 && !job.prefill()) return FloatGroupsFew<T>(job, begin, end);
   if (job.x_bf16 != nullptr) {
-    return job.amx ? Bf16AmxGroups(job, begin, end) : Bf16PairGroups(job, begin, end);
+    if (!job.amx) return Bf16PairGroups(job, begin, end);
+    if constexpr (std::is_same_v<T, hwy::float16_t>) return F16AmxGroups(job, begin, end);
+    return Bf16AmxGroups(job, begin, end);
   }
   constexpr int64_t kBlock = 1024;
   const DF df;
@@ -245,6 +247,12 @@ void FloatMatMulGroups(const MatMulJob& job, int64_t begin, int64_t end) {
 bool UsesBf16Pairs(const PackLayout& layout, int64_t tokens, int64_t k) {
   static const bool supported = HWY_DYNAMIC_DISPATCH(Bf16PairsSupported)();
   return supported && layout.kernel == PackKernel::kBF16 && tokens >= kStreamTokens && k % 2 == 0;
+}
+
+bool UsesAmxForF16(const PackLayout& layout, int64_t tokens, int64_t k) {
+  static const bool supported = HWY_DYNAMIC_DISPATCH(Bf16PairsSupported)();
+  return supported && layout.kernel == PackKernel::kF16 && tokens >= kStreamTokens &&
+         k % 2 == 0 && UseAmxBf16();
 }
 
 void RoundActivationsToBf16(const MatMulJob& job, int64_t begin, int64_t end) {

@@ -35,11 +35,13 @@ struct MatMulJob {
   float* scale = nullptr;   // [T, K / 32]: the int8 step of each block
   // [T, K / 32] (half_scales: [T, K / 16]): d·Σq, times `zero` for symmetric types
   float* offset = nullptr;
-  // A prefill() of BF16 weights on a CPU with AVX512_BF16, or of integer weights on a CPU with
-  // AMX (UsesAmxForIntegers): x rounded to bf16 [T, K] (scratch memory) for the dot products of
-  // pairs (matmul_bf16_pairs-inl.h) or, where the CPU has AMX (UseAmxBf16), for its tiles
-  // (matmul_bf16_amx-inl.h, rows padded: AmxPaddedK); else null.
+  // A prefill() of BF16 weights on a CPU with AVX512_BF16, or of integer or F16 weights on a CPU
+  // with AMX (UsesAmxForIntegers, UsesAmxForF16): x rounded to bf16 [T, K] (scratch memory) for
+  // the dot products of pairs (matmul_bf16_pairs-inl.h) or, where the CPU has AMX (UseAmxBf16),
+  // for its tiles (matmul_bf16_amx-inl.h, rows padded: AmxPaddedK); else null.
   uint16_t* x_bf16 = nullptr;
+  // F16 weights on AMX: what rounding x to x_bf16 left, rounded to bf16 (the same layout).
+  uint16_t* x_bf16_lo = nullptr;
   // x_bf16 is laid out for, and read by, AMX's tiles: UseAmxBf16() as AssignActivationScratch
   // read it, once, so that the layout and the kernel agree however the flag changes.
   bool amx = false;
@@ -77,7 +79,7 @@ inline bool MatMulJob::decode_tiles() const {
 }
 
 // Scratch bytes for the quantized (integer weights) or bf16-rounded (UsesBf16Pairs,
-// UsesAmxForIntegers) activations of `tokens` rows; 0 for other float weights.
+// UsesAmxForIntegers, UsesAmxForF16) activations of `tokens` rows; 0 for other float weights.
 uint64_t ActivationScratchBytes(const PackLayout& layout, int64_t tokens, int64_t k);
 // Points the job's qs/scale/offset (or x_bf16, unless its rows are decode steps) into
 // `scratch` (64-byte aligned, at least ActivationScratchBytes).
@@ -96,6 +98,10 @@ bool UsesBf16Pairs(const PackLayout& layout, int64_t tokens, int64_t k);
 // int8 dot products: integer weights, a CPU with AMX (UseAmxBf16). Decode steps of any count
 // keep the int8 kernels and their bits.
 bool UsesAmxForIntegers(const PackLayout& layout, int64_t tokens);
+// Whether a prefill() of F16 weights runs on AMX's bf16 tiles, each weight the sum of two bf16
+// (exact) and x too (to 16 bits), instead of the f32 FMAs: F16 weights, K even, a CPU with AMX
+// (UseAmxBf16) under a SIMD target with AVX512_BF16. Decode steps keep the f32 kernels.
+bool UsesAmxForF16(const PackLayout& layout, int64_t tokens, int64_t k);
 // Whether the SIMD target chosen at run time has the integer AMX kernels (the AVX-512 ones):
 // under any other (a test's narrower target) UsesAmxForIntegers is false.
 bool IntegerAmxCompiled();
