@@ -94,6 +94,24 @@ struct alignas(64) AmxTileConfig {
   uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
+// One step of AmxGroups' tiles: the four sums (tmm0-3) gain the products of two tiles of x
+// (tmm4, tmm5; loaded from x0 and x1 unless null: those already there) by two groups' pairs
+// (tmm6, tmm7, from w0 and w1).
+KITE_AMX_ATTR HWY_INLINE void AmxStep(const uint16_t* x0, const uint16_t* x1, int64_t x_stride,
+                                      const uint16_t* w0, const uint16_t* w1) {
+  constexpr int64_t kPairRowBytes = kPackRows * 2 * sizeof(uint16_t);
+  if (x0 != nullptr) {
+    _tile_loadd(4, x0, x_stride);
+    _tile_loadd(5, x1, x_stride);
+  }
+  _tile_loadd(6, w0, kPairRowBytes);
+  _tile_loadd(7, w1, kPairRowBytes);
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  _tile_dpbf16ps(2, 5, 6);
+  _tile_dpbf16ps(3, 5, 7);
+}
+
 // Groups [begin, end) of a matmul of kStreamTokens or more tokens (job.x_bf16 filled by
 // RoundRowsToBf16Padded), AmxBlockGroups at a time decoded to pairs, then for each tile of 32
 // tokens two groups at a time. to_pairs(g, dst) writes group g's weights as AmxPaddedK(K) / 2
@@ -108,7 +126,6 @@ KITE_AMX_ATTR void AmxGroups(const MatMulJob& job, int64_t begin, int64_t end,
   static_assert(kParts == 1 || kParts == 2);
   const int64_t padded_k = AmxPaddedK(job.w->cols());
   const int64_t x_stride = padded_k * sizeof(uint16_t);
-  constexpr int64_t kPairRowBytes = kPackRows * 2 * sizeof(uint16_t);
   const int64_t part_elems = padded_k * kPackRows;
   const int64_t group_elems = kParts * part_elems;
   const int64_t block = AmxBlockGroups(padded_k, kParts);
@@ -142,29 +159,11 @@ KITE_AMX_ATTR void AmxGroups(const MatMulJob& job, int64_t begin, int64_t end,
         _tile_zero(2);
         _tile_zero(3);
         for (int64_t kk = 0; kk < padded_k; kk += kAmxTileK) {
-          _tile_loadd(4, x0 + kk, x_stride);
-          _tile_loadd(5, x1 + kk, x_stride);
-          _tile_loadd(6, w0 + kk * kPackRows, kPairRowBytes);
-          _tile_loadd(7, w1 + kk * kPackRows, kPairRowBytes);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 4, 7);
-          _tile_dpbf16ps(2, 5, 6);
-          _tile_dpbf16ps(3, 5, 7);
+          AmxStep(x0 + kk, x1 + kk, x_stride, w0 + kk * kPackRows, w1 + kk * kPackRows);
           if constexpr (kParts == 2) {  // x's hi by the weights' lo, x's lo by their hi
-            _tile_loadd(6, w0 + part_elems + kk * kPackRows, kPairRowBytes);
-            _tile_loadd(7, w1 + part_elems + kk * kPackRows, kPairRowBytes);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-            _tile_loadd(4, x0_lo + kk, x_stride);
-            _tile_loadd(5, x1_lo + kk, x_stride);
-            _tile_loadd(6, w0 + kk * kPackRows, kPairRowBytes);
-            _tile_loadd(7, w1 + kk * kPackRows, kPairRowBytes);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
+            AmxStep(nullptr, nullptr, x_stride, w0 + part_elems + kk * kPackRows,
+                    w1 + part_elems + kk * kPackRows);
+            AmxStep(x0_lo + kk, x1_lo + kk, x_stride, w0 + kk * kPackRows, w1 + kk * kPackRows);
           }
         }
         alignas(64) float sums[4][kAmxTileRows][kPackRows];  // [tokens half · 2 + group]
