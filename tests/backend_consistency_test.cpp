@@ -425,8 +425,9 @@ TEST_P(ConsistencyTest, MatMulF16PrefillOnAmxAndOnF32) {
 // On a CPU with AMX an integer prefill runs on its bf16 tiles, each row group's weights decoded
 // to bf16 (cpu::UsesAmxForIntegers, matmul_dequant_pairs-inl.h): every ggml integer type, on T of
 // one tile of 32, padded within it and past it; N of one group, a lone last group of a pair,
-// many groups, chunks longer than the groups decoded at a time; K of one block, odd numbers of blocks, several super-blocks. Then the same cases
-// with AMX off, on the int8 prefill tiles such a CPU otherwise never runs past 31 tokens.
+// many groups, chunks longer than the groups decoded at a time; K of one block, odd numbers of
+// blocks, several super-blocks. Then the same cases with AMX off, on the int8 prefill tiles such
+// a CPU otherwise never runs past 31 tokens.
 TEST_P(ConsistencyTest, MatMulIntegerPrefillOnAmxAndOnInt8) {
   if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
   if (!cpu::CpuCanUseAmxBf16()) GTEST_SKIP() << "no AMX: integer prefills run the int8 tiles";
@@ -823,7 +824,7 @@ TEST_P(ConsistencyTest, AttentionOverPagedCache) {
 
 // The prefill kernel's register blocking differs by SIMD target (AVX2 takes fewer keys a score
 // pass with two vectors of rows): each target this CPU runs, not only the one it would pick, on
-// blocks of one and two row vectors, a row block past the last tile's keys and q8_0 pages.
+// blocks of one and two row vectors, partial blocks, and q8_0 pages.
 TEST_P(ConsistencyTest, AttentionPrefillOnEverySimdTargetThisCpuRuns) {
   if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
   const std::vector<AttentionCase> cases = {
@@ -832,15 +833,12 @@ TEST_P(ConsistencyTest, AttentionPrefillOnEverySimdTargetThisCpuRuns) {
       {9, 0, 32, 2, 32, 64, DType::kF16},   // 144 rows: a block of one token's 16 heads left
       {20, 3, 8, 1, 64, 16, DType::kQ8_0},  // GQA 8:1 on q8_0 pages
   };
-  int checked = 0;
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
     SCOPED_TRACE(std::string("target ") + hwy::TargetName(target));
     CheckAttentionCases(cases, 700);
-    ++checked;
   }
   hwy::SetSupportedTargetsForTest(0);  // back to what the CPU has
-  EXPECT_GE(checked, 1);
 }
 
 void ConsistencyTest::CheckAttentionCases(const std::vector<AttentionCase>& cases,

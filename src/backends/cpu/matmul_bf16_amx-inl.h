@@ -38,9 +38,13 @@ namespace HWY_NAMESPACE {
 #undef KITE_AMX_ATTR
 #define KITE_AMX_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16,amx-tile,amx-bf16")))
 
-// A bf16 vector's 16 elements widened to f32: their bits, 16 places up.
-KITE_AMX_ATTR HWY_INLINE __m512 WidenBf16(__m256i bf16) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16), 16));
+// What rounding v to `high` (its 16 elements as bf16) left: exact in f32, so that high and the
+// rest rounded to bf16 carry 16 of v's 24 bits (an f16's 11, all of them). 0 where v is infinite
+// or NaN (inf - inf), which high then carries alone.
+KITE_AMX_ATTR HWY_INLINE __m512 Bf16Rest(__m512 v, __m256i high) {
+  const __m512 wide = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(high), 16));
+  const __m512 rest = _mm512_sub_ps(v, wide);
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(rest, rest, _CMP_ORD_Q), rest);
 }
 
 // Rows [begin, end) of x rounded to bf16 (RoundToBf16) into job.x_bf16, one row of
@@ -65,17 +69,17 @@ KITE_AMX_ATTR inline void RoundRowsToBf16Padded(const MatMulJob& job, int64_t be
       const __m256i high = (__m256i)RoundToBf16(x, i, k);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + i), high);
       if (rest == nullptr) continue;
-      __m512 left = _mm512_sub_ps(LoadRowPart(x, i, k), WidenBf16(high));
-      left = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(left, left, _CMP_ORD_Q), left);
+      const __m512 left = Bf16Rest(LoadRowPart(x, i, k), high);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(rest + i), (__m256i)_mm512_cvtneps_pbh(left));
     }
   }
 }
 
 // Groups decoded to pairs at a time (an even count from 2 to 16): their pairs take up to 1 MB of
-// L2, so that each tile of 32 tokens of x, read from L3 for the first two, is read from L2 for
-// the rest. Two at a time read all of x from L3 for every two groups: a 1B pp512 on a Xeon with
-// AMX ran 10-12% slower (README, "Integer prefill on AMX's bf16 tiles").
+// L2, so that each tile of 32 tokens of x, read from beyond L2 for the first two, is read from L2
+// for the rest. Two at a time read all of x (2-8 MB at 512 tokens) from beyond L2 for every two
+// groups: a 1B pp512 on a Xeon with AMX ran 9-14% slower (README, "Integer prefill on AMX's
+// bf16 tiles").
 inline int64_t AmxBlockGroups(int64_t padded_k, int parts) {
   constexpr int64_t kPairsBytes = int64_t{1} << 20;
   const int64_t group_bytes = parts * padded_k * kPackRows * int64_t{sizeof(uint16_t)};
@@ -196,12 +200,11 @@ KITE_AMX_ATTR inline void Bf16AmxGroups(const MatMulJob& job, int64_t begin, int
 
 // F16 weights at prefill: each f16 is the sum of two bf16 exactly, hi = its nearest bf16 and
 // lo = the rest, which has at most 3 significant bits (f16 carries 11, bf16 8, and bf16 has
-// f32's exponents); x is split the same way (job.x_bf16 and x_bf16_lo: 16 of its 24 bits). The
+// f32's exponents: Bf16Rest); x is split the same way (job.x_bf16 and x_bf16_lo). The
 // tiles sum x_hi·w_hi + x_hi·w_lo + x_lo·w_hi (AmxGroups<2>), leaving out x_lo·w_lo and x's last
 // bits, about 2^-16 of Σ|x·w| at most, where x rounded to f16 (llama.cpp's F16 path) moves each
 // product by up to 2^-11: three times a BF16 prefill's products, on tiles that run 16 times the
-// FMAs' rate. Group g's hi part, then its lo part, as pairs; an infinite or NaN weight keeps it
-// in hi and 0 in lo, whose inf - inf would otherwise be NaN.
+// FMAs' rate. Group g's hi part, then its lo part, as pairs.
 KITE_AMX_ATTR inline void F16GroupToPairs(const uint8_t* src, int64_t k, int64_t padded_k,
                                           uint16_t* hi, uint16_t* lo) {
   const auto* w = reinterpret_cast<const uint16_t*>(src);
@@ -210,10 +213,8 @@ KITE_AMX_ATTR inline void F16GroupToPairs(const uint8_t* src, int64_t k, int64_t
     const __m512 a = _mm512_cvtph_ps(_mm512_castsi512_si256(pairs));
     const __m512 b = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(pairs, 1));
     const __m512i high = (__m512i)_mm512_cvtne2ps_pbh(b, a);  // a's 16 lanes, then b's
-    __m512 rest_a = _mm512_sub_ps(a, WidenBf16(_mm512_castsi512_si256(high)));
-    __m512 rest_b = _mm512_sub_ps(b, WidenBf16(_mm512_extracti64x4_epi64(high, 1)));
-    rest_a = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(rest_a, rest_a, _CMP_ORD_Q), rest_a);
-    rest_b = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(rest_b, rest_b, _CMP_ORD_Q), rest_b);
+    const __m512 rest_a = Bf16Rest(a, _mm512_castsi512_si256(high));
+    const __m512 rest_b = Bf16Rest(b, _mm512_extracti64x4_epi64(high, 1));
     _mm512_storeu_si512(hi + kk * kPackRows, high);
     _mm512_storeu_si512(lo + kk * kPackRows, (__m512i)_mm512_cvtne2ps_pbh(rest_b, rest_a));
   }

@@ -163,7 +163,8 @@ using Super = Legacy<kBits, kMin, kLevels, false, kHalves, true>;
 // q6_K): decode and a few tokens (Groups' decode tiles) read them as packed (TilePacked); more
 // tokens (a prefill on a CPU without AMX, or with --no-amx) first widen each PG groups' codes to
 // the 8-bit layout (matmul_widen-inl.h), into this thread's scratch, and run TileWide on them,
-// so that the unpacking is paid once per group, not once per tile of tokens. widen(codes, blocks, layout, dst): a group's K/32 blocks.
+// so that the unpacking is paid once per group, not once per tile of tokens.
+// widen(codes, blocks, layout, dst): a group's K/32 blocks.
 template <template <int, int> class TilePacked, template <int, int> class TileWide,
           int PG = kPrefillIntGroups, typename Widen>
 void GroupsWidened(const MatMulJob& job, int64_t begin, int64_t end, Widen&& widen) {
