@@ -841,6 +841,28 @@ TEST_P(ConsistencyTest, AttentionPrefillOnEverySimdTargetThisCpuRuns) {
   hwy::SetSupportedTargetsForTest(0);  // back to what the CPU has
 }
 
+// Prefills of kStreamTokens or more tokens over f16 caches take AMX's tiles where the CPU has
+// them (attention_prefill_amx-inl.h): scores and values as sums of three products of bf16
+// parts, within the f32 kernels' bound of ref; then the same cases on those kernels (--no-amx).
+// Shapes: GQA 3:1 from position 0 (every block crosses the causal diagonal), a context past one
+// chunk of 8 tiles on odd pages, head sizes of three and eight tiles of 32, a history that ends
+// mid-tile, one token's 32 heads a block.
+TEST_P(ConsistencyTest, AttentionPrefillOnAmxTiles) {
+  if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
+  if (!cpu::CpuCanUseAmxBf16()) GTEST_SKIP() << "no AMX: prefills attend on the f32 kernels";
+  const std::vector<AttentionCase> cases = {
+      {64, 0, 9, 3, 64, 16, DType::kF16},   {40, 300, 4, 1, 32, 7, DType::kF16},
+      {33, 45, 6, 2, 96, 64, DType::kF16},  {48, 520, 2, 2, 256, 16, DType::kF16},
+      {32, 0, 32, 1, 128, 16, DType::kF16},
+  };
+  CheckAttentionCases(cases, 900);
+  struct AllowAmxAtTheEnd {
+    ~AllowAmxAtTheEnd() { cpu::amx_bf16_allowed = true; }
+  } allow_amx_at_the_end;
+  cpu::amx_bf16_allowed = false;
+  CheckAttentionCases(cases, 900);
+}
+
 void ConsistencyTest::CheckAttentionCases(const std::vector<AttentionCase>& cases,
                                           uint32_t seed) {
   for (const AttentionCase& c : cases) {

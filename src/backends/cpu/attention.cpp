@@ -6,7 +6,9 @@
 // partial dot, a value's softmax weight), as the blocks are read.
 //   decode (one token): each query head alone, its keys read straight from the pages;
 //   prefill: the query rows sharing a KV head in blocks of one or two vectors of rows, one SIMD
-//   lane a row, each tile converted to f32 once for the whole block (attention_prefill.cpp).
+//   lane a row, each tile converted to f32 once for the whole block (attention_prefill.cpp), or
+//   on a CPU with AMX, an f16 cache's blocks of 32 rows on its tiles when the prefill is as long
+//   as those the matmuls take there (attention_prefill_amx-inl.h).
 // The threads take work units one at a time from a shared counter, which balances causal prefill
 // (later rows attend to more positions) and a thread that shares its core with another process.
 #include <algorithm>
@@ -18,16 +20,20 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/attention.cpp"
 #define HWY_DISABLED_TARGETS (HWY_SSSE3 | HWY_SSE4)
+#include <hwy/aligned_allocator.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 // clang-format off: after highway.h, once per target
 #include <hwy/contrib/math/math-inl.h>
+
 #include "backends/cpu/attention_kv-inl.h"
 // clang-format on
 
+#include "backends/cpu/amx.h"
 #include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/f16_rows.h"
 #include "backends/cpu/kernels.h"
+#include "backends/cpu/matmul_kernels.h"
 #include "backends/shared_kernels.h"
 #include "tensor/quant_blocks.h"
 #include "tensor/quantize.h"
@@ -51,7 +57,7 @@ void AttendHead(const float* q, const KvLayerView& layer, int64_t kv_head, int64
   HWY_ALIGN float p[kTile];
   // The weight of each value block: p[j], times the block's scale for q8_0 [blocks][tile].
   HWY_ALIGN float weights[kQ8<T> ? kTile * kMaxHeadDim / kQK : 1];
-  const std::byte* keys[kTile];    // the tile's heads, looked up in the page table once
+  const std::byte* keys[kTile];  // the tile's heads, looked up in the page table once
   const std::byte* values[kTile];
   for (int64_t i = 0; i < dim; i += lanes) hn::Store(hn::Zero(df), df, acc + i);
   float max = -INFINITY;
@@ -184,6 +190,41 @@ SupportResult Support(const AttentionAttrs&, const Graph& graph, const Node& nod
 
 namespace {
 
+// A prefill of kStreamTokens or more tokens (as long as those the matmuls take AMX's tiles for),
+// over an f16 cache whose head size is whole tiles of 32, on a CPU with AMX that allows them:
+// each KV head's tiles of positions [first, last] (first rounded down to a tile) go into the
+// tiles' layout once (AmxTileParts), in a buffer of the calling thread, for all the blocks of
+// rows that read them; KV head h's at the result + h · tiles · AmxTileElems(D). Null where the
+// prefill keeps the f32 kernels (shorter runs, such as a speculative pass's drafts, keep their
+// numerics).
+const uint16_t* AmxTiles(const KvLayerView& layer, int64_t tokens, int64_t kv_heads, int64_t first,
+                         int64_t last, ThreadPool& pool) {
+  const int64_t dim = layer.head_dim;
+  if (tokens < kStreamTokens || layer.dtype != DType::kF16 || dim % 32 != 0 || !UseAmxBf16()) {
+    return nullptr;
+  }
+  const int64_t tiles = last / kBlockTile - first / kBlockTile + 1;
+  const int64_t elems = AmxTileElems(dim);
+  thread_local hwy::AlignedFreeUniquePtr<uint16_t[]> buffer;
+  thread_local int64_t buffer_size = 0;
+  if (buffer_size < kv_heads * tiles * elems) {
+    buffer_size = kv_heads * tiles * elems;
+    buffer = hwy::AllocateAligned<uint16_t>(buffer_size);
+  }
+  uint16_t* parts = buffer.get();  // the calling thread's: a worker's `buffer` is its own
+  auto convert = [&](int64_t unit) {
+    const int64_t j0 = (first / kBlockTile + unit % tiles) * kBlockTile;
+    return AmxTileParts(layer, unit / tiles, j0, std::min(kBlockTile, last + 1 - j0),
+                        parts + unit * elems);
+  };
+  // The first tile tells whether the kernels this CPU runs have the tiles.
+  if (!convert(0)) return nullptr;
+  pool.ParallelForChunks(kv_heads * tiles - 1, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) convert(u + 1);
+  });
+  return parts;
+}
+
 // Tokens [begin, end) of the run, all of one sequence whose cache layer is `layer`: k and v
 // enter the cache first, then query t sees positions first..positions[t] (first: 0, or its
 // window's start).
@@ -198,9 +239,10 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
   const int64_t group = q_heads / kv_heads;
   const int64_t pos_step = positions.strides[0];
   const int32_t* pos = positions.as<const int32_t>() + begin * pos_step;  // [tokens]
-  const float* qs = q.as<const float>() + begin * q_heads * dim;         // [tokens, Hq, D]
-  float* outs = args.out.as<float>() + begin * q_heads * dim;            // [tokens, Hq, D]
+  const float* qs = q.as<const float>() + begin * q_heads * dim;          // [tokens, Hq, D]
+  float* outs = args.out.as<float>() + begin * q_heads * dim;             // [tokens, Hq, D]
   int64_t work = 0;
+  int64_t min_first = layer.length, max_last = 0;
   for (int64_t t = begin; t < end; ++t) {
     const int32_t p = pos[(t - begin) * pos_step];
     if (p < 0 || p >= layer.length) {
@@ -209,6 +251,8 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
                           std::to_string(layer.length));
     }
     work += (p + 1 - FirstVisiblePosition(attrs, p)) * q_heads * dim;
+    min_first = std::min(min_first, FirstVisiblePosition(attrs, p));
+    max_last = std::max<int64_t>(max_last, p);
   }
   // Every row enters the cache before any query reads it; a prefill's rows are split over the
   // threads, 16 tokens at a time.
@@ -219,12 +263,18 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
     // Prefill: per KV head, its query rows (token-major, then the heads of its group) in blocks
     // of kMaxRows, taken by the threads one at a time.
     const int64_t rows = tokens * group;
+    const uint16_t* amx = AmxTiles(layer, tokens, kv_heads, min_first, max_last, args.pool);
+    const int64_t amx_tiles = max_last / kBlockTile - min_first / kBlockTile + 1;
     const int64_t blocks_per_head = (rows + kMaxRows - 1) / kMaxRows;
     auto attend_block = [&](int64_t unit) {
       const int64_t kv_head = unit / blocks_per_head;
       const int64_t first = unit % blocks_per_head * kMaxRows;
       QueryRows block;
       block.count = std::min(kMaxRows, rows - first);
+      if (amx != nullptr) {
+        block.amx_tiles = amx + kv_head * amx_tiles * AmxTileElems(dim);
+        block.amx_first = min_first / kBlockTile * kBlockTile;
+      }
       for (int64_t r = 0; r < block.count; ++r) {
         const int64_t t = (first + r) / group;
         const int64_t h = kv_head * group + (first + r) % group;

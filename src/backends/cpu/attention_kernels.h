@@ -44,7 +44,20 @@ struct QueryRows {
   float* out[kMaxRows];      // output row [D]
   int64_t first[kMaxRows];   // the first position each row sees (0, or its window's start)
   int64_t last[kMaxRows];    // the last position each row sees (causal)
+  // Where set, the rows attend on AMX's tiles (attention_prefill_amx-inl.h) over their KV head's
+  // keys and values already in the tiles' layout (AmxTileParts): the tile of positions
+  // amx_first + kBlockTile·i at amx_tiles + i·AmxTileElems(D).
+  const uint16_t* amx_tiles = nullptr;
+  int64_t amx_first = 0;  // a multiple of kBlockTile
 };
+
+// AMX prefill (an f16 cache, a head size in whole tiles of 32): a tile of kBlockTile positions of
+// one KV head as AMX's operands take it, in 16-bit elements: keys and values, hi and lo parts.
+inline int64_t AmxTileElems(int64_t dim) { return 4 * kBlockTile * dim; }
+// Positions j0 .. j0 + count (count <= kBlockTile) of kv_head into dst, AmxTileElems(D) of them;
+// false (nothing written) where the kernels this CPU runs have no AMX tiles.
+bool AmxTileParts(const KvLayerView& layer, int64_t kv_head, int64_t j0, int64_t count,
+                  uint16_t* dst);
 
 // Prefill: `rows` (query heads of one KV head's group, up to kMaxRows, head size at most
 // kMaxBlockDim) attended together over the cache (attention_prefill.cpp).

@@ -3,7 +3,6 @@
 // block (attention.cpp splits a prefill into such blocks and hands them to the threads).
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/attention_prefill.cpp"
@@ -11,8 +10,9 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 // clang-format off: after highway.h, once per target
-#include <hwy/contrib/math/math-inl.h>
+#include "backends/cpu/attention_block-inl.h"
 #include "backends/cpu/attention_kv-inl.h"
+#include "backends/cpu/attention_prefill_amx-inl.h"
 // clang-format on
 
 #include "backends/cpu/attention_kernels.h"
@@ -51,7 +51,8 @@ HWY_INLINE void TileToF32(const KvLayerView& layer, bool values, int64_t j0, int
       float* to = dst + j * dim + b * block;
       if constexpr (kQ8<T>) {
         const auto d = hn::Set(df, Scale(data));
-        for (int64_t c = 0; c < block; c += lanes) hn::Store(hn::Mul(d, Codes<T>(data, c)), df, to + c);
+        for (int64_t c = 0; c < block; c += lanes)
+          hn::Store(hn::Mul(d, Codes<T>(data, c)), df, to + c);
       } else {
         for (int64_t c = 0; c < block; c += lanes) hn::Store(Codes<T>(data, c), df, to + c);
       }
@@ -121,44 +122,20 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
   HWY_ALIGN float vf[kBlockTile * kMaxBlockDim];  // [tile][D]
   HWY_ALIGN float p[kBlockTile * kMaxRows];       // [tile][block_rows]: scores, then probabilities
   HWY_ALIGN float acc[kMaxRows * kMaxBlockDim];   // [block_rows][D]
-  HWY_ALIGN float first[kMaxRows];
-  HWY_ALIGN float last[kMaxRows];
   HWY_ALIGN float corr[kMaxRows];
-  // Unused lanes repeat the first row, so that every lane stays finite; they are not stored.
-  int64_t min_first = rows.first[begin], max_last = 0;
-  int64_t max_first = 0, min_last = rows.last[begin];  // a tile between them is every row's
+  const BlockRows block = SetBlockRows(rows, begin, count, block_rows);
   for (int64_t r = 0; r < block_rows; ++r) {
-    const int64_t from = begin + (r < count ? r : 0);
-    first[r] = static_cast<float>(rows.first[from]);
-    last[r] = static_cast<float>(rows.last[from]);
-    min_first = std::min(min_first, rows.first[from]);
-    max_last = std::max(max_last, rows.last[from]);
-    max_first = std::max(max_first, rows.first[from]);
-    min_last = std::min(min_last, rows.last[from]);
-    for (int64_t i = 0; i < dim; ++i) qt[i * block_rows + r] = scale * rows.q[from][i];
+    const float* q = rows.q[begin + (r < count ? r : 0)];
+    for (int64_t i = 0; i < dim; ++i) qt[i * block_rows + r] = scale * q[i];
   }
   std::memset(acc, 0, sizeof(float) * block_rows * dim);
-  V first_v[NV], last_v[NV], max[NV], sum[NV];
-  // Masked scores and the first running max are the lowest float, not -inf: Highway's Exp is
-  // defined from -FLT_MAX up, where it gives 0 as exp(-inf) would.
-  const V lowest = hn::Set(df, std::numeric_limits<float>::lowest());
-  for (int v = 0; v < NV; ++v) {
-    first_v[v] = hn::Load(df, first + v * lanes);
-    last_v[v] = hn::Load(df, last + v * lanes);
-    max[v] = lowest;
-    sum[v] = hn::Zero(df);
-  }
-  const V cap = hn::Set(df, softcap), inv_cap = hn::Set(df, softcap > 0.0f ? 1.0f / softcap : 0.0f);
-  for (int64_t j0 = min_first; j0 <= max_last; j0 += kBlockTile) {
-    const int64_t keys = std::min(kBlockTile, max_last + 1 - j0);
+  OnlineSoftmax<NV> softmax(block);
+  for (int64_t j0 = block.min_first; j0 <= block.max_last; j0 += kBlockTile) {
+    const int64_t keys = std::min(kBlockTile, block.max_last + 1 - j0);
     const int64_t padded = (keys + kKeys - 1) / kKeys * kKeys;
     TileToF32<T>(layer, false, j0, keys, padded, head_offset, dim, kf);
     TileToF32<T>(layer, true, j0, keys, padded, head_offset, dim, vf);
-    // Whether every row sees every key of the tile (padding included): then nothing is masked.
-    const bool whole = j0 >= max_first && j0 + padded - 1 <= min_last;
-    // Scores, kKeys keys at a time; positions outside a row's [first, last]: lowest.
-    V tile_max[NV];
-    for (int v = 0; v < NV; ++v) tile_max[v] = lowest;
+    // Scores, kKeys keys at a time.
     for (int64_t j = 0; j < padded; j += kKeys) {
       V s[NV][kKeys];
       for (int v = 0; v < NV; ++v) {
@@ -173,39 +150,10 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
         }
       }
       for (int u = 0; u < kKeys; ++u) {
-        const V at = hn::Set(df, static_cast<float>(j0 + j + u));
-        for (int v = 0; v < NV; ++v) {
-          if (softcap > 0.0f) s[v][u] = hn::Mul(cap, hn::Tanh(df, hn::Mul(s[v][u], inv_cap)));
-          if (!whole) {
-            const auto outside = hn::Or(hn::Gt(at, last_v[v]), hn::Lt(at, first_v[v]));
-            s[v][u] = hn::IfThenElse(outside, lowest, s[v][u]);
-          }
-          tile_max[v] = hn::Max(tile_max[v], s[v][u]);
-          hn::Store(s[v][u], df, p + (j + u) * block_rows + v * lanes);
-        }
+        for (int v = 0; v < NV; ++v) hn::Store(s[v][u], df, p + (j + u) * block_rows + v * lanes);
       }
     }
-    // A row whose window starts past this tile has seen nothing yet: its max stays lowest, and
-    // its masked scores would give exp(0) = 1, so they are zeroed; its first seen score then
-    // corrects the zero sum and accumulator by exp(lowest - max) = 0.
-    for (int v = 0; v < NV; ++v) {
-      const V new_max = hn::Max(max[v], tile_max[v]);
-      const V correction = hn::Exp(df, hn::Sub(max[v], new_max));  // 0 on the first tile
-      max[v] = new_max;
-      V tile_sum = hn::Zero(df);
-      for (int64_t j = 0; j < padded; ++j) {
-        float* pj = p + j * block_rows + v * lanes;
-        V e = hn::Exp(df, hn::Sub(hn::Load(df, pj), max[v]));
-        if (!whole) {
-          const V at = hn::Set(df, static_cast<float>(j0 + j));
-          e = hn::IfThenElseZero(hn::And(hn::Le(at, last_v[v]), hn::Ge(at, first_v[v])), e);
-        }
-        hn::Store(e, df, pj);
-        tile_sum = hn::Add(tile_sum, e);
-      }
-      sum[v] = hn::MulAdd(sum[v], correction, tile_sum);
-      hn::Store(correction, df, corr + v * lanes);
-    }
+    softmax.Tile(p, j0, padded, softcap, corr);
     for (int64_t r0 = 0; r0 < count; r0 += kRowStep) {
       int64_t i0 = 0;
       for (; i0 + kValueVecs * lanes <= dim; i0 += kValueVecs * lanes) {
@@ -216,14 +164,7 @@ void AttendBlockT(const QueryRows& rows, int64_t begin, int64_t count, const KvL
       }
     }
   }
-  HWY_ALIGN float total[kMaxRows];
-  for (int v = 0; v < NV; ++v) hn::Store(sum[v], df, total + v * lanes);
-  for (int64_t r = 0; r < count; ++r) {
-    const V inv = hn::Set(df, 1.0f / total[r]);
-    for (int64_t i = 0; i < dim; i += lanes) {
-      hn::StoreU(hn::Mul(hn::Load(df, acc + r * dim + i), inv), df, rows.out[begin + r] + i);
-    }
-  }
+  softmax.Finish(rows, begin, count, acc, dim);
 }
 
 template <typename T>
@@ -242,6 +183,12 @@ void AttendBlocks(const QueryRows& rows, const KvLayerView& layer, int64_t kv_he
 
 void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head, float scale,
                 float softcap) {
+#if KITE_BF16_PAIRS
+  if (rows.amx_tiles != nullptr) {
+    AttendBlocksAmx(rows, layer.head_dim, scale, softcap);
+    return;
+  }
+#endif
   if (layer.dtype == DType::kF16) {
     AttendBlocks<hwy::float16_t>(rows, layer, kv_head, scale, softcap);
   } else if (layer.dtype == DType::kQ8_0) {
@@ -251,6 +198,16 @@ void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head
   }
 }
 
+bool AmxTileParts(const KvLayerView& layer, int64_t kv_head, int64_t j0, int64_t count,
+                  uint16_t* dst) {
+#if KITE_BF16_PAIRS
+  TileParts(layer, kv_head, j0, count, dst);
+  return true;
+#else
+  return false;
+#endif
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace kite::cpu
 HWY_AFTER_NAMESPACE();
@@ -258,6 +215,12 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace kite::cpu {
 HWY_EXPORT(AttendRows);
+HWY_EXPORT(AmxTileParts);
+
+bool AmxTileParts(const KvLayerView& layer, int64_t kv_head, int64_t j0, int64_t count,
+                  uint16_t* dst) {
+  return HWY_DYNAMIC_DISPATCH(AmxTileParts)(layer, kv_head, j0, count, dst);
+}
 
 void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head, float scale,
                 float softcap) {

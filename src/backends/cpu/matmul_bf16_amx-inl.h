@@ -35,18 +35,6 @@ namespace kite::cpu {
 namespace HWY_NAMESPACE {
 
 #if KITE_BF16_PAIRS
-#undef KITE_AMX_ATTR
-#define KITE_AMX_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16,amx-tile,amx-bf16")))
-
-// What rounding v to `high` (its 16 elements as bf16) left: exact in f32, so that high and the
-// rest rounded to bf16 carry 16 of v's 24 bits (an f16's 11, all of them). 0 where v is infinite
-// or NaN (inf - inf), which high then carries alone.
-KITE_AMX_ATTR HWY_INLINE __m512 Bf16Rest(__m512 v, __m256i high) {
-  const __m512 wide = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(high), 16));
-  const __m512 rest = _mm512_sub_ps(v, wide);
-  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(rest, rest, _CMP_ORD_Q), rest);
-}
-
 // Rows [begin, end) of x rounded to bf16 (RoundToBf16) into job.x_bf16, one row of
 // AmxPaddedK(K) a token, K's padding zero, and where job.x_bf16_lo is set, what that rounding
 // left, rounded to bf16, into it; the call that ends at the last token also zeroes the rows up
@@ -86,36 +74,6 @@ inline int64_t AmxBlockGroups(int64_t padded_k, int parts) {
   return std::clamp<int64_t>(kPairsBytes / group_bytes / 2 * 2, 2, 16);
 }
 
-// LDTILECFG's 64-byte operand (palette 1). Every tile is 16 rows of 64 bytes: tmm0 to tmm3 the
-// f32 sums of tokens t0.. and t0+16.. (rows of the tile) by the first and second group (its
-// columns); tmm4 and tmm5 those tokens' 32 bf16 of x; tmm6 and tmm7 the groups' 16 pairs of K,
-// each row's pair side by side (GroupToPairs' layout).
-struct alignas(64) AmxTileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
-// One step of AmxGroups' tiles: the four sums (tmm0-3) gain the products of two tiles of x
-// (tmm4, tmm5; loaded from x0 and x1 unless null: those already there) by two groups' pairs
-// (tmm6, tmm7, from w0 and w1).
-KITE_AMX_ATTR HWY_INLINE void AmxStep(const uint16_t* x0, const uint16_t* x1, int64_t x_stride,
-                                      const uint16_t* w0, const uint16_t* w1) {
-  constexpr int64_t kPairRowBytes = kPackRows * 2 * sizeof(uint16_t);
-  if (x0 != nullptr) {
-    _tile_loadd(4, x0, x_stride);
-    _tile_loadd(5, x1, x_stride);
-  }
-  _tile_loadd(6, w0, kPairRowBytes);
-  _tile_loadd(7, w1, kPairRowBytes);
-  _tile_dpbf16ps(0, 4, 6);
-  _tile_dpbf16ps(1, 4, 7);
-  _tile_dpbf16ps(2, 5, 6);
-  _tile_dpbf16ps(3, 5, 7);
-}
-
 // Groups [begin, end) of a matmul of kStreamTokens or more tokens (job.x_bf16 filled by
 // RoundRowsToBf16Padded), AmxBlockGroups at a time decoded to pairs, then for each tile of 32
 // tokens two groups at a time. to_pairs(g, dst) writes group g's weights as AmxPaddedK(K) / 2
@@ -123,7 +81,9 @@ KITE_AMX_ATTR HWY_INLINE void AmxStep(const uint16_t* x0, const uint16_t* x1, in
 // written once for all the tiles of tokens; with kParts = 2, a second such part after the first
 // and x in two parts too (F16 weights, F16GroupToPairs), the products of the three pairs of parts
 // that matter added to the same sums. A lone last group and the padding tokens are computed with
-// the rest and not stored.
+// the rest and not stored. AmxStep's tiles: tmm0 to tmm3 the f32 sums of tokens t0.. and
+// t0+16.. by the first and second group of a pair; tmm4 and tmm5 those tokens' 32 bf16 of x;
+// tmm6 and tmm7 the groups' 16 pairs of K, each row's pair side by side (GroupToPairs' layout).
 template <int kParts = 1, class ToPairs>
 KITE_AMX_ATTR void AmxGroups(const MatMulJob& job, int64_t begin, int64_t end,
                              const ToPairs& to_pairs) {
@@ -170,16 +130,11 @@ KITE_AMX_ATTR void AmxGroups(const MatMulJob& job, int64_t begin, int64_t end,
             AmxStep(x0_lo + kk, x1_lo + kk, x_stride, w0 + kk * kPackRows, w1 + kk * kPackRows);
           }
         }
-        alignas(64) float sums[4][kAmxTileRows][kPackRows];  // [tokens half · 2 + group]
-        _tile_stored(0, sums[0], kPackRows * sizeof(float));
-        _tile_stored(1, sums[1], kPackRows * sizeof(float));
-        _tile_stored(2, sums[2], kPackRows * sizeof(float));
-        _tile_stored(3, sums[3], kPackRows * sizeof(float));
-        for (int half = 0; half < 2; ++half) {
-          for (int c = 0; c < kAmxTileRows && t0 + half * kAmxTileRows + c < job.tokens; ++c) {
-            for (int64_t i = 0; i < groups; ++i) {
-              StoreRows(job, t0 + half * kAmxTileRows + c, g + i, sums[half * 2 + i][c]);
-            }
+        alignas(64) float sums[2 * kAmxTileRows][2 * kPackRows];  // [token][group · 16 + row]
+        AmxStoreSums(sums[0], 2 * kPackRows);
+        for (int c = 0; c < 2 * kAmxTileRows && t0 + c < job.tokens; ++c) {
+          for (int64_t i = 0; i < groups; ++i) {
+            StoreRows(job, t0 + c, g + i, sums[c] + i * kPackRows);
           }
         }
       }
@@ -210,13 +165,9 @@ KITE_AMX_ATTR inline void F16GroupToPairs(const uint8_t* src, int64_t k, int64_t
   const auto* w = reinterpret_cast<const uint16_t*>(src);
   for (int64_t kk = 0; kk < k; kk += 2) {
     const __m512i pairs = InterleavePairs(_mm512_loadu_si512(w + kk * kPackRows));
-    const __m512 a = _mm512_cvtph_ps(_mm512_castsi512_si256(pairs));
-    const __m512 b = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(pairs, 1));
-    const __m512i high = (__m512i)_mm512_cvtne2ps_pbh(b, a);  // a's 16 lanes, then b's
-    const __m512 rest_a = Bf16Rest(a, _mm512_castsi512_si256(high));
-    const __m512 rest_b = Bf16Rest(b, _mm512_extracti64x4_epi64(high, 1));
-    _mm512_storeu_si512(hi + kk * kPackRows, high);
-    _mm512_storeu_si512(lo + kk * kPackRows, (__m512i)_mm512_cvtne2ps_pbh(rest_b, rest_a));
+    SplitToBf16(_mm512_cvtph_ps(_mm512_castsi512_si256(pairs)),
+                _mm512_cvtph_ps(_mm512_extracti64x4_epi64(pairs, 1)), hi + kk * kPackRows,
+                lo + kk * kPackRows);
   }
   std::fill(hi + k * kPackRows, hi + padded_k * kPackRows, uint16_t{0});
   std::fill(lo + k * kPackRows, lo + padded_k * kPackRows, uint16_t{0});

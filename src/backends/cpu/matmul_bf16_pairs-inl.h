@@ -5,7 +5,8 @@
 // are rounded to bf16 (round to nearest even) once per matmul, as llama.cpp does for BF16
 // weights: each product then carries a relative error of at most 2^-9 from x (the weights are
 // bf16 already). A decode step (fewer than kStreamTokens tokens) keeps the f32 kernels and
-// its bits. For matmul_float.cpp (and GroupToPairs, KITE_BF16_PAIRS for the AMX kernels);
+// its bits. For matmul_float.cpp (and GroupToPairs for the AMX kernels; KITE_BF16_PAIRS, the
+// targets that compile it, comes from amx_tiles-inl.h);
 // compiled once per SIMD target, the dot products only on the AVX-512 targets and only called
 // where Bf16PairsSupported() says the CPU has them.
 // Included after hwy/highway.h by a foreach_target file: the guard toggles once per target.
@@ -20,23 +21,12 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cpu/amx_tiles-inl.h"
 #include "backends/cpu/matmul_simd-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace kite::cpu {
 namespace HWY_NAMESPACE {
-
-#undef KITE_BF16_PAIRS
-#undef KITE_BF16_ATTR
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-#define KITE_BF16_PAIRS 1
-// Highway's AVX-512 target strings lack avx512bf16; the functions that use it add it (only
-// called when the CPU has it).
-#define KITE_BF16_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
-#else
-#define KITE_BF16_PAIRS 0
-#define KITE_BF16_ATTR
-#endif
 
 inline bool Bf16PairsSupported() {
 #if KITE_BF16_PAIRS
@@ -91,15 +81,6 @@ KITE_BF16_ATTR inline void RoundRowsToBf16(const MatMulJob& job, int64_t begin, 
   }
 }
 
-// Two elements of a group's 16 rows (32 16-bit values: element k of rows 0..15, then k+1) as
-// pairs: lane 2r takes row r of the first 16, lane 2r+1 row r of the second.
-KITE_BF16_ATTR HWY_INLINE __m512i InterleavePairs(__m512i two) {
-  alignas(64) static constexpr uint16_t kInterleave[32] = {
-      0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  return _mm512_permutexvar_epi16(_mm512_load_si512(kInterleave), two);
-}
-
 // The bf16 weights of group `src` ([K][16] elements) for k in [k0, k1) as pairs: vector p holds,
 // for row r, elements k0+2p and k0+2p+1 at lanes 2r and 2r+1 (what vdpbf16ps pairs up).
 KITE_BF16_ATTR inline void GroupToPairs(const uint8_t* src, int64_t k0, int64_t k1, uint16_t* dst) {
@@ -113,8 +94,8 @@ KITE_BF16_ATTR inline void GroupToPairs(const uint8_t* src, int64_t k0, int64_t 
 // out[c][16·i + r] += Σ_{k0 <= k < k1} w[r][k] · x[t0+c][k] for a tile of C tokens and NG
 // groups, the groups' weights as pairs at pairs[i].
 template <int C, int NG>
-KITE_BF16_ATTR void PairTile(const MatMulJob& job, const uint16_t* const (&pairs)[NG],
-                             int64_t t0, int64_t k0, int64_t k1, float (&out)[C][NG * kPackRows]) {
+KITE_BF16_ATTR void PairTile(const MatMulJob& job, const uint16_t* const (&pairs)[NG], int64_t t0,
+                             int64_t k0, int64_t k1, float (&out)[C][NG * kPackRows]) {
   const int64_t k = job.w->cols();
   __m512 acc[C][NG];
   for (int c = 0; c < C; ++c)

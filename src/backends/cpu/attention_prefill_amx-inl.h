@@ -1,0 +1,254 @@
+// Prefill attention on AMX's bf16 tiles (amx.h), for f16 caches and head sizes in whole tiles
+// of 32: a block of 32 query rows by a tile of 32 positions. Each score tile is keys by queries
+// (positions in the tile's rows, query rows in its columns), so that it is stored in the layout
+// of the online softmax that the f32 kernel uses (attention_block-inl.h: one lane a row); the
+// probabilities are then transposed to rows of positions and multiply the values, paired by
+// position, into the block's accumulators, which the tiles load and store.
+// Accuracy: keys and values are f16, each the sum of two bf16 exactly (Bf16Rest); queries and
+// probabilities are split the same way into 16 of their 24 bits. Each product is
+// hi·hi + hi·lo + lo·hi, as for F16 weights (matmul_bf16_amx-inl.h): what that leaves out is
+// about 2^-16 of Σ|q·k| in a score and of Σ|p·v| in an output. llama.cpp's CPU attention rounds
+// q to f16 (2^-11 a product) and its probabilities to f16.
+// Speed: a tile of 32 x 32 x 64 takes 12 tile products for the scores and 12 for the values,
+// where the f32 kernel takes 4096 FMAs of 16 lanes.
+// Included by attention_prefill.cpp (after hwy/highway.h, once per target); the tiles only on
+// the AVX-512 targets, where AttendRows calls AttendBlocksAmx when QueryRows::amx says so.
+#if defined(KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_
+#undef KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_
+#else
+#define KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_
+#endif
+
+#include <cstring>
+
+#include <hwy/highway.h>
+// clang-format off: after highway.h
+#include "backends/cpu/amx_tiles-inl.h"
+#include "backends/cpu/attention_block-inl.h"
+// clang-format on
+
+#include "backends/cpu/attention_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace kite::cpu {
+namespace HWY_NAMESPACE {
+
+#if KITE_BF16_PAIRS
+static_assert(kBlockTile == 2 * kAmxTileRows && kMaxRows == 2 * kAmxTileRows,
+              "a block is two tiles of rows by two of positions");
+// A tile of AMX's second operand: 16 rows of 16 pairs of bf16.
+constexpr int64_t kPairTile = kAmxTileRows * kAmxTileK;
+
+// The block's queries (times the scale) as AMX's second operand, hi and lo parts: for each 32 of
+// the head, a tile of rows 0-15 then one of rows 16-31, its row e holding elements 2e and 2e+1
+// of each query row side by side. Rows from count repeat the first.
+KITE_AMX_ATTR HWY_INLINE void QueryPairs(const QueryRows& rows, int64_t begin, int64_t count,
+                                         int64_t dim, float scale, uint16_t* hi, uint16_t* lo) {
+  const __m512 times = _mm512_set1_ps(scale);
+  for (int64_t r = 0; r < kMaxRows; ++r) {
+    const float* q = rows.q[begin + (r < count ? r : 0)];
+    for (int64_t i = 0; i < dim; i += kAmxTileK) {
+      alignas(64) uint16_t part_hi[kAmxTileK], part_lo[kAmxTileK];
+      SplitToBf16(_mm512_mul_ps(times, _mm512_loadu_ps(q + i)),
+                  _mm512_mul_ps(times, _mm512_loadu_ps(q + i + 16)), part_hi, part_lo);
+      uint16_t* tile_hi = hi + (i / kAmxTileK * 2 + r / kAmxTileRows) * kPairTile;
+      uint16_t* tile_lo = lo + (tile_hi - hi);
+      for (int64_t e = 0; e < kAmxTileK / 2; ++e) {
+        const int64_t at = (e * kAmxTileRows + r % kAmxTileRows) * 2;
+        std::memcpy(tile_hi + at, part_hi + 2 * e, 2 * sizeof(uint16_t));
+        std::memcpy(tile_lo + at, part_lo + 2 * e, 2 * sizeof(uint16_t));
+      }
+    }
+  }
+}
+
+// A tile's keys (f16 heads at rows[j]) as AMX's first operand [kBlockTile][dim], hi and lo
+// parts; rows from count are zero (their scores are masked).
+KITE_AMX_ATTR HWY_INLINE void KeysToParts(const std::byte* const* rows, int64_t count, int64_t dim,
+                                          uint16_t* hi, uint16_t* lo) {
+  for (int64_t j = 0; j < kBlockTile; ++j) {
+    if (j >= count) {
+      std::memset(hi + j * dim, 0, dim * sizeof(uint16_t));
+      std::memset(lo + j * dim, 0, dim * sizeof(uint16_t));
+      continue;
+    }
+    const auto* key = reinterpret_cast<const uint16_t*>(rows[j]);
+    for (int64_t i = 0; i < dim; i += kAmxTileK) {
+      SplitToBf16(
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(key + i))),
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(key + i + 16))),
+          hi + j * dim + i, lo + j * dim + i);
+    }
+  }
+}
+
+// A tile's values (f16 heads at rows[j]) transposed, as AMX's first operand [dim][kBlockTile]
+// (an element's 32 positions a row), hi and lo parts; positions from count are zero (0 · v
+// stays finite).
+KITE_AMX_ATTR HWY_INLINE void ValuesTransposed(const std::byte* const* rows, int64_t count,
+                                               int64_t dim, uint16_t* hi, uint16_t* lo) {
+  alignas(64) uint16_t row_hi[kMaxBlockDim], row_lo[kMaxBlockDim];
+  for (int64_t j = 0; j < kBlockTile; ++j) {
+    if (j >= count) {
+      std::memset(row_hi, 0, dim * sizeof(uint16_t));
+      std::memset(row_lo, 0, dim * sizeof(uint16_t));
+    } else {
+      const auto* value = reinterpret_cast<const uint16_t*>(rows[j]);
+      for (int64_t i = 0; i < dim; i += kAmxTileK) {
+        SplitToBf16(
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(value + i))),
+            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(value + i + 16))),
+            row_hi + i, row_lo + i);
+      }
+    }
+    for (int64_t i = 0; i < dim; ++i) {
+      hi[i * kBlockTile + j] = row_hi[i];
+      lo[i * kBlockTile + j] = row_lo[i];
+    }
+  }
+}
+
+// Positions j0 .. j0 + count of kv_head as AmxTileElems(D) elements at dst: keys' hi and lo
+// parts (KeysToParts), then values' (ValuesTransposed). Written once a prefill and layer for every
+// block of rows: the tile loads that read them then wait for no recent stores (a tile load of
+// lines just written by vector stores stalls until they leave the core).
+KITE_AMX_ATTR inline void TileParts(const KvLayerView& layer, int64_t kv_head, int64_t j0,
+                                    int64_t count, uint16_t* dst) {
+  const int64_t dim = layer.head_dim;
+  const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes);
+  const int64_t part = kBlockTile * dim;
+  const std::byte* rows[kBlockTile];
+  TileRows(layer, false, j0, count, head_offset, rows);
+  KeysToParts(rows, count, dim, dst, dst + part);
+  TileRows(layer, true, j0, count, head_offset, rows);
+  ValuesTransposed(rows, count, dim, dst + 2 * part, dst + 3 * part);
+}
+
+// Probabilities p [kBlockTile][kMaxRows] as AMX's second operand, hi and lo parts: a tile of
+// rows 0-15, then one of rows 16-31, its row e holding positions 2e and 2e+1 of each query row
+// side by side.
+KITE_AMX_ATTR HWY_INLINE void ProbabilityPairs(const float* p, uint16_t* hi, uint16_t* lo) {
+  alignas(64) static constexpr int32_t kFirst[16] = {0, 16, 1, 17, 2, 18, 3, 19,
+                                                     4, 20, 5, 21, 6, 22, 7, 23};
+  alignas(64) static constexpr int32_t kSecond[16] = {8,  24, 9,  25, 10, 26, 11, 27,
+                                                      12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i first = _mm512_load_si512(kFirst), second = _mm512_load_si512(kSecond);
+  for (int64_t half = 0; half < 2; ++half) {
+    for (int64_t e = 0; e < kBlockTile / 2; ++e) {
+      const __m512 a = _mm512_load_ps(p + 2 * e * kMaxRows + half * kAmxTileRows);
+      const __m512 b = _mm512_load_ps(p + (2 * e + 1) * kMaxRows + half * kAmxTileRows);
+      const int64_t at = half * kPairTile + e * kAmxTileK;
+      SplitToBf16(_mm512_permutex2var_ps(a, first, b), _mm512_permutex2var_ps(a, second, b),
+                  hi + at, lo + at);
+    }
+  }
+}
+
+// Tiles of positions a block takes at a time: the scores of all, then their softmax and
+// probabilities, then their values, each 32 of the head's accumulators held in the tiles across
+// all of them. A tile load of lines that vector stores just wrote waits until those leave the
+// core: the accumulators, rescaled by the softmax, and the probabilities are written once a
+// chunk and read by the tiles after the rest of the chunk's stores, where a tile at a time
+// stalled on them (135M pp512 on a Xeon: attention 0.083 ms a token at one tile, 0.0XX at 8).
+constexpr int64_t kChunkTiles = 8;
+
+// Rows [begin, begin + count) of `rows`, count <= kMaxRows, with the tile configuration loaded.
+KITE_AMX_ATTR void AttendBlockAmx(const QueryRows& rows, int64_t begin, int64_t count, int64_t dim,
+                                  float scale, float softcap) {
+  const int64_t key_stride = dim * sizeof(uint16_t);
+  const int64_t part = kBlockTile * dim;
+  constexpr int64_t kValueStride = kBlockTile * sizeof(uint16_t);
+  constexpr int64_t kTileScores = kBlockTile * kMaxRows;
+  alignas(64) uint16_t q_hi[kMaxRows * kMaxBlockDim], q_lo[kMaxRows * kMaxBlockDim];
+  // [position][row]: a chunk's scores, then probabilities; those as pairs (ProbabilityPairs).
+  alignas(64) float p[kChunkTiles * kTileScores];
+  alignas(64) uint16_t p_hi[kChunkTiles * kTileScores], p_lo[kChunkTiles * kTileScores];
+  // [D][row]: the values' sums transposed (the tiles take values as rows of positions), so that
+  // the softmax's corrections scale them a vector of rows at a time.
+  alignas(64) float acc[kMaxBlockDim * kMaxRows];
+  alignas(64) float corr[kMaxRows];
+  const BlockRows block = SetBlockRows(rows, begin, count, kMaxRows);
+  QueryPairs(rows, begin, count, dim, scale, q_hi, q_lo);
+  std::memset(acc, 0, sizeof(float) * dim * kMaxRows);
+  OnlineSoftmax<2> softmax(block);
+  // The compilers' tile loads name no memory: keep the stores above before them.
+  asm volatile("" ::: "memory");
+  const int64_t start = block.min_first / kBlockTile * kBlockTile;
+  const int64_t elems = AmxTileElems(dim);
+  const uint16_t* first_tile = rows.amx_tiles + (start - rows.amx_first) / kBlockTile * elems;
+  for (int64_t j0 = start; j0 <= block.max_last; j0 += kChunkTiles * kBlockTile) {
+    const int64_t tiles = std::min(kChunkTiles, (block.max_last - j0) / kBlockTile + 1);
+    const uint16_t* chunk = first_tile + (j0 - start) / kBlockTile * elems;
+    // Scores: tmm(2a + b) holds positions 16a.. by rows 16b.., k·q hi·hi + hi·lo + lo·hi.
+    for (int64_t t = 0; t < tiles; ++t) {
+      const uint16_t* k_hi = chunk + t * elems;
+      const uint16_t* k_lo = k_hi + part;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t i = 0; i < dim; i += kAmxTileK) {
+        const uint16_t* kh = k_hi + i;
+        const uint16_t* kl = k_lo + i;
+        const uint16_t* qh = q_hi + i / kAmxTileK * 2 * kPairTile;
+        const uint16_t* ql = q_lo + i / kAmxTileK * 2 * kPairTile;
+        AmxStep(kh, kh + kAmxTileRows * dim, key_stride, qh, qh + kPairTile);
+        AmxStep(nullptr, nullptr, key_stride, ql, ql + kPairTile);
+        AmxStep(kl, kl + kAmxTileRows * dim, key_stride, qh, qh + kPairTile);
+      }
+      AmxStoreSums(p + t * kTileScores, kMaxRows);
+    }
+    asm volatile("" ::: "memory");
+    softmax.Tile(p, j0, tiles * kBlockTile, softcap, corr);
+    for (int64_t t = 0; t < tiles; ++t) {
+      ProbabilityPairs(p + t * kTileScores, p_hi + t * kTileScores, p_lo + t * kTileScores);
+    }
+    const __m512 corr0 = _mm512_load_ps(corr), corr1 = _mm512_load_ps(corr + kAmxTileRows);
+    for (int64_t i = 0; i < dim; ++i) {
+      float* sums = acc + i * kMaxRows;
+      _mm512_store_ps(sums, _mm512_mul_ps(corr0, _mm512_load_ps(sums)));
+      _mm512_store_ps(sums + kAmxTileRows, _mm512_mul_ps(corr1, _mm512_load_ps(sums + 16)));
+    }
+    asm volatile("" ::: "memory");
+    // Values, 32 of the head at a time: tmm(2a + b) holds elements c + 16a.. by rows 16b..
+    for (int64_t c = 0; c < dim; c += kAmxTileK) {
+      AmxLoadSums(acc + c * kMaxRows, kMaxRows);
+      for (int64_t t = 0; t < tiles; ++t) {
+        const uint16_t* vh = chunk + t * elems + 2 * part + c * kBlockTile;
+        const uint16_t* vl = vh + part;
+        const uint16_t* ph = p_hi + t * kTileScores;
+        const uint16_t* pl = p_lo + t * kTileScores;
+        AmxStep(vh, vh + kAmxTileRows * kBlockTile, kValueStride, ph, ph + kPairTile);
+        AmxStep(nullptr, nullptr, kValueStride, pl, pl + kPairTile);
+        AmxStep(vl, vl + kAmxTileRows * kBlockTile, kValueStride, ph, ph + kPairTile);
+      }
+      AmxStoreSums(acc + c * kMaxRows, kMaxRows);
+    }
+    asm volatile("" ::: "memory");
+  }
+  // The sums back to [row][D] for the division, in p (a chunk holds kMaxRows x kMaxBlockDim).
+  static_assert(kChunkTiles * kBlockTile >= kMaxBlockDim);
+  for (int64_t i = 0; i < dim; ++i) {
+    for (int64_t r = 0; r < count; ++r) p[r * dim + i] = acc[i * kMaxRows + r];
+  }
+  softmax.Finish(rows, begin, count, p, dim);
+}
+
+// Every block of `rows` (rows.amx_tiles set; head size a multiple of 32 up to kMaxBlockDim).
+KITE_AMX_ATTR inline void AttendBlocksAmx(const QueryRows& rows, int64_t dim, float scale,
+                                          float softcap) {
+  const AmxTileConfig config;
+  _tile_loadconfig(&config);
+  for (int64_t begin = 0; begin < rows.count; begin += kMaxRows) {
+    AttendBlockAmx(rows, begin, std::min(kMaxRows, rows.count - begin), dim, scale, softcap);
+  }
+  _tile_release();  // so that a context switch need not save the tiles' 8 KB
+}
+#endif  // KITE_BF16_PAIRS
+
+}  // namespace HWY_NAMESPACE
+}  // namespace kite::cpu
+HWY_AFTER_NAMESPACE();
+
+#endif  // KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_
