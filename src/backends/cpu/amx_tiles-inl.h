@@ -56,12 +56,49 @@ KITE_BF16_ATTR HWY_INLINE __m512 Bf16Rest(__m512 v, __m256i high) {
 }
 
 // 32 f32 (a, then b) rounded to bf16 as `hi` and what that left as `lo` (Bf16Rest), in order.
-KITE_BF16_ATTR HWY_INLINE void SplitToBf16(__m512 a, __m512 b, uint16_t* hi, uint16_t* lo) {
+struct Bf16Parts {
+  __m512i hi, lo;
+};
+KITE_BF16_ATTR HWY_INLINE Bf16Parts SplitToBf16(__m512 a, __m512 b) {
   const __m512i high = (__m512i)_mm512_cvtne2ps_pbh(b, a);  // a's 16 lanes, then b's
   const __m512 rest_a = Bf16Rest(a, _mm512_castsi512_si256(high));
   const __m512 rest_b = Bf16Rest(b, _mm512_extracti64x4_epi64(high, 1));
-  _mm512_storeu_si512(hi, high);
-  _mm512_storeu_si512(lo, (__m512i)_mm512_cvtne2ps_pbh(rest_b, rest_a));
+  return {high, (__m512i)_mm512_cvtne2ps_pbh(rest_b, rest_a)};
+}
+KITE_BF16_ATTR HWY_INLINE void SplitToBf16(__m512 a, __m512 b, uint16_t* hi, uint16_t* lo) {
+  const Bf16Parts parts = SplitToBf16(a, b);
+  _mm512_storeu_si512(hi, parts.hi);
+  _mm512_storeu_si512(lo, parts.lo);
+}
+
+// A 16 x 16 matrix of 32-bit elements, a row a vector, transposed in place: 64 shuffles, where
+// scattering it element by element took 256 extracts and stores.
+KITE_BF16_ATTR HWY_INLINE void Transpose16x16(__m512i (&m)[16]) {
+  __m512i t[16];
+  // Within each 128-bit lane L: rows 2i and 2i+1 interleaved, columns 4L, 4L+1 | 4L+2, 4L+3.
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(m[2 * i], m[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(m[2 * i], m[2 * i + 1]);
+  }
+  // m[4i + k], lane L: column 4L + k of rows 4i .. 4i + 3.
+  for (int i = 0; i < 4; ++i) {
+    m[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+    m[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+    m[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    m[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // Column 4L + k gathers lane L of m[k], m[4 + k], m[8 + k], m[12 + k].
+  for (int k = 0; k < 4; ++k) {
+    const __m512i a = _mm512_shuffle_i32x4(m[k], m[4 + k], 0x44);      // lanes 0, 1 of both
+    const __m512i b = _mm512_shuffle_i32x4(m[k], m[4 + k], 0xee);      // lanes 2, 3
+    const __m512i c = _mm512_shuffle_i32x4(m[8 + k], m[12 + k], 0x44);
+    const __m512i d = _mm512_shuffle_i32x4(m[8 + k], m[12 + k], 0xee);
+    t[k] = _mm512_shuffle_i32x4(a, c, 0x88);       // lane 0 of each
+    t[4 + k] = _mm512_shuffle_i32x4(a, c, 0xdd);   // lane 1
+    t[8 + k] = _mm512_shuffle_i32x4(b, d, 0x88);   // lane 2
+    t[12 + k] = _mm512_shuffle_i32x4(b, d, 0xdd);  // lane 3
+  }
+  for (int i = 0; i < 16; ++i) m[i] = t[i];
 }
 
 // LDTILECFG's 64-byte operand (palette 1). Every tile is 16 rows of 64 bytes. AmxStep's use:

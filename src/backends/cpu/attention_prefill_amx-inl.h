@@ -1,18 +1,20 @@
 // Prefill attention on AMX's bf16 tiles (amx.h), for f16 caches and head sizes in whole tiles
-// of 32: a block of 32 query rows by a tile of 32 positions. Each score tile is keys by queries
-// (positions in the tile's rows, query rows in its columns), so that it is stored in the layout
-// of the online softmax that the f32 kernel uses (attention_block-inl.h: one lane a row); the
-// probabilities are then transposed to rows of positions and multiply the values, paired by
-// position, into the block's accumulators, which the tiles load and store.
+// of 32: a block of 32 query rows by tiles of 32 positions. A score tile is keys by queries
+// (positions down, query rows across), so that it is stored in the layout of the online softmax
+// the f32 kernel uses (attention_block-inl.h: one lane a row); its probabilities, paired by
+// position, then multiply the values transposed (a row of the head's element by 32 positions)
+// into the block's sums, held transposed too ([D][row]), so that the softmax's corrections
+// scale them a vector of rows at a time. The keys and values of every KV head are put in these
+// layouts once a prefill (TileParts), for all its blocks of rows.
 // Accuracy: keys and values are f16, each the sum of two bf16 exactly (Bf16Rest); queries and
 // probabilities are split the same way into 16 of their 24 bits. Each product is
 // hi·hi + hi·lo + lo·hi, as for F16 weights (matmul_bf16_amx-inl.h): what that leaves out is
 // about 2^-16 of Σ|q·k| in a score and of Σ|p·v| in an output. llama.cpp's CPU attention rounds
 // q to f16 (2^-11 a product) and its probabilities to f16.
-// Speed: a tile of 32 x 32 x 64 takes 12 tile products for the scores and 12 for the values,
-// where the f32 kernel takes 4096 FMAs of 16 lanes.
+// Speed: a tile of 32 positions by 32 rows at head size 64 takes 24 tile products for the
+// scores and 24 for the values, where the f32 kernel takes 8192 FMAs of 16 lanes.
 // Included by attention_prefill.cpp (after hwy/highway.h, once per target); the tiles only on
-// the AVX-512 targets, where AttendRows calls AttendBlocksAmx when QueryRows::amx says so.
+// the AVX-512 targets, where AttendRows calls AttendBlocksAmx when QueryRows::amx_tiles is set.
 #if defined(KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_
 #undef KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_
@@ -46,18 +48,24 @@ constexpr int64_t kPairTile = kAmxTileRows * kAmxTileK;
 KITE_AMX_ATTR HWY_INLINE void QueryPairs(const QueryRows& rows, int64_t begin, int64_t count,
                                          int64_t dim, float scale, uint16_t* hi, uint16_t* lo) {
   const __m512 times = _mm512_set1_ps(scale);
-  for (int64_t r = 0; r < kMaxRows; ++r) {
-    const float* q = rows.q[begin + (r < count ? r : 0)];
-    for (int64_t i = 0; i < dim; i += kAmxTileK) {
-      alignas(64) uint16_t part_hi[kAmxTileK], part_lo[kAmxTileK];
-      SplitToBf16(_mm512_mul_ps(times, _mm512_loadu_ps(q + i)),
-                  _mm512_mul_ps(times, _mm512_loadu_ps(q + i + 16)), part_hi, part_lo);
-      uint16_t* tile_hi = hi + (i / kAmxTileK * 2 + r / kAmxTileRows) * kPairTile;
-      uint16_t* tile_lo = lo + (tile_hi - hi);
-      for (int64_t e = 0; e < kAmxTileK / 2; ++e) {
-        const int64_t at = (e * kAmxTileRows + r % kAmxTileRows) * 2;
-        std::memcpy(tile_hi + at, part_hi + 2 * e, 2 * sizeof(uint16_t));
-        std::memcpy(tile_lo + at, part_lo + 2 * e, 2 * sizeof(uint16_t));
+  for (int64_t i = 0; i < dim; i += kAmxTileK) {
+    for (int64_t half = 0; half < 2; ++half) {
+      // Row r's 16 pairs, then transposed: pair e of the 16 rows.
+      __m512i pairs_hi[kAmxTileRows], pairs_lo[kAmxTileRows];
+      for (int64_t r = 0; r < kAmxTileRows; ++r) {
+        const int64_t row = half * kAmxTileRows + r;
+        const float* q = rows.q[begin + (row < count ? row : 0)] + i;
+        const Bf16Parts parts = SplitToBf16(_mm512_mul_ps(times, _mm512_loadu_ps(q)),
+                                            _mm512_mul_ps(times, _mm512_loadu_ps(q + 16)));
+        pairs_hi[r] = parts.hi;
+        pairs_lo[r] = parts.lo;
+      }
+      Transpose16x16(pairs_hi);
+      Transpose16x16(pairs_lo);
+      const int64_t tile = (i / kAmxTileK * 2 + half) * kPairTile;
+      for (int64_t e = 0; e < kAmxTileRows; ++e) {
+        _mm512_store_si512(hi + tile + e * kAmxTileK, pairs_hi[e]);
+        _mm512_store_si512(lo + tile + e * kAmxTileK, pairs_lo[e]);
       }
     }
   }
@@ -150,7 +158,8 @@ KITE_AMX_ATTR HWY_INLINE void ProbabilityPairs(const float* p, uint16_t* hi, uin
 // all of them. A tile load of lines that vector stores just wrote waits until those leave the
 // core: the accumulators, rescaled by the softmax, and the probabilities are written once a
 // chunk and read by the tiles after the rest of the chunk's stores, where a tile at a time
-// stalled on them (135M pp512 on a Xeon: attention 0.083 ms a token at one tile, 0.0XX at 8).
+// stalled on them (135M pp512 on a Xeon: attention 0.083 ms a token a tile at a time, 0.076 in
+// chunks of 8).
 constexpr int64_t kChunkTiles = 8;
 
 // Rows [begin, begin + count) of `rows`, count <= kMaxRows, with the tile configuration loaded.
@@ -201,14 +210,14 @@ KITE_AMX_ATTR void AttendBlockAmx(const QueryRows& rows, int64_t begin, int64_t 
     }
     asm volatile("" ::: "memory");
     softmax.Tile(p, j0, tiles * kBlockTile, softcap, corr);
-    for (int64_t t = 0; t < tiles; ++t) {
-      ProbabilityPairs(p + t * kTileScores, p_hi + t * kTileScores, p_lo + t * kTileScores);
-    }
     const __m512 corr0 = _mm512_load_ps(corr), corr1 = _mm512_load_ps(corr + kAmxTileRows);
     for (int64_t i = 0; i < dim; ++i) {
       float* sums = acc + i * kMaxRows;
       _mm512_store_ps(sums, _mm512_mul_ps(corr0, _mm512_load_ps(sums)));
       _mm512_store_ps(sums + kAmxTileRows, _mm512_mul_ps(corr1, _mm512_load_ps(sums + 16)));
+    }
+    for (int64_t t = 0; t < tiles; ++t) {
+      ProbabilityPairs(p + t * kTileScores, p_hi + t * kTileScores, p_lo + t * kTileScores);
     }
     asm volatile("" ::: "memory");
     // Values, 32 of the head at a time: tmm(2a + b) holds elements c + 16a.. by rows 16b..
