@@ -506,7 +506,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   bench->add_flag("--no-amx", options->no_amx,
                   "Keep prefills off the CPU's AMX tiles (Intel Xeons since Sapphire Rapids), as "
                   "on a CPU without them: integer weights on the int8 dot products, BF16 on "
-                  "AVX-512's pairs, F16 on f32 FMAs");
+                  "AVX-512's pairs, F16 weights and attention over an f16 cache on f32 FMAs");
   bench->add_flag("--json", options->json,
                   "Print a JSON array, one object per test, with llama-bench's field names");
   bench->add_flag("--profile", options->profile,

@@ -159,7 +159,8 @@ std::vector<Setting> BuildTable() {
       {.key = "no_amx", .flags = {"--no-amx"}, .type = SettingType::kBool,
        .help = "Keep prefills off the CPU's AMX tiles (Intel Xeons since Sapphire Rapids): "
                "integer weights' rows then have the bits decode steps give; prefills of integer, "
-               "BF16 and F16 weights run at 0.2-0.6x the speed",
+               "BF16 and F16 weights run at 0.2-0.6x the speed, and attention over an f16 "
+               "cache on f32 FMAs",
        .store = [](S& s, const V& v) { s.engine.amx = !std::get<bool>(v); },
        .load = [](const S& s) -> V { return !s.engine.amx; }},
       {.key = "speculative.mode", .flags = {"--spec"}, .type = SettingType::kChoice,
