@@ -21,6 +21,7 @@
 #include <hwy/targets.h>
 
 #include "backends/cpu/amx.h"
+#include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/matmul_kernels.h"
 #include "backends/ref/ref_backend.h"
@@ -846,7 +847,8 @@ TEST_P(ConsistencyTest, AttentionPrefillOnEverySimdTargetThisCpuRuns) {
 // parts, within the f32 kernels' bound of ref; then the same cases on those kernels (--no-amx).
 // Shapes: GQA 3:1 from position 0 (every block crosses the causal diagonal), a context past one
 // chunk of 8 tiles on odd pages, head sizes of three and eight tiles of 32, a history that ends
-// mid-tile, one token's 32 heads a block.
+// mid-tile, one token's 32 heads a block. Then again with the bytes of keys and values
+// converted at a time lowered to take one KV head at a time, as long contexts do.
 TEST_P(ConsistencyTest, AttentionPrefillOnAmxTiles) {
   if (GetParam() != "cpu") GTEST_SKIP() << "the cpu backend's kernels";
   if (!cpu::CpuCanUseAmxBf16()) GTEST_SKIP() << "no AMX: prefills attend on the f32 kernels";
@@ -856,9 +858,15 @@ TEST_P(ConsistencyTest, AttentionPrefillOnAmxTiles) {
       {32, 0, 32, 1, 128, 16, DType::kF16},
   };
   CheckAttentionCases(cases, 900);
-  struct AllowAmxAtTheEnd {
-    ~AllowAmxAtTheEnd() { cpu::amx_bf16_allowed = true; }
-  } allow_amx_at_the_end;
+  struct RestoreAtTheEnd {
+    const int64_t bytes = cpu::amx_attention_bytes;
+    ~RestoreAtTheEnd() {
+      cpu::amx_bf16_allowed = true;
+      cpu::amx_attention_bytes = bytes;
+    }
+  } restore_at_the_end;
+  cpu::amx_attention_bytes = 1;
+  CheckAttentionCases(cases, 900);
   cpu::amx_bf16_allowed = false;
   CheckAttentionCases(cases, 900);
 }

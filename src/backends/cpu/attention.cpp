@@ -190,36 +190,38 @@ SupportResult Support(const AttentionAttrs&, const Graph& graph, const Node& nod
 
 namespace {
 
-// A prefill of kStreamTokens or more tokens (as long as those the matmuls take AMX's tiles for),
-// over an f16 cache whose head size is whole tiles of 32, on a CPU with AMX that allows them:
-// each KV head's tiles of positions [first, last] (first rounded down to a tile) go into the
-// tiles' layout once (AmxTileParts), in a buffer of the calling thread, for all the blocks of
-// rows that read them; KV head h's at the result + h · tiles · AmxTileElems(D). Null where the
-// prefill keeps the f32 kernels (shorter runs, such as a speculative pass's drafts, keep their
-// numerics).
-const uint16_t* AmxTiles(const KvLayerView& layer, int64_t tokens, int64_t kv_heads, int64_t first,
+// Whether a prefill attends on AMX's tiles: kStreamTokens or more tokens (as long as those the
+// matmuls take them for; shorter runs, such as a speculative pass's drafts, keep the f32
+// kernels' numerics), an f16 cache whose head size is whole tiles of 32, a CPU with AMX that
+// allows them.
+bool AttendsOnAmx(const KvLayerView& layer, int64_t tokens) {
+  return tokens >= kStreamTokens && layer.dtype == DType::kF16 && layer.head_dim % 32 == 0 &&
+         UseAmxBf16();
+}
+
+// KV heads [h0, h1)'s tiles of positions [first, last] (first rounded down to a tile) in the
+// tiles' layout (AmxTileParts), in a buffer of the calling thread, for all the blocks of rows
+// that read them; head h's at the result + (h - h0) · tiles · AmxTileElems(D). Null where the
+// kernels this CPU runs have no tiles.
+const uint16_t* AmxTiles(const KvLayerView& layer, int64_t h0, int64_t h1, int64_t first,
                          int64_t last, ThreadPool& pool) {
-  const int64_t dim = layer.head_dim;
-  if (tokens < kStreamTokens || layer.dtype != DType::kF16 || dim % 32 != 0 || !UseAmxBf16()) {
-    return nullptr;
-  }
   const int64_t tiles = last / kBlockTile - first / kBlockTile + 1;
-  const int64_t elems = AmxTileElems(dim);
+  const int64_t elems = AmxTileElems(layer.head_dim);
   thread_local hwy::AlignedFreeUniquePtr<uint16_t[]> buffer;
   thread_local int64_t buffer_size = 0;
-  if (buffer_size < kv_heads * tiles * elems) {
-    buffer_size = kv_heads * tiles * elems;
+  if (buffer_size < (h1 - h0) * tiles * elems) {
+    buffer_size = (h1 - h0) * tiles * elems;
     buffer = hwy::AllocateAligned<uint16_t>(buffer_size);
   }
   uint16_t* parts = buffer.get();  // the calling thread's: a worker's `buffer` is its own
   auto convert = [&](int64_t unit) {
     const int64_t j0 = (first / kBlockTile + unit % tiles) * kBlockTile;
-    return AmxTileParts(layer, unit / tiles, j0, std::min(kBlockTile, last + 1 - j0),
+    return AmxTileParts(layer, h0 + unit / tiles, j0, std::min(kBlockTile, last + 1 - j0),
                         parts + unit * elems);
   };
   // The first tile tells whether the kernels this CPU runs have the tiles.
   if (!convert(0)) return nullptr;
-  pool.ParallelForChunks(kv_heads * tiles - 1, 1, [&](int64_t begin, int64_t end) {
+  pool.ParallelForChunks((h1 - h0) * tiles - 1, 1, [&](int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) convert(u + 1);
   });
   return parts;
@@ -261,34 +263,45 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
   }));
   if (tokens > 1 && dim <= kMaxBlockDim) {
     // Prefill: per KV head, its query rows (token-major, then the heads of its group) in blocks
-    // of kMaxRows, taken by the threads one at a time.
+    // of kMaxRows, taken by the threads one at a time; on AMX's tiles, after the heads' keys and
+    // values are in the tiles' layout, as many heads at a time as amx_attention_bytes holds.
     const int64_t rows = tokens * group;
-    const uint16_t* amx = AmxTiles(layer, tokens, kv_heads, min_first, max_last, args.pool);
-    const int64_t amx_tiles = max_last / kBlockTile - min_first / kBlockTile + 1;
     const int64_t blocks_per_head = (rows + kMaxRows - 1) / kMaxRows;
-    auto attend_block = [&](int64_t unit) {
-      const int64_t kv_head = unit / blocks_per_head;
-      const int64_t first = unit % blocks_per_head * kMaxRows;
-      QueryRows block;
-      block.count = std::min(kMaxRows, rows - first);
-      if (amx != nullptr) {
-        block.amx_tiles = amx + kv_head * amx_tiles * AmxTileElems(dim);
-        block.amx_first = min_first / kBlockTile * kBlockTile;
-      }
-      for (int64_t r = 0; r < block.count; ++r) {
-        const int64_t t = (first + r) / group;
-        const int64_t h = kv_head * group + (first + r) % group;
-        block.q[r] = qs + (t * q_heads + h) * dim;
-        block.out[r] = outs + (t * q_heads + h) * dim;
-        block.first[r] = FirstVisiblePosition(attrs, pos[t * pos_step]);
-        block.last[r] = pos[t * pos_step];
-      }
-      AttendRows(block, layer, kv_head, attrs.scale, attrs.softcap);
-    };
-    const int64_t units = kv_heads * blocks_per_head;
-    args.pool.ParallelForChunks(units, 1, [&](int64_t first, int64_t last) {
-      for (int64_t u = first; u < last; ++u) attend_block(u);
-    });
+    const bool amx = AttendsOnAmx(layer, tokens);
+    const int64_t amx_first = min_first / kBlockTile * kBlockTile;
+    const int64_t amx_head_bytes = (max_last / kBlockTile - min_first / kBlockTile + 1) *
+                                   AmxTileElems(dim) * int64_t{sizeof(uint16_t)};
+    const int64_t heads_at_once =
+        amx ? std::clamp<int64_t>(
+                  amx_attention_bytes.load(std::memory_order_relaxed) / amx_head_bytes, 1, kv_heads)
+            : kv_heads;
+    for (int64_t h0 = 0; h0 < kv_heads; h0 += heads_at_once) {
+      const int64_t h1 = std::min(kv_heads, h0 + heads_at_once);
+      const uint16_t* tiles =
+          amx ? AmxTiles(layer, h0, h1, min_first, max_last, args.pool) : nullptr;
+      auto attend_block = [&](int64_t unit) {
+        const int64_t kv_head = h0 + unit / blocks_per_head;
+        const int64_t first = unit % blocks_per_head * kMaxRows;
+        QueryRows block;
+        block.count = std::min(kMaxRows, rows - first);
+        if (tiles != nullptr) {
+          block.amx_tiles = tiles + (kv_head - h0) * amx_head_bytes / int64_t{sizeof(uint16_t)};
+          block.amx_first = amx_first;
+        }
+        for (int64_t r = 0; r < block.count; ++r) {
+          const int64_t t = (first + r) / group;
+          const int64_t h = kv_head * group + (first + r) % group;
+          block.q[r] = qs + (t * q_heads + h) * dim;
+          block.out[r] = outs + (t * q_heads + h) * dim;
+          block.first[r] = FirstVisiblePosition(attrs, pos[t * pos_step]);
+          block.last[r] = pos[t * pos_step];
+        }
+        AttendRows(block, layer, kv_head, attrs.scale, attrs.softcap);
+      };
+      args.pool.ParallelForChunks((h1 - h0) * blocks_per_head, 1, [&](int64_t first, int64_t last) {
+        for (int64_t u = first; u < last; ++u) attend_block(u);
+      });
+    }
     return Ok();
   }
   const int64_t units = tokens * q_heads;

@@ -3,6 +3,7 @@
 // rows a tile of cached positions reads, and prefill's entry point.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -50,6 +51,12 @@ struct QueryRows {
   const uint16_t* amx_tiles = nullptr;
   int64_t amx_first = 0;  // a multiple of kBlockTile
 };
+
+// Most bytes of keys and values in AMX's layout that a prefill holds at a time: at long contexts
+// a layer's would be twice its f16 cache (537 MB for a 1B at 128K positions), so its KV heads
+// are then converted and attended a few at a time (attention.cpp). Tests lower it, to take one
+// head at a time on short contexts.
+inline std::atomic<int64_t> amx_attention_bytes = int64_t{32} << 20;
 
 // AMX prefill (an f16 cache, a head size in whole tiles of 32): a tile of kBlockTile positions of
 // one KV head as AMX's operands take it, in 16-bit elements: keys and values, hi and lo parts.
