@@ -96,23 +96,25 @@ KITE_AMX_ATTR HWY_INLINE void KeysToParts(const std::byte* const* rows, int64_t 
 // stays finite).
 KITE_AMX_ATTR HWY_INLINE void ValuesTransposed(const std::byte* const* rows, int64_t count,
                                                int64_t dim, uint16_t* hi, uint16_t* lo) {
-  alignas(64) uint16_t row_hi[kMaxBlockDim], row_lo[kMaxBlockDim];
-  for (int64_t j = 0; j < kBlockTile; ++j) {
-    if (j >= count) {
-      std::memset(row_hi, 0, dim * sizeof(uint16_t));
-      std::memset(row_lo, 0, dim * sizeof(uint16_t));
-    } else {
-      const auto* value = reinterpret_cast<const uint16_t*>(rows[j]);
-      for (int64_t i = 0; i < dim; i += kAmxTileK) {
-        SplitToBf16(
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(value + i))),
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(value + i + 16))),
-            row_hi + i, row_lo + i);
-      }
+  auto load = [&](int64_t j, int64_t c) KITE_AMX_ATTR {
+    if (j >= count) return _mm512_setzero_ps();
+    const auto* value = reinterpret_cast<const uint16_t*>(rows[j]) + c;
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(value)));
+  };
+  for (int64_t c = 0; c < dim; c += kAmxTileRows) {
+    // Positions 2e and 2e+1 of 16 elements as pairs, then transposed: element c + i's 16 pairs,
+    // its 32 positions in order.
+    __m512i pairs_hi[kAmxTileRows], pairs_lo[kAmxTileRows];
+    for (int64_t e = 0; e < kAmxTileRows; ++e) {
+      const Bf16Parts parts = SplitToBf16(load(2 * e, c), load(2 * e + 1, c));
+      pairs_hi[e] = InterleavePairs(parts.hi);
+      pairs_lo[e] = InterleavePairs(parts.lo);
     }
-    for (int64_t i = 0; i < dim; ++i) {
-      hi[i * kBlockTile + j] = row_hi[i];
-      lo[i * kBlockTile + j] = row_lo[i];
+    Transpose16x16(pairs_hi);
+    Transpose16x16(pairs_lo);
+    for (int64_t i = 0; i < kAmxTileRows; ++i) {
+      _mm512_store_si512(hi + (c + i) * kBlockTile, pairs_hi[i]);
+      _mm512_store_si512(lo + (c + i) * kBlockTile, pairs_lo[i]);
     }
   }
 }
