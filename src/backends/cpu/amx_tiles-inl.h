@@ -130,6 +130,14 @@ KITE_AMX_ATTR HWY_INLINE void AmxStep(const uint16_t* a0, const uint16_t* a1, in
   _tile_dpbf16ps(3, 5, 7);
 }
 
+// AmxStep's four sums set to zero.
+KITE_AMX_ATTR HWY_INLINE void AmxZeroSums() {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+}
+
 // AmxStep's four sums and a [32][32] block of f32 at `at`, rows `stride` floats apart: tmm(2a + b)
 // is rows 16a.. by columns 16b..
 KITE_AMX_ATTR HWY_INLINE void AmxLoadSums(const float* at, int64_t stride) {

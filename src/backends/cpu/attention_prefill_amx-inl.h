@@ -195,10 +195,7 @@ KITE_AMX_ATTR void AttendBlockAmx(const QueryRows& rows, int64_t begin, int64_t 
     for (int64_t t = 0; t < tiles; ++t) {
       const uint16_t* k_hi = chunk + t * elems;
       const uint16_t* k_lo = k_hi + part;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
+      AmxZeroSums();
       for (int64_t i = 0; i < dim; i += kAmxTileK) {
         const uint16_t* kh = k_hi + i;
         const uint16_t* kl = k_lo + i;

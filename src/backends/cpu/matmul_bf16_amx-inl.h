@@ -118,10 +118,7 @@ KITE_AMX_ATTR void AmxGroups(const MatMulJob& job, int64_t begin, int64_t end,
         const int64_t groups = std::min<int64_t>(2, decoded - p);
         const uint16_t* w0 = pairs.get() + p * group_elems;  // part 0; part 1 after it
         const uint16_t* w1 = w0 + group_elems;
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
+        AmxZeroSums();
         for (int64_t kk = 0; kk < padded_k; kk += kAmxTileK) {
           AmxStep(x0 + kk, x1 + kk, x_stride, w0 + kk * kPackRows, w1 + kk * kPackRows);
           if constexpr (kParts == 2) {  // x's hi by the weights' lo, x's lo by their hi
