@@ -57,7 +57,6 @@ SupportResult Support(const Attrs&, const Graph&, const Node&) {
 
 uint64_t Scratch(const MatMulAttrs& attrs, const Graph& graph, const Node& node);
 uint64_t Scratch(const RmsNormAttrs& attrs, const Graph& graph, const Node& node);
-uint64_t Scratch(const RopeAttrs& attrs, const Graph& graph, const Node& node);
 template <typename Attrs>
 uint64_t Scratch(const Attrs&, const Graph&, const Node&) {
   return 0;

@@ -16,42 +16,74 @@ SupportResult Support(const RopeAttrs& attrs, const Graph& graph, const Node& no
   return SupportResult::Yes();
 }
 
-// Scratch: the table of cos and sin [T, rotary_dim / 2] each, f32.
-uint64_t Scratch(const RopeAttrs& attrs, const Graph& graph, const Node& node) {
-  return static_cast<uint64_t>(graph.value(node.inputs[0]).shape[0]) * attrs.rotary_dim *
-         sizeof(float);
-}
+namespace {
 
-// x [T, H, D] f32, positions [T] -> out [T, H, D]. The angles of each token are computed once
-// (in double, as ref does; sincos gives both from one argument reduction), split by tokens over
-// the pool like the rotation (a 512-token table serially was 8% of a 135M prefill), then every
-// head turns by the same table: the inner loops are plain f32 multiply-adds over contiguous
-// pairs that the compiler vectorizes.
-Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
-  const TensorArg& x = args.in[0];
-  const TensorArg& positions = args.in[1];
-  const int64_t tokens = x.shape[0], heads = x.shape[1], dim = x.shape[2];
-  const int64_t half = attrs.rotary_dim / 2;
-  float* cos_table = reinterpret_cast<float*>(args.context.scratch.data());  // [T, half]
-  float* sin_table = cos_table + tokens * half;                              // [T, half]
-  const std::vector<double> inv_freq = RopeInverseFrequencies(attrs);
+// A table of cos and sin [T, rotary_dim / 2] each (times the attention factor) and what it was
+// computed for.
+struct RopeTable {
+  std::vector<int32_t> positions;
+  std::vector<double> inv_freq;
+  float attention_factor = 0.0f;
+  std::vector<float> cos, sin;
+};
+
+// The table of this call's positions and frequencies. Every layer's q and k turn by the same one
+// in a run, so the last two tables stay on the calling thread and one of them is reused when
+// the positions, frequencies and factor are the same (two: Gemma's local and global layers
+// alternate theirs). Computing it per call was 1.5% of a 135M prefill (the angles in double,
+// as ref computes them; sincos gives both from one argument reduction), split by tokens over
+// the pool (a 512-token table serially was 8%).
+const RopeTable& TableFor(const RopeAttrs& attrs, const TensorArg& positions, int64_t tokens,
+                          ThreadPool& pool) {
+  thread_local RopeTable tables[2];
+  thread_local int next = 0;
+  std::vector<int32_t> wanted(tokens);
+  for (int64_t t = 0; t < tokens; ++t) wanted[t] = PositionAt(positions, t);
+  std::vector<double> inv_freq = RopeInverseFrequencies(attrs);
+  for (const RopeTable& table : tables) {
+    if (table.positions == wanted && table.inv_freq == inv_freq &&
+        table.attention_factor == attrs.attention_factor) {
+      return table;
+    }
+  }
+  RopeTable& table = tables[next];
+  next = 1 - next;
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
+  table.cos.resize(tokens * half);
+  table.sin.resize(tokens * half);
   auto angles = [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int32_t position = PositionAt(positions, t);
       for (int64_t i = 0; i < half; ++i) {
-        const double angle = position * inv_freq[i];
         double sin = 0, cos = 0;
-        ::sincos(angle, &sin, &cos);
-        cos_table[t * half + i] = static_cast<float>(attrs.attention_factor * cos);
-        sin_table[t * half + i] = static_cast<float>(attrs.attention_factor * sin);
+        ::sincos(wanted[t] * inv_freq[i], &sin, &cos);
+        table.cos[t * half + i] = static_cast<float>(attrs.attention_factor * cos);
+        table.sin[t * half + i] = static_cast<float>(attrs.attention_factor * sin);
       }
     }
   };
   if (tokens * half < (1 << 10)) {
     angles(0, tokens);
   } else {
-    args.pool.ParallelFor(tokens, angles);
+    pool.ParallelFor(tokens, angles);
   }
+  table.positions = std::move(wanted);
+  table.inv_freq = std::move(inv_freq);
+  table.attention_factor = attrs.attention_factor;
+  return table;
+}
+
+}  // namespace
+
+// x [T, H, D] f32, positions [T] -> out [T, H, D]: every head turns by its token's row of the
+// table (TableFor); the inner loops are plain f32 multiply-adds over contiguous pairs that the
+// compiler vectorizes.
+Status Run(const RopeAttrs& attrs, const KernelArgs& args) {
+  const TensorArg& x = args.in[0];
+  const int64_t tokens = x.shape[0], heads = x.shape[1], dim = x.shape[2];
+  const int64_t half = attrs.rotary_dim / 2;
+  const RopeTable& table = TableFor(attrs, args.in[1], tokens, args.pool);
+  const float* cos_table = table.cos.data();  // [T, half]
+  const float* sin_table = table.sin.data();  // [T, half]
   const float* xs = x.as<const float>();
   float* out = args.out.as<float>();
   const bool neox = attrs.mode == RopeMode::kNeox;
