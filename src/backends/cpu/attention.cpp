@@ -213,10 +213,14 @@ const uint16_t* AmxTiles(const KvLayerView& layer, int64_t h0, int64_t h1, int64
     buffer_size = (h1 - h0) * tiles * elems;
     buffer = hwy::AllocateAligned<uint16_t>(buffer_size);
   }
+  if (buffer == nullptr) {  // no memory for it: the f32 kernels need none
+    buffer_size = 0;
+    return nullptr;
+  }
   uint16_t* parts = buffer.get();  // the calling thread's: a worker's `buffer` is its own
   auto convert = [&](int64_t unit) {
     const int64_t j0 = (first / kBlockTile + unit % tiles) * kBlockTile;
-    return AmxTileParts(layer, h0 + unit / tiles, j0, std::min(kBlockTile, last + 1 - j0),
+    return AmxTileParts(layer, h0 + unit / tiles, first, j0, std::min(kBlockTile, last + 1 - j0),
                         parts + unit * elems);
   };
   // The first tile tells whether the kernels this CPU runs have the tiles.

@@ -61,10 +61,11 @@ inline std::atomic<int64_t> amx_attention_bytes = int64_t{32} << 20;
 // AMX prefill (an f16 cache, a head size in whole tiles of 32): a tile of kBlockTile positions of
 // one KV head as AMX's operands take it, in 16-bit elements: keys and values, hi and lo parts.
 inline int64_t AmxTileElems(int64_t dim) { return 4 * kBlockTile * dim; }
-// Positions j0 .. j0 + count (count <= kBlockTile) of kv_head into dst, AmxTileElems(D) of them;
-// false (nothing written) where the kernels this CPU runs have no AMX tiles.
-bool AmxTileParts(const KvLayerView& layer, int64_t kv_head, int64_t j0, int64_t count,
-                  uint16_t* dst);
+// Positions j0 .. j0 + count (count <= kBlockTile) of kv_head into dst, AmxTileElems(D) of them,
+// those below `first` as zeros (no row sees them; a sliding window may have released their
+// pages); false (nothing written) where the kernels this CPU runs have no AMX tiles.
+bool AmxTileParts(const KvLayerView& layer, int64_t kv_head, int64_t first, int64_t j0,
+                  int64_t count, uint16_t* dst);
 
 // Prefill: `rows` (query heads of one KV head's group, up to kMaxRows, head size at most
 // kMaxBlockDim) attended together over the cache (attention_prefill.cpp).

@@ -198,10 +198,10 @@ void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head
   }
 }
 
-bool AmxTileParts(const KvLayerView& layer, int64_t kv_head, int64_t j0, int64_t count,
-                  uint16_t* dst) {
+bool AmxTileParts(const KvLayerView& layer, int64_t kv_head, int64_t first, int64_t j0,
+                  int64_t count, uint16_t* dst) {
 #if KITE_BF16_PAIRS
-  TileParts(layer, kv_head, j0, count, dst);
+  TileParts(layer, kv_head, first, j0, count, dst);
   return true;
 #else
   return false;
@@ -217,9 +217,9 @@ namespace kite::cpu {
 HWY_EXPORT(AttendRows);
 HWY_EXPORT(AmxTileParts);
 
-bool AmxTileParts(const KvLayerView& layer, int64_t kv_head, int64_t j0, int64_t count,
-                  uint16_t* dst) {
-  return HWY_DYNAMIC_DISPATCH(AmxTileParts)(layer, kv_head, j0, count, dst);
+bool AmxTileParts(const KvLayerView& layer, int64_t kv_head, int64_t first, int64_t j0,
+                  int64_t count, uint16_t* dst) {
+  return HWY_DYNAMIC_DISPATCH(AmxTileParts)(layer, kv_head, first, j0, count, dst);
 }
 
 void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head, float scale,

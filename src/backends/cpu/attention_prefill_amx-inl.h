@@ -22,6 +22,7 @@
 #define KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstring>
 
 #include <hwy/highway.h>
@@ -71,12 +72,12 @@ KITE_AMX_ATTR HWY_INLINE void QueryPairs(const QueryRows& rows, int64_t begin, i
   }
 }
 
-// A tile's keys (f16 heads at rows[j]) as AMX's first operand [kBlockTile][dim], hi and lo
-// parts; rows from count are zero (their scores are masked).
-KITE_AMX_ATTR HWY_INLINE void KeysToParts(const std::byte* const* rows, int64_t count, int64_t dim,
-                                          uint16_t* hi, uint16_t* lo) {
+// A tile's keys (f16 heads at rows[j] for j in [from, count)) as AMX's first operand
+// [kBlockTile][dim], hi and lo parts; the other rows are zero (their scores are masked).
+KITE_AMX_ATTR HWY_INLINE void KeysToParts(const std::byte* const* rows, int64_t from, int64_t count,
+                                          int64_t dim, uint16_t* hi, uint16_t* lo) {
   for (int64_t j = 0; j < kBlockTile; ++j) {
-    if (j >= count) {
+    if (j < from || j >= count) {
       std::memset(hi + j * dim, 0, dim * sizeof(uint16_t));
       std::memset(lo + j * dim, 0, dim * sizeof(uint16_t));
       continue;
@@ -91,13 +92,14 @@ KITE_AMX_ATTR HWY_INLINE void KeysToParts(const std::byte* const* rows, int64_t 
   }
 }
 
-// A tile's values (f16 heads at rows[j]) transposed, as AMX's first operand [dim][kBlockTile]
-// (an element's 32 positions a row), hi and lo parts; positions from count are zero (0 · v
-// stays finite).
-KITE_AMX_ATTR HWY_INLINE void ValuesTransposed(const std::byte* const* rows, int64_t count,
-                                               int64_t dim, uint16_t* hi, uint16_t* lo) {
+// A tile's values (f16 heads at rows[j] for j in [from, count)) transposed, as AMX's first
+// operand [dim][kBlockTile] (an element's 32 positions a row), hi and lo parts; the other
+// positions are zero (0 · v stays finite).
+KITE_AMX_ATTR HWY_INLINE void ValuesTransposed(const std::byte* const* rows, int64_t from,
+                                               int64_t count, int64_t dim, uint16_t* hi,
+                                               uint16_t* lo) {
   auto load = [&](int64_t j, int64_t c) KITE_AMX_ATTR {
-    if (j >= count) return _mm512_setzero_ps();
+    if (j < from || j >= count) return _mm512_setzero_ps();
     const auto* value = reinterpret_cast<const uint16_t*>(rows[j]) + c;
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(value)));
   };
@@ -120,19 +122,22 @@ KITE_AMX_ATTR HWY_INLINE void ValuesTransposed(const std::byte* const* rows, int
 }
 
 // Positions j0 .. j0 + count of kv_head as AmxTileElems(D) elements at dst: keys' hi and lo
-// parts (KeysToParts), then values' (ValuesTransposed). Written once a prefill and layer for every
+// parts (KeysToParts), then values' (ValuesTransposed); those below `first` as zeros, unread
+// (a sliding window releases the pages below what its rows see, and a tile may start below
+// that). Written once a prefill and layer for every
 // block of rows: the tile loads that read them then wait for no recent stores (a tile load of
 // lines just written by vector stores stalls until they leave the core).
-KITE_AMX_ATTR inline void TileParts(const KvLayerView& layer, int64_t kv_head, int64_t j0,
-                                    int64_t count, uint16_t* dst) {
+KITE_AMX_ATTR inline void TileParts(const KvLayerView& layer, int64_t kv_head, int64_t first,
+                                    int64_t j0, int64_t count, uint16_t* dst) {
   const int64_t dim = layer.head_dim;
   const int64_t head_offset = kv_head * static_cast<int64_t>(layer.head_bytes);
   const int64_t part = kBlockTile * dim;
+  const int64_t from = std::clamp<int64_t>(first - j0, 0, count);
   const std::byte* rows[kBlockTile];
-  TileRows(layer, false, j0, count, head_offset, rows);
-  KeysToParts(rows, count, dim, dst, dst + part);
-  TileRows(layer, true, j0, count, head_offset, rows);
-  ValuesTransposed(rows, count, dim, dst + 2 * part, dst + 3 * part);
+  TileRows(layer, false, j0 + from, count - from, head_offset, rows + from);
+  KeysToParts(rows, from, count, dim, dst, dst + part);
+  TileRows(layer, true, j0 + from, count - from, head_offset, rows + from);
+  ValuesTransposed(rows, from, count, dim, dst + 2 * part, dst + 3 * part);
 }
 
 // Probabilities p [kBlockTile][kMaxRows] as AMX's second operand, hi and lo parts: a tile of
