@@ -857,6 +857,11 @@ TEST_P(ConsistencyTest, AttentionPrefillOnAmxTiles) {
       {33, 45, 6, 2, 96, 64, DType::kF16},  {48, 520, 2, 2, 256, 16, DType::kF16},
       {32, 0, 32, 1, 128, 16, DType::kF16},
   };
+  for (const AttentionCase& c : cases) {
+    ASSERT_TRUE(cpu::AttendsOnAmx(c.kv_dtype, c.dim, c.tokens)) << c.tokens << " " << c.dim;
+  }
+  ASSERT_FALSE(cpu::AttendsOnAmx(DType::kF16, 64, 31)) << "a speculative pass keeps the f32 kernel";
+  ASSERT_FALSE(cpu::AttendsOnAmx(DType::kQ8_0, 64, 64)) << "q8_0 pages keep the f32 kernel";
   CheckAttentionCases(cases, 900);
   struct RestoreAtTheEnd {
     const int64_t bytes = cpu::amx_attention_bytes;

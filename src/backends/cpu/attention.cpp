@@ -188,24 +188,19 @@ SupportResult Support(const AttentionAttrs&, const Graph& graph, const Node& nod
   return SupportResult::Yes();
 }
 
-namespace {
-
-// Whether a prefill attends on AMX's tiles: kStreamTokens or more tokens (as long as those the
-// matmuls take them for; shorter runs, such as a speculative pass's drafts, keep the f32
-// kernels' numerics), an f16 cache whose head size is whole tiles of 32, a CPU with AMX that
-// allows them.
-bool AttendsOnAmx(const KvLayerView& layer, int64_t tokens) {
-  return tokens >= kStreamTokens && layer.dtype == DType::kF16 && layer.head_dim % 32 == 0 &&
+bool AttendsOnAmx(DType kv_dtype, int64_t head_dim, int64_t tokens) {
+  return tokens >= kStreamTokens && kv_dtype == DType::kF16 && head_dim % kAmxTileK == 0 &&
          UseAmxBf16();
 }
 
-// KV heads [h0, h1)'s tiles of positions [first, last] (first rounded down to a tile) in the
-// tiles' layout (AmxTileParts), in a buffer of the calling thread, for all the blocks of rows
+namespace {
+
+// KV heads [h0, h1)'s `tiles` tiles of positions [first, last] (first rounded down to a tile) in
+// the tiles' layout (AmxTileParts), in a buffer of the calling thread, for all the blocks of rows
 // that read them; head h's at the result + (h - h0) · tiles · AmxTileElems(D). Null where the
 // kernels this CPU runs have no tiles.
 const uint16_t* AmxTiles(const KvLayerView& layer, int64_t h0, int64_t h1, int64_t first,
-                         int64_t last, ThreadPool& pool) {
-  const int64_t tiles = last / kBlockTile - first / kBlockTile + 1;
+                         int64_t last, int64_t tiles, ThreadPool& pool) {
   const int64_t elems = AmxTileElems(layer.head_dim);
   thread_local hwy::AlignedFreeUniquePtr<uint16_t[]> buffer;
   thread_local int64_t buffer_size = 0;
@@ -271,10 +266,11 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
     // values are in the tiles' layout, as many heads at a time as amx_attention_bytes holds.
     const int64_t rows = tokens * group;
     const int64_t blocks_per_head = (rows + kMaxRows - 1) / kMaxRows;
-    const bool amx = AttendsOnAmx(layer, tokens);
+    const bool amx = AttendsOnAmx(layer.dtype, dim, tokens);
     const int64_t amx_first = min_first / kBlockTile * kBlockTile;
-    const int64_t amx_head_bytes = (max_last / kBlockTile - min_first / kBlockTile + 1) *
-                                   AmxTileElems(dim) * int64_t{sizeof(uint16_t)};
+    const int64_t amx_tiles = max_last / kBlockTile - min_first / kBlockTile + 1;
+    const int64_t amx_head_elems = amx_tiles * AmxTileElems(dim);  // a KV head's
+    const int64_t amx_head_bytes = amx_head_elems * int64_t{sizeof(uint16_t)};
     const int64_t heads_at_once =
         amx ? std::clamp<int64_t>(
                   amx_attention_bytes.load(std::memory_order_relaxed) / amx_head_bytes, 1, kv_heads)
@@ -282,14 +278,14 @@ Status AttendTokens(const AttentionAttrs& attrs, const KernelArgs& args, const K
     for (int64_t h0 = 0; h0 < kv_heads; h0 += heads_at_once) {
       const int64_t h1 = std::min(kv_heads, h0 + heads_at_once);
       const uint16_t* tiles =
-          amx ? AmxTiles(layer, h0, h1, min_first, max_last, args.pool) : nullptr;
+          amx ? AmxTiles(layer, h0, h1, min_first, max_last, amx_tiles, args.pool) : nullptr;
       auto attend_block = [&](int64_t unit) {
         const int64_t kv_head = h0 + unit / blocks_per_head;
         const int64_t first = unit % blocks_per_head * kMaxRows;
         QueryRows block;
         block.count = std::min(kMaxRows, rows - first);
         if (tiles != nullptr) {
-          block.amx_tiles = tiles + (kv_head - h0) * amx_head_bytes / int64_t{sizeof(uint16_t)};
+          block.amx_tiles = tiles + (kv_head - h0) * amx_head_elems;
           block.amx_first = amx_first;
         }
         for (int64_t r = 0; r < block.count; ++r) {

@@ -52,6 +52,12 @@ struct QueryRows {
   int64_t amx_first = 0;  // a multiple of kBlockTile
 };
 
+// Whether a prefill attends on AMX's tiles (attention_prefill_amx-inl.h): kStreamTokens or more
+// tokens (as long as those the matmuls take them for; shorter runs, such as a speculative pass's
+// drafts, keep the f32 kernels' numerics), an f16 cache whose head size is whole tiles of 32, a
+// CPU with AMX that allows them.
+bool AttendsOnAmx(DType kv_dtype, int64_t head_dim, int64_t tokens);
+
 // Most bytes of keys and values in AMX's layout that a prefill holds at a time: at long contexts
 // a layer's would be twice its f16 cache (537 MB for a 1B at 128K positions), so its KV heads
 // are then converted and attended a few at a time (attention.cpp). Tests lower it, to take one

@@ -1,6 +1,7 @@
 // Prefill attention: the query rows that share a KV head, in blocks of one or two vectors of
 // rows, one SIMD lane a row, over tiles of cached positions converted to f32 once for the whole
-// block (attention.cpp splits a prefill into such blocks and hands them to the threads).
+// block (attention.cpp splits a prefill into such blocks and hands them to the threads); on a
+// CPU with AMX, blocks of 32 rows on its tiles (attention_prefill_amx-inl.h).
 #include <algorithm>
 #include <cstring>
 
@@ -51,8 +52,9 @@ HWY_INLINE void TileToF32(const KvLayerView& layer, bool values, int64_t j0, int
       float* to = dst + j * dim + b * block;
       if constexpr (kQ8<T>) {
         const auto d = hn::Set(df, Scale(data));
-        for (int64_t c = 0; c < block; c += lanes)
+        for (int64_t c = 0; c < block; c += lanes) {
           hn::Store(hn::Mul(d, Codes<T>(data, c)), df, to + c);
+        }
       } else {
         for (int64_t c = 0; c < block; c += lanes) hn::Store(Codes<T>(data, c), df, to + c);
       }
@@ -185,7 +187,7 @@ void AttendRows(const QueryRows& rows, const KvLayerView& layer, int64_t kv_head
                 float softcap) {
 #if KITE_BF16_PAIRS
   if (rows.amx_tiles != nullptr) {
-    AttendBlocksAmx(rows, layer.head_dim, scale, softcap);
+    AttendRowsAmx(rows, layer.head_dim, scale, softcap);
     return;
   }
 #endif

@@ -14,7 +14,7 @@
 // Speed: a tile of 32 positions by 32 rows at head size 64 takes 24 tile products for the
 // scores and 24 for the values, where the f32 kernel takes 8192 FMAs of 16 lanes.
 // Included by attention_prefill.cpp (after hwy/highway.h, once per target); the tiles only on
-// the AVX-512 targets, where AttendRows calls AttendBlocksAmx when QueryRows::amx_tiles is set.
+// the AVX-512 targets, where AttendRows calls AttendRowsAmx when QueryRows::amx_tiles is set.
 #if defined(KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_
 #undef KITE_BACKENDS_CPU_ATTENTION_PREFILL_AMX_INL_H_
@@ -46,8 +46,8 @@ constexpr int64_t kPairTile = kAmxTileRows * kAmxTileK;
 // The block's queries (times the scale) as AMX's second operand, hi and lo parts: for each 32 of
 // the head, a tile of rows 0-15 then one of rows 16-31, its row e holding elements 2e and 2e+1
 // of each query row side by side. Rows from count repeat the first.
-KITE_AMX_ATTR HWY_INLINE void QueryPairs(const QueryRows& rows, int64_t begin, int64_t count,
-                                         int64_t dim, float scale, uint16_t* hi, uint16_t* lo) {
+KITE_AMX_ATTR HWY_INLINE void QueryPairs(const QueryRows& rows, int64_t count, int64_t dim,
+                                         float scale, uint16_t* hi, uint16_t* lo) {
   const __m512 times = _mm512_set1_ps(scale);
   for (int64_t i = 0; i < dim; i += kAmxTileK) {
     for (int64_t half = 0; half < 2; ++half) {
@@ -55,7 +55,7 @@ KITE_AMX_ATTR HWY_INLINE void QueryPairs(const QueryRows& rows, int64_t begin, i
       __m512i pairs_hi[kAmxTileRows], pairs_lo[kAmxTileRows];
       for (int64_t r = 0; r < kAmxTileRows; ++r) {
         const int64_t row = half * kAmxTileRows + r;
-        const float* q = rows.q[begin + (row < count ? row : 0)] + i;
+        const float* q = rows.q[row < count ? row : 0] + i;
         const Bf16Parts parts = SplitToBf16(_mm512_mul_ps(times, _mm512_loadu_ps(q)),
                                             _mm512_mul_ps(times, _mm512_loadu_ps(q + 16)));
         pairs_hi[r] = parts.hi;
@@ -72,6 +72,11 @@ KITE_AMX_ATTR HWY_INLINE void QueryPairs(const QueryRows& rows, int64_t begin, i
   }
 }
 
+// 16 f16 from p as f32.
+KITE_AMX_ATTR HWY_INLINE __m512 LoadF16Row(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
 // A tile's keys (f16 heads at rows[j] for j in [from, count)) as AMX's first operand
 // [kBlockTile][dim], hi and lo parts; the other rows are zero (their scores are masked).
 KITE_AMX_ATTR HWY_INLINE void KeysToParts(const std::byte* const* rows, int64_t from, int64_t count,
@@ -84,10 +89,8 @@ KITE_AMX_ATTR HWY_INLINE void KeysToParts(const std::byte* const* rows, int64_t 
     }
     const auto* key = reinterpret_cast<const uint16_t*>(rows[j]);
     for (int64_t i = 0; i < dim; i += kAmxTileK) {
-      SplitToBf16(
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(key + i))),
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(key + i + 16))),
-          hi + j * dim + i, lo + j * dim + i);
+      SplitToBf16(LoadF16Row(key + i), LoadF16Row(key + i + 16), hi + j * dim + i,
+                  lo + j * dim + i);
     }
   }
 }
@@ -100,8 +103,7 @@ KITE_AMX_ATTR HWY_INLINE void ValuesTransposed(const std::byte* const* rows, int
                                                uint16_t* lo) {
   auto load = [&](int64_t j, int64_t c) KITE_AMX_ATTR {
     if (j < from || j >= count) return _mm512_setzero_ps();
-    const auto* value = reinterpret_cast<const uint16_t*>(rows[j]) + c;
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(value)));
+    return LoadF16Row(reinterpret_cast<const uint16_t*>(rows[j]) + c);
   };
   for (int64_t c = 0; c < dim; c += kAmxTileRows) {
     // Positions 2e and 2e+1 of 16 elements as pairs, then transposed: element c + i's 16 pairs,
@@ -124,9 +126,9 @@ KITE_AMX_ATTR HWY_INLINE void ValuesTransposed(const std::byte* const* rows, int
 // Positions j0 .. j0 + count of kv_head as AmxTileElems(D) elements at dst: keys' hi and lo
 // parts (KeysToParts), then values' (ValuesTransposed); those below `first` as zeros, unread
 // (a sliding window releases the pages below what its rows see, and a tile may start below
-// that). Written once a prefill and layer for every
-// block of rows: the tile loads that read them then wait for no recent stores (a tile load of
-// lines just written by vector stores stalls until they leave the core).
+// that). Written once a prefill and layer for every block of rows: the tile loads that read
+// them then wait for no recent stores (a tile load of lines just written by vector stores
+// stalls until they leave the core).
 KITE_AMX_ATTR inline void TileParts(const KvLayerView& layer, int64_t kv_head, int64_t first,
                                     int64_t j0, int64_t count, uint16_t* dst) {
   const int64_t dim = layer.head_dim;
@@ -144,18 +146,14 @@ KITE_AMX_ATTR inline void TileParts(const KvLayerView& layer, int64_t kv_head, i
 // rows 0-15, then one of rows 16-31, its row e holding positions 2e and 2e+1 of each query row
 // side by side.
 KITE_AMX_ATTR HWY_INLINE void ProbabilityPairs(const float* p, uint16_t* hi, uint16_t* lo) {
-  alignas(64) static constexpr int32_t kFirst[16] = {0, 16, 1, 17, 2, 18, 3, 19,
-                                                     4, 20, 5, 21, 6, 22, 7, 23};
-  alignas(64) static constexpr int32_t kSecond[16] = {8,  24, 9,  25, 10, 26, 11, 27,
-                                                      12, 28, 13, 29, 14, 30, 15, 31};
-  const __m512i first = _mm512_load_si512(kFirst), second = _mm512_load_si512(kSecond);
   for (int64_t half = 0; half < 2; ++half) {
     for (int64_t e = 0; e < kBlockTile / 2; ++e) {
-      const __m512 a = _mm512_load_ps(p + 2 * e * kMaxRows + half * kAmxTileRows);
-      const __m512 b = _mm512_load_ps(p + (2 * e + 1) * kMaxRows + half * kAmxTileRows);
+      const Bf16Parts parts =
+          SplitToBf16(_mm512_load_ps(p + 2 * e * kMaxRows + half * kAmxTileRows),
+                      _mm512_load_ps(p + (2 * e + 1) * kMaxRows + half * kAmxTileRows));
       const int64_t at = half * kPairTile + e * kAmxTileK;
-      SplitToBf16(_mm512_permutex2var_ps(a, first, b), _mm512_permutex2var_ps(a, second, b),
-                  hi + at, lo + at);
+      _mm512_store_si512(hi + at, InterleavePairs(parts.hi));
+      _mm512_store_si512(lo + at, InterleavePairs(parts.lo));
     }
   }
 }
@@ -169,9 +167,11 @@ KITE_AMX_ATTR HWY_INLINE void ProbabilityPairs(const float* p, uint16_t* hi, uin
 // chunks of 8).
 constexpr int64_t kChunkTiles = 8;
 
-// Rows [begin, begin + count) of `rows`, count <= kMaxRows, with the tile configuration loaded.
-KITE_AMX_ATTR void AttendBlockAmx(const QueryRows& rows, int64_t begin, int64_t count, int64_t dim,
-                                  float scale, float softcap) {
+// The rows of `rows` (rows.amx_tiles set; head size a multiple of 32 up to kMaxBlockDim), one
+// block of up to kMaxRows.
+KITE_AMX_ATTR inline void AttendRowsAmx(const QueryRows& rows, int64_t dim, float scale,
+                                        float softcap) {
+  const int64_t count = rows.count;
   const int64_t key_stride = dim * sizeof(uint16_t);
   const int64_t part = kBlockTile * dim;
   constexpr int64_t kValueStride = kBlockTile * sizeof(uint16_t);
@@ -184,10 +184,12 @@ KITE_AMX_ATTR void AttendBlockAmx(const QueryRows& rows, int64_t begin, int64_t 
   // the softmax's corrections scale them a vector of rows at a time.
   alignas(64) float acc[kMaxBlockDim * kMaxRows];
   alignas(64) float corr[kMaxRows];
-  const BlockRows block = SetBlockRows(rows, begin, count, kMaxRows);
-  QueryPairs(rows, begin, count, dim, scale, q_hi, q_lo);
+  const BlockRows block = SetBlockRows(rows, 0, count, kMaxRows);
+  QueryPairs(rows, count, dim, scale, q_hi, q_lo);
   std::memset(acc, 0, sizeof(float) * dim * kMaxRows);
   OnlineSoftmax<2> softmax(block);
+  const AmxTileConfig config;
+  _tile_loadconfig(&config);
   // The compilers' tile loads name no memory: keep the stores above before them.
   asm volatile("" ::: "memory");
   const int64_t start = block.min_first / kBlockTile * kBlockTile;
@@ -218,7 +220,8 @@ KITE_AMX_ATTR void AttendBlockAmx(const QueryRows& rows, int64_t begin, int64_t 
     for (int64_t i = 0; i < dim; ++i) {
       float* sums = acc + i * kMaxRows;
       _mm512_store_ps(sums, _mm512_mul_ps(corr0, _mm512_load_ps(sums)));
-      _mm512_store_ps(sums + kAmxTileRows, _mm512_mul_ps(corr1, _mm512_load_ps(sums + 16)));
+      _mm512_store_ps(sums + kAmxTileRows,
+                      _mm512_mul_ps(corr1, _mm512_load_ps(sums + kAmxTileRows)));
     }
     for (int64_t t = 0; t < tiles; ++t) {
       ProbabilityPairs(p + t * kTileScores, p_hi + t * kTileScores, p_lo + t * kTileScores);
@@ -245,18 +248,8 @@ KITE_AMX_ATTR void AttendBlockAmx(const QueryRows& rows, int64_t begin, int64_t 
   for (int64_t i = 0; i < dim; ++i) {
     for (int64_t r = 0; r < count; ++r) p[r * dim + i] = acc[i * kMaxRows + r];
   }
-  softmax.Finish(rows, begin, count, p, dim);
-}
-
-// Every block of `rows` (rows.amx_tiles set; head size a multiple of 32 up to kMaxBlockDim).
-KITE_AMX_ATTR inline void AttendBlocksAmx(const QueryRows& rows, int64_t dim, float scale,
-                                          float softcap) {
-  const AmxTileConfig config;
-  _tile_loadconfig(&config);
-  for (int64_t begin = 0; begin < rows.count; begin += kMaxRows) {
-    AttendBlockAmx(rows, begin, std::min(kMaxRows, rows.count - begin), dim, scale, softcap);
-  }
   _tile_release();  // so that a context switch need not save the tiles' 8 KB
+  softmax.Finish(rows, 0, count, p, dim);
 }
 #endif  // KITE_BF16_PAIRS
 

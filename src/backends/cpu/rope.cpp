@@ -37,17 +37,24 @@ const RopeTable& TableFor(const RopeAttrs& attrs, const TensorArg& positions, in
                           ThreadPool& pool) {
   thread_local RopeTable tables[2];
   thread_local int next = 0;
-  std::vector<int32_t> wanted(tokens);
-  for (int64_t t = 0; t < tokens; ++t) wanted[t] = PositionAt(positions, t);
   std::vector<double> inv_freq = RopeInverseFrequencies(attrs);
+  auto same_positions = [&](const RopeTable& table) {
+    if (static_cast<int64_t>(table.positions.size()) != tokens) return false;
+    for (int64_t t = 0; t < tokens; ++t) {
+      if (table.positions[t] != PositionAt(positions, t)) return false;
+    }
+    return true;
+  };
   for (const RopeTable& table : tables) {
-    if (table.positions == wanted && table.inv_freq == inv_freq &&
-        table.attention_factor == attrs.attention_factor) {
+    if (table.inv_freq == inv_freq && table.attention_factor == attrs.attention_factor &&
+        same_positions(table)) {
       return table;
     }
   }
   RopeTable& table = tables[next];
   next = 1 - next;
+  table.positions.resize(tokens);
+  for (int64_t t = 0; t < tokens; ++t) table.positions[t] = PositionAt(positions, t);
   const int64_t half = static_cast<int64_t>(inv_freq.size());
   table.cos.resize(tokens * half);
   table.sin.resize(tokens * half);
@@ -55,7 +62,7 @@ const RopeTable& TableFor(const RopeAttrs& attrs, const TensorArg& positions, in
     for (int64_t t = begin; t < end; ++t) {
       for (int64_t i = 0; i < half; ++i) {
         double sin = 0, cos = 0;
-        ::sincos(wanted[t] * inv_freq[i], &sin, &cos);
+        ::sincos(table.positions[t] * inv_freq[i], &sin, &cos);
         table.cos[t * half + i] = static_cast<float>(attrs.attention_factor * cos);
         table.sin[t * half + i] = static_cast<float>(attrs.attention_factor * sin);
       }
@@ -66,7 +73,6 @@ const RopeTable& TableFor(const RopeAttrs& attrs, const TensorArg& positions, in
   } else {
     pool.ParallelFor(tokens, angles);
   }
-  table.positions = std::move(wanted);
   table.inv_freq = std::move(inv_freq);
   table.attention_factor = attrs.attention_factor;
   return table;
